@@ -1,0 +1,45 @@
+"""The ``ledger`` command line: a lean front door and the full typer app.
+
+Agent hooks call ``ledger`` before every tool use, so the per-call commands
+(``verdict``, ``record``, ``usage``, ``hook``, ``tokens``, ``turns``, ``tools``,
+``time``) are parsed by ``argparse`` in ``ledger.cli.fast`` and never import
+typer. Operator commands go through the typer app in ``ledger.cli.app``. Both
+call the same service functions and print through ``ledger.cli.output``.
+"""
+
+import sys
+from typing import NoReturn
+
+FAST_COMMANDS = frozenset({"verdict", "record", "usage", "hook", "tokens", "turns", "tools", "time"})
+
+
+def split_global_options(args: list[str]) -> tuple[str | None, list[str]]:
+    """Take ``--home DIR`` (or ``--home=DIR``) from before the command."""
+    home = None
+    rest = list(args)
+    while rest:
+        if rest[0] == "--home" and len(rest) > 1:
+            home = rest[1]
+            rest = rest[2:]
+        elif rest[0].startswith("--home="):
+            home = rest[0].split("=", 1)[1]
+            rest = rest[1:]
+        else:
+            break
+    return home, rest
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run one command and exit with its code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    home, rest = split_global_options(args)
+    if rest and rest[0] in FAST_COMMANDS:
+        from ledger.cli.fast import run as run_fast  # noqa: PLC0415 - the lean path
+
+        code = run_fast(home, rest)
+    else:
+        from ledger.cli.app import run as run_app  # noqa: PLC0415 - typer only here
+
+        code = run_app(args)
+    sys.stdout.flush()
+    sys.exit(code)

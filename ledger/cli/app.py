@@ -1,0 +1,212 @@
+"""Operator commands, on typer. Each command parses, calls one service, prints."""
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help and errors; rich is slow to import
+
+import click
+import typer
+
+from ledger.cli.output import guarded, print_error, print_json
+from ledger.errors import EXIT_USAGE, LedgerError, UsageError
+
+app = typer.Typer(
+    name="ledger",
+    help="A tamper-evident, fail-closed spend guard for autonomous agents.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+keys_app = typer.Typer(help="Writer keys.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(keys_app, name="keys")
+
+HomeOption = Annotated[
+    str | None,
+    typer.Option("--home", help="The ledger home (default $LEDGER_HOME, else ./.ledger)."),
+]
+
+
+class State:
+    """Options given before the command."""
+
+    home: str | None = None
+
+
+@app.callback()
+def _global(home: HomeOption = None) -> None:
+    State.home = home
+
+
+def _runtime() -> Any:
+    from ledger.runtime import build_runtime  # noqa: PLC0415
+
+    return build_runtime(State.home)
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def init(
+    daily_cap_usd: Annotated[
+        str | None, typer.Option("--daily-cap-usd", help="usd.daily_cap for a new config.")
+    ] = None,
+) -> None:
+    """Create the home, its config, a writer key and the trust store.
+
+    Example: ledger --home ./.ledger init --daily-cap-usd 50
+    """
+
+    def body() -> int:
+        from ledger.services.home import init_home  # noqa: PLC0415
+
+        runtime = _runtime()
+        result = init_home(runtime, daily_cap_usd)
+        print_json(
+            {
+                "home": result.home,
+                "config": str(runtime.config_path),
+                "key_id": result.key_id,
+                "created_key": result.created_key,
+                "created_config": result.created_config,
+            }
+        )
+        return 0
+
+    _exit(guarded(body))
+
+
+@keys_app.command("rotate")
+def keys_rotate(
+    root_key: Annotated[
+        Path | None,
+        typer.Option("--root-key", help="Offline root private key, when the home pins one."),
+    ] = None,
+) -> None:
+    """Make a new writer key; the old key signs a ledger.key_rotated naming it."""
+
+    def body() -> int:
+        from ledger.core.signing import Signer, private_key_from_pem  # noqa: PLC0415
+        from ledger.edges.files import read_user_file  # noqa: PLC0415
+        from ledger.services.home import rotate_key  # noqa: PLC0415
+
+        root = None
+        if root_key is not None:
+            root = Signer.from_private_key(
+                private_key_from_pem(read_user_file(root_key, "root key"), str(root_key))
+            )
+        result = rotate_key(_runtime(), root)
+        print_json(
+            {
+                "old_key_id": result.old_key_id,
+                "new_key_id": result.new_key_id,
+                "rotated_at": result.rotated_at,
+                "entry_hash": result.entry_hash,
+            }
+        )
+        return 0
+
+    _exit(guarded(body))
+
+
+@app.command("verify-chain")
+def verify_chain(
+    log: Annotated[Path | None, typer.Argument(help="A chain file (default: the home's).")] = None,
+    key: Annotated[
+        list[str] | None,
+        typer.Option("--key", help="Trust a public key PEM, as [ID=]PEM. Repeatable."),
+    ] = None,
+    trust_store: Annotated[Path | None, typer.Option("--trust-store")] = None,
+    checkpoint: Annotated[Path | None, typer.Option("--checkpoint")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Every entry must be signed.")] = False,
+    allow_markers: Annotated[bool, typer.Option("--allow-markers")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Verify every entry's JSON, link and signature; print OK or the first BROKEN line."""
+    from ledger.cli.verify_command import run_verify  # noqa: PLC0415
+
+    _exit(
+        guarded(
+            lambda: run_verify(
+                State.home, log, key or [], trust_store, checkpoint,
+                strict=strict, allow_markers=allow_markers, as_json=as_json,
+            )  # fmt: skip
+        )
+    )
+
+
+@app.command()
+def checkpoint() -> None:
+    """Write a signed checkpoint of the verified chain's head."""
+
+    def body() -> int:
+        from ledger.services.verify import write_checkpoint  # noqa: PLC0415
+
+        result = write_checkpoint(_runtime())
+        print_json({"path": result.path, "entries": result.entries, "head_hash": result.head_hash})
+        return 0
+
+    _exit(guarded(body))
+
+
+def _register_fast_commands() -> None:
+    """List the per-call commands in ``--help``; ``ledger.cli.main`` routes them."""
+    from ledger.cli import FAST_COMMANDS  # noqa: PLC0415
+
+    helps = {
+        "verdict": "Pre-call gate: allow, warn-90, halt-100 or halt-uncertainty.",
+        "record": "Post-call accounting of actual spend.",
+        "usage": "Read-only view of today's spend.",
+        "hook": "Claude Code PreToolUse / PostToolUse adapter.",
+        "tokens": "Convoy token budgets.",
+        "turns": "Workflow turn budgets.",
+        "tools": "Per-agent tool-call budgets.",
+        "time": "Wall-clock countdown budgets.",
+    }
+    for name in sorted(FAST_COMMANDS):
+
+        def forward(ctx: typer.Context, _name: str = name) -> None:
+            from ledger.cli.fast import run as run_fast  # noqa: PLC0415
+
+            _exit(run_fast(State.home, [_name, *ctx.args]))
+
+        app.command(
+            name,
+            help=helps[name],
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+            add_help_option=False,
+        )(forward)
+
+
+_register_fast_commands()
+
+
+def run(args: list[str]) -> int:
+    """Run the typer app on ``args``; usage errors end in one ``ledger:`` line (exit 2)."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="ledger", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        if exc.ctx is not None:
+            sys.stderr.write(exc.ctx.get_usage() + "\n")
+        print_error(exc.format_message())
+        return EXIT_USAGE
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        print_error("aborted")
+        return 1
+    except LedgerError as exc:
+        print_error(str(exc))
+        return exc.exit_code
+    return int(result) if isinstance(result, int) else 0
+
+
+__all__ = ["UsageError", "app", "run"]

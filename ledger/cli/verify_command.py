@@ -1,0 +1,90 @@
+"""``ledger verify-chain``: SPEC §3's output and exit codes."""
+
+import sys
+from pathlib import Path
+
+from ledger.cli.output import print_json
+from ledger.core.envelope import KEY_ID_RE
+from ledger.core.trust import TrustStore, TrustedKey, trust_from_document
+from ledger.errors import EXIT_HALT, EXIT_USAGE
+
+
+def _parse_key_option(value: str) -> tuple[str | None, Path]:
+    key_id, sep, rest = value.partition("=")
+    if sep and rest and KEY_ID_RE.match(key_id) and not Path(value).exists():
+        return key_id, Path(rest)
+    return None, Path(value)
+
+
+def _progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rverifying: {100 * done // max(total, 1)}%")
+    sys.stderr.flush()
+
+
+def run_verify(
+    home: str | None,
+    log: Path | None,
+    keys: list[str],
+    trust_store: Path | None,
+    checkpoint: Path | None,
+    *,
+    strict: bool,
+    allow_markers: bool,
+    as_json: bool,
+) -> int:
+    """Verify a chain and print the result; returns the exit code."""
+    from ledger.edges.chainfile import ChainFile  # noqa: PLC0415
+    from ledger.edges.checkpointfiles import load_checkpoint  # noqa: PLC0415
+    from ledger.edges.files import read_json_file  # noqa: PLC0415
+    from ledger.edges.keyfiles import load_public_key_file  # noqa: PLC0415
+    from ledger.runtime import build_runtime  # noqa: PLC0415
+    from ledger.services.verify import verify_store  # noqa: PLC0415
+
+    runtime = build_runtime(home)
+    if log is not None:
+        if not log.is_file():
+            sys.stderr.write(f"ledger: {log}: no such chain file\n")
+            return EXIT_USAGE
+        store = ChainFile(log)
+        trust = TrustStore()
+        cp = None
+    else:
+        store = runtime.chain
+        if not store.exists():
+            sys.stderr.write(f"ledger: {store.path}: no such chain file\n")
+            return EXIT_USAGE
+        trust = runtime.keys.load_trust() if trust_store is None else TrustStore()
+        cp = runtime.newest_checkpoint() if checkpoint is None else None
+    if trust_store is not None:
+        trust = trust_from_document(
+            read_json_file(trust_store, "trust store"), source=str(trust_store)
+        )
+    for option in keys:
+        key_id, path = _parse_key_option(option)
+        raw = load_public_key_file(path)
+        trust = trust.with_any_id_key(raw) if key_id is None else trust.with_key(
+            TrustedKey(key_id, raw)
+        )
+    if checkpoint is not None:
+        cp = load_checkpoint(checkpoint)
+    show_progress = not as_json and sys.stderr.isatty()
+    outcome = verify_store(
+        store, trust, cp, strict=strict, allow_markers=allow_markers,
+        progress=_progress if show_progress else None,
+    )  # fmt: skip
+    if show_progress:
+        sys.stderr.write("\r")
+    if as_json:
+        print_json(
+            {"ok": outcome.ok, "entries": outcome.entries, "line": outcome.line,
+             "reason": outcome.reason}
+        )  # fmt: skip
+    if outcome.ok:
+        if not as_json:
+            sys.stdout.write(f"OK {outcome.entries} entries\n")
+        return 0
+    if outcome.line is None:
+        sys.stderr.write(f"ledger: {outcome.reason}\n")
+    else:
+        sys.stderr.write(f"BROKEN line {outcome.line}: {outcome.reason}\n")
+    return EXIT_HALT

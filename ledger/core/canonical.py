@@ -1,0 +1,49 @@
+"""The one producer of canonical bytes (RFC 8785, JSON Canonicalization Scheme).
+
+Money is integer micro-USD everywhere, so the float edge cases of RFC 8785 §3.2.2.3
+never arise in our own payloads; ``canonical_bytes`` still refuses floats so a
+float can never slip into a sealed entry by accident.
+"""
+
+import hashlib
+from typing import Any
+
+import rfc8785
+
+from ledger.errors import CanonicalizationError
+
+
+def _reject_floats(value: Any, path: str) -> None:
+    if isinstance(value, float):
+        raise CanonicalizationError(f"{path}: floats are not allowed, use integers")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _reject_floats(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_floats(item, f"{path}[{index}]")
+
+
+def canonical_bytes(value: Any, *, allow_floats: bool = False) -> bytes:
+    """Serialize ``value`` per RFC 8785.
+
+    Args:
+        value: JSON-compatible data.
+        allow_floats: accept floats (only for re-canonicalizing entries written by
+            other implementations, whose numbers we must hash as they are).
+
+    Raises:
+        CanonicalizationError: a float (unless allowed), an integer outside the
+            IEEE-754 exact range, or a non-JSON type.
+    """
+    if not allow_floats:
+        _reject_floats(value, "$")
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise CanonicalizationError(f"cannot canonicalize: {exc}") from exc
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256, the form ``prev_hash`` uses."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,245 @@
+"""The configuration as typed values, validated from a plain mapping (SPEC §1).
+
+``from_mapping`` takes the parsed ``ledger.toml`` and the environment and
+returns a ``Config`` or raises ``ConfigError`` naming the key; there is no
+silent fallback for a bad value.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ledger.core.units import usd_to_micros
+from ledger.errors import ConfigError
+
+PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+AGGREGATE = "aggregate"
+_CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
+_CRON_FIELDS = 5
+
+# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days
+_SCHEMA: dict[str, dict[str, str]] = {
+    "usd": {
+        "daily_cap": "cap",
+        "provider_caps": "caps",
+        "warn_pct": "pct",
+        "reservation_ttl_seconds": "seconds",
+    },
+    "billing": {
+        "freshness_seconds": "seconds",
+        "stale_halt_pct": "pct",
+        "stale_seconds": "seconds",
+        "provider_lag_seconds": "seconds",
+        "clock_tolerance_seconds": "seconds",
+    },
+    "observer": {"command": "argv", "timeout_seconds": "seconds"},
+    "reconcile": {
+        "interval_hours": "hours",
+        "drift_threshold_pct": "pct",
+        "providers": "providers",
+    },
+    "snapshot": {"cron": "cron", "keep_days": "seconds"},
+    "chain": {"lock_timeout_seconds": "seconds"},
+}
+_STRUCTURED = {"caps", "argv", "providers"}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every setting of SPEC §1; money in micro-USD, percentages exact."""
+
+    daily_cap_micros: int | None = None
+    provider_caps_micros: dict[str, int] = field(default_factory=dict)
+    warn_pct: Fraction = Fraction(90)
+    reservation_ttl_seconds: int = 900
+    freshness_seconds: int = 300
+    stale_halt_pct: Fraction = Fraction(75)
+    stale_seconds: int = 900
+    provider_lag_seconds: int = 300
+    clock_tolerance_seconds: int = 60
+    observer_command: tuple[str, ...] | None = None
+    observer_timeout_seconds: int = 30
+    interval_hours: Fraction = Fraction(6)
+    drift_threshold_pct: Fraction = Fraction(5)
+    reconcile_providers: tuple[str, ...] = (AGGREGATE,)
+    snapshot_cron: str = "0 4 * * *"
+    snapshot_keep_days: int = 30
+    lock_timeout_seconds: int = 10
+
+
+_FIELD_FOR = {
+    ("usd", "daily_cap"): "daily_cap_micros",
+    ("usd", "provider_caps"): "provider_caps_micros",
+    ("usd", "warn_pct"): "warn_pct",
+    ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
+    ("billing", "freshness_seconds"): "freshness_seconds",
+    ("billing", "stale_halt_pct"): "stale_halt_pct",
+    ("billing", "stale_seconds"): "stale_seconds",
+    ("billing", "provider_lag_seconds"): "provider_lag_seconds",
+    ("billing", "clock_tolerance_seconds"): "clock_tolerance_seconds",
+    ("observer", "command"): "observer_command",
+    ("observer", "timeout_seconds"): "observer_timeout_seconds",
+    ("reconcile", "interval_hours"): "interval_hours",
+    ("reconcile", "drift_threshold_pct"): "drift_threshold_pct",
+    ("reconcile", "providers"): "reconcile_providers",
+    ("snapshot", "cron"): "snapshot_cron",
+    ("snapshot", "keep_days"): "snapshot_keep_days",
+    ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+}
+
+
+def _number(value: Any, name: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{name}: must be a number")
+    try:
+        number = Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError) as exc:
+        raise ConfigError(f"{name}: must be a number, got {value!r}") from exc
+    return number
+
+
+def _convert(kind: str, value: Any, name: str) -> Any:  # noqa: C901, PLR0911, PLR0912
+    if kind == "cap":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{name}: must be a number")
+        try:
+            micros = usd_to_micros(value)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from exc
+        if micros < 0:
+            raise ConfigError(f"{name}: must be ≥ 0")
+        return micros
+    if kind == "caps":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: must be a table of provider = USD")
+        caps = {}
+        for provider, cap in value.items():
+            if not isinstance(provider, str) or not PROVIDER_RE.match(provider):
+                raise ConfigError(f"{name}.{provider}: not a valid provider id")
+            if provider == AGGREGATE:
+                raise ConfigError(f"{name}.{provider}: use usd.daily_cap for the aggregate")
+            caps[provider] = _convert("cap", cap, f"{name}.{provider}")
+        return caps
+    if kind == "pct":
+        number = _number(value, name)
+        if not 0 <= number <= 100:  # noqa: PLR2004
+            raise ConfigError(f"{name}: must be a percentage in [0, 100]")
+        return number
+    if kind == "seconds":
+        if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{name}: must be an integer ≥ 0")
+        return value
+    if kind == "hours":
+        number = _number(value, name)
+        if number <= 0:
+            raise ConfigError(f"{name}: must be a number > 0")
+        return number
+    if kind == "argv":
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(part, str) and part for part in value)
+        ):
+            raise ConfigError(f"{name}: must be a non-empty array of strings")
+        return tuple(value)
+    if kind == "providers":
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{name}: must be a non-empty array of provider ids")
+        for provider in value:
+            if not isinstance(provider, str) or not PROVIDER_RE.match(provider):
+                raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
+        return tuple(value)
+    if kind == "cron":
+        fields = value.split() if isinstance(value, str) else []
+        if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.match(f) for f in fields):
+            raise ConfigError(f"{name}: must be a 5-field cron expression")
+        return " ".join(fields)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def env_name(section: str, key: str) -> str:
+    """The variable that overrides ``section.key``."""
+    return f"LEDGER_{section}_{key}".upper()
+
+
+def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
+    """Validate the file's tables and the ``LEDGER_*`` overrides into a ``Config``.
+
+    Args:
+        document: the parsed ``ledger.toml`` (empty when there is none).
+        environ: the process environment.
+
+    Raises:
+        ConfigError: an unknown section or key in the file, or a malformed or
+            out-of-range value; the message names the key.
+    """
+    values: dict[str, Any] = {}
+    for section, table in document.items():
+        if section not in _SCHEMA:
+            raise ConfigError(f"ledger.toml: unknown section [{section}]")
+        if not isinstance(table, dict):
+            raise ConfigError(f"ledger.toml: {section} must be a table")
+        for key, value in table.items():
+            if key not in _SCHEMA[section]:
+                raise ConfigError(f"ledger.toml: unknown key {section}.{key}")
+            kind = _SCHEMA[section][key]
+            values[_FIELD_FOR[section, key]] = _convert(kind, value, f"{section}.{key}")
+    for section, keys in _SCHEMA.items():
+        for key, kind in keys.items():
+            variable = env_name(section, key)
+            if variable not in environ:
+                continue
+            raw: Any = environ[variable]
+            if kind in _STRUCTURED:
+                try:
+                    raw = json.loads(raw)
+                except ValueError as exc:
+                    raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+            values[_FIELD_FOR[section, key]] = _convert(kind, raw, variable)
+    return Config(**values)
+
+
+def config_template(daily_cap_usd: str | None) -> str:
+    """The ``ledger.toml`` that ``ledger init`` writes."""
+    cap_line = (
+        f"daily_cap = {daily_cap_usd}"
+        if daily_cap_usd is not None
+        else "# daily_cap = 50.0   # required by `ledger verdict`"
+    )
+    return f"""# ledger configuration (SPEC §1). Environment variables LEDGER_<SECTION>_<KEY>
+# override these values.
+
+[usd]
+{cap_line}
+warn_pct = 90
+reservation_ttl_seconds = 900
+# [usd.provider_caps]
+# openai = 5.0
+
+[billing]
+freshness_seconds = 300
+stale_halt_pct = 75
+stale_seconds = 900
+provider_lag_seconds = 300
+clock_tolerance_seconds = 60
+
+[observer]
+# command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]
+timeout_seconds = 30
+
+[reconcile]
+interval_hours = 6
+drift_threshold_pct = 5.0
+providers = ["aggregate"]
+
+[snapshot]
+cron = "0 4 * * *"
+keep_days = 30
+
+[chain]
+lock_timeout_seconds = 10
+"""

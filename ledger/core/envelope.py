@@ -1,0 +1,208 @@
+"""The chain entry (format 1.1.0, SPEC §2): building, rendering and parsing lines.
+
+An entry's *canonical bytes* are the RFC 8785 form of the entry without
+``signature`` and ``signing_key_id``; ``prev_hash`` of the next entry is their
+SHA-256. Our writer renders a line as those canonical bytes with the two
+signature fields spliced in before the closing brace, so a verifier can recover
+the exact signed bytes from our own lines without re-serializing; lines from
+other writers of the format are re-canonicalized.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.canonical import canonical_bytes, sha256_hex
+from ledger.errors import CanonicalizationError
+
+SCHEMA_VERSION = "1.1.0"
+PRIMITIVE_ID = "L2"
+GENESIS = "GENESIS"
+ENVELOPE_FIELDS = frozenset(
+    {
+        "schema_version",
+        "primitive_id",
+        "event_type",
+        "ts_utc",
+        "prev_hash",
+        "payload",
+        "redaction_applied",
+        "signature",
+        "signing_key_id",
+    }
+)
+SIGNATURE_FIELDS = ("signature", "signing_key_id")
+_UNSIGNED_FIELDS = ENVELOPE_FIELDS - set(SIGNATURE_FIELDS)
+
+EVENT_TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+KEY_ID_RE = re.compile(r"^[a-z0-9_-]+$")
+_HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+_TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+_B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+# The exact tail our writer appends; nothing may follow it on the line.
+_OUR_TAIL_RE = re.compile(rb',"signature":"([A-Za-z0-9+/]+={0,2})","signing_key_id":"([a-z0-9_-]+)"}$')
+_TAIL_MARK = b',"signature":"'
+
+
+class EnvelopeFormatError(ValueError):
+    """A line is not a well-formed 1.1.0 envelope; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedEntry:
+    """One verified-shape line: the unsigned entry, its signed bytes and its hash."""
+
+    entry: dict[str, Any]
+    preimage: bytes
+    entry_hash: str
+    signature: str | None
+    signing_key_id: str | None
+
+    @property
+    def prev_hash(self) -> str:
+        """The link to the entry before (``GENESIS`` for the first)."""
+        return str(self.entry["prev_hash"])
+
+    @property
+    def ts_utc(self) -> str:
+        """The entry's sealed time."""
+        return str(self.entry["ts_utc"])
+
+    @property
+    def event_type(self) -> str:
+        """The entry's event type."""
+        return str(self.entry["event_type"])
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The entry's payload object."""
+        payload: dict[str, Any] = self.entry["payload"]
+        return payload
+
+
+def unsigned_entry(
+    event_type: str,
+    payload: dict[str, Any],
+    ts_utc: str,
+    prev_hash: str,
+    redaction_applied: list[str] | None = None,
+) -> dict[str, Any]:
+    """The entry as signed: every envelope field but the two signature fields."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "primitive_id": PRIMITIVE_ID,
+        "event_type": event_type,
+        "ts_utc": ts_utc,
+        "prev_hash": prev_hash,
+        "payload": payload,
+        "redaction_applied": redaction_applied,
+    }
+
+
+def render_line(preimage: bytes, signature_b64: str, key_id: str) -> bytes:
+    """Our line: the canonical bytes with the signature fields before the last brace.
+
+    The result is one JSON object followed by ``\\n``.
+    """
+    tail = f',"signature":"{signature_b64}","signing_key_id":"{key_id}"}}\n'
+    return preimage[:-1] + tail.encode("ascii")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise EnvelopeFormatError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _check_fields(entry: dict[str, Any]) -> None:
+    if entry.get("schema_version") != SCHEMA_VERSION:
+        raise EnvelopeFormatError(f"schema_version is not {SCHEMA_VERSION!r}")
+    if not isinstance(entry.get("primitive_id"), str) or not entry["primitive_id"]:
+        raise EnvelopeFormatError("primitive_id missing")
+    event_type = entry.get("event_type")
+    if not isinstance(event_type, str) or not EVENT_TYPE_RE.match(event_type):
+        raise EnvelopeFormatError("event_type missing or malformed")
+    ts = entry.get("ts_utc")
+    if not isinstance(ts, str) or not _TS_RE.match(ts):
+        raise EnvelopeFormatError("ts_utc missing or not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    prev = entry.get("prev_hash")
+    if prev != GENESIS and (not isinstance(prev, str) or not _HASH_RE.match(prev)):
+        raise EnvelopeFormatError("prev_hash is neither GENESIS nor lowercase SHA-256 hex")
+    if not isinstance(entry.get("payload"), dict):
+        raise EnvelopeFormatError("payload is not an object")
+    redaction = entry.get("redaction_applied", None)
+    if redaction is not None and (
+        not isinstance(redaction, list) or not all(isinstance(r, str) for r in redaction)
+    ):
+        raise EnvelopeFormatError("redaction_applied is neither null nor a list of ids")
+
+
+def parse_line(line: bytes) -> ParsedEntry:
+    """Parse one line (without its ``\\n``) into its signed bytes and fields.
+
+    Raises:
+        EnvelopeFormatError: not UTF-8, not a JSON object, an unknown or missing
+            field, a malformed field, or a value RFC 8785 cannot represent.
+    """
+    match = _OUR_TAIL_RE.search(line, max(0, len(line) - 200))
+    if match is not None:
+        head = line[: line.rfind(_TAIL_MARK)]
+        preimage = head + b"}"
+        try:
+            entry = json.loads(preimage)
+        except (ValueError, RecursionError) as exc:
+            raise EnvelopeFormatError(f"not JSON: {exc}") from exc
+        if not isinstance(entry, dict) or not (set(entry) <= _UNSIGNED_FIELDS):
+            raise EnvelopeFormatError("unknown or repeated top-level field")
+        if "redaction_applied" not in entry:
+            raise EnvelopeFormatError("redaction_applied missing")
+        _check_fields(entry)
+        return ParsedEntry(
+            entry=entry,
+            preimage=preimage,
+            entry_hash=sha256_hex(preimage),
+            signature=match.group(1).decode("ascii"),
+            signing_key_id=match.group(2).decode("ascii"),
+        )
+    return _parse_foreign_line(line)
+
+
+def _parse_foreign_line(line: bytes) -> ParsedEntry:
+    try:
+        text = line.decode("utf-8")
+        entry = json.loads(text, object_pairs_hook=_no_duplicates)
+    except EnvelopeFormatError:
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise EnvelopeFormatError(f"not JSON: {exc}") from exc
+    if not isinstance(entry, dict):
+        raise EnvelopeFormatError("not a JSON object")
+    unknown = set(entry) - ENVELOPE_FIELDS
+    if unknown:
+        raise EnvelopeFormatError(f"unknown top-level field {sorted(unknown)[0]!r}")
+    if "redaction_applied" not in entry:
+        raise EnvelopeFormatError("redaction_applied missing")
+    _check_fields(entry)
+    signature = entry.pop("signature", None)
+    key_id = entry.pop("signing_key_id", None)
+    if signature is not None and (not isinstance(signature, str) or not _B64_RE.match(signature)):
+        raise EnvelopeFormatError("signature is not standard padded base64")
+    if key_id is not None and (not isinstance(key_id, str) or not KEY_ID_RE.match(key_id)):
+        raise EnvelopeFormatError("signing_key_id malformed")
+    if signature == "":
+        signature = None
+    try:
+        preimage = canonical_bytes(entry, allow_floats=True)
+    except CanonicalizationError as exc:
+        raise EnvelopeFormatError(str(exc)) from exc
+    return ParsedEntry(
+        entry=entry,
+        preimage=preimage,
+        entry_hash=sha256_hex(preimage),
+        signature=signature,
+        signing_key_id=key_id,
+    )

@@ -1,0 +1,45 @@
+"""Exact money: integer micro-USD, parsed from decimal text, never from float sums."""
+
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from fractions import Fraction
+
+MICROS_PER_USD = 1_000_000
+
+
+def usd_to_micros(value: object, *, round_up: bool = True) -> int:
+    """Convert a USD amount (text, int or TOML float) to integer micro-USD.
+
+    A finer amount than one micro-dollar is rounded up: an estimate never comes
+    out smaller than asked.
+
+    Raises:
+        ValueError: not a finite number.
+    """
+    if isinstance(value, bool):
+        raise ValueError("not a number")
+    try:
+        # str() of a float is its shortest round-trip form: 0.1 stays 0.1.
+        amount = Decimal(str(value).strip())
+    except InvalidOperation as exc:
+        raise ValueError(f"not a number: {value!r}") from exc
+    if not amount.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    scaled = amount * MICROS_PER_USD
+    if round_up:
+        return int(scaled.to_integral_value(rounding=ROUND_CEILING))
+    return int(scaled)
+
+
+def micros_to_usd(micros: int) -> float:
+    """A micro-USD amount as USD for people to read (display only, never summed)."""
+    return float(Fraction(micros, MICROS_PER_USD))
+
+
+def percent(numerator: int, denominator: int) -> Fraction:
+    """``100 × numerator / denominator`` exactly (``denominator`` > 0)."""
+    return Fraction(100 * numerator, denominator)
+
+
+def pct_for_display(value: Fraction | None) -> float | None:
+    """A percentage rounded to 4 decimals for JSON output."""
+    return None if value is None else round(float(value), 4)

@@ -1,0 +1,31 @@
+"""Reading ``ledger.toml`` with ``tomllib`` and the ``LEDGER_*`` overrides."""
+
+import os
+import tomllib
+from pathlib import Path
+
+from ledger.core.config import Config, from_mapping
+from ledger.errors import ConfigError
+
+
+def load_config(path: Path, environ: dict[str, str] | None = None) -> Config:
+    """The home's configuration: environment over file over defaults.
+
+    A missing file means defaults (``usd.daily_cap`` then has none).
+
+    Raises:
+        ConfigError: the file is unreadable or not TOML, or a value is invalid.
+    """
+    environ = dict(os.environ) if environ is None else environ
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        document = {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    else:
+        try:
+            document = tomllib.loads(data.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return from_mapping(document, environ)

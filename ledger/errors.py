@@ -1,0 +1,97 @@
+"""Every error the product reports, each with the exit code SPEC §3 gives it.
+
+A ``LedgerError`` reaching the command line becomes one ``ledger: <message>``
+line on stderr and its ``exit_code``. Halts are not errors: a halt is a
+decision value, and only malformed input or failed I/O raise.
+"""
+
+from typing import ClassVar
+
+EXIT_OK = 0
+EXIT_HALT = 1
+EXIT_USAGE = 2
+EXIT_DATA = 65
+EXIT_IO = 74
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+
+
+class LedgerError(Exception):
+    """Base of every error the product raises on purpose."""
+
+    exit_code: ClassVar[int] = EXIT_HALT
+
+
+class UsageError(LedgerError):
+    """The command line is wrong: an unknown option, a negative amount, a bad id."""
+
+    exit_code = EXIT_USAGE
+
+
+class ConfigError(LedgerError):
+    """``ledger.toml`` or a ``LEDGER_*`` variable is malformed or out of range."""
+
+    exit_code = EXIT_CONFIG
+
+
+class InputDataError(LedgerError):
+    """A file the user pointed at cannot be read or parsed (key, trust store, checkpoint)."""
+
+    exit_code = EXIT_DATA
+
+
+class KeyFileError(InputDataError):
+    """A key file is missing, unreadable, malformed or too widely readable."""
+
+
+class ChainIOError(LedgerError):
+    """Reading or writing the chain failed at the operating-system level."""
+
+    exit_code = EXIT_IO
+
+
+class TornTailError(ChainIOError):
+    """The chain's last line is incomplete; nothing may be appended after it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} ends in a torn line (a write was cut short); "
+            "run `ledger recover` before appending"
+        )
+
+
+class LockTimeoutError(LedgerError):
+    """The chain lock could not be taken within ``chain.lock_timeout_seconds``."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class ChainBrokenError(LedgerError):
+    """The chain does not verify; carries the first failing line."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"BROKEN line {line}: {reason}")
+        self.line = line
+        self.reason = reason
+
+
+class StateMismatchError(LedgerError):
+    """Derived state exists but does not match the chain; ``rebuild-state`` clears it."""
+
+
+class SchemaValidationError(LedgerError):
+    """A payload does not match its event type's JSON Schema."""
+
+
+class CanonicalizationError(LedgerError):
+    """A value cannot be put into RFC 8785 canonical form (a float, a huge integer)."""
+
+
+class SignatureError(LedgerError):
+    """A signature does not verify, or a key cannot be used to verify."""
+
+
+class ObserverError(LedgerError):
+    """A UsageObserver could not give a usable reading; the reason is the message."""
+
+    exit_code = EXIT_USAGE

@@ -1,0 +1,103 @@
+"""The composition root: the one non-test module that names concrete edges.
+
+Everything is built lazily, so a command pays only for what it touches.
+"""
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ledger.core.checkpoint import Checkpoint
+from ledger.core.config import Config
+from ledger.edges.checkpointfiles import CheckpointDir
+from ledger.edges.chainfile import ChainFile
+from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
+from ledger.edges.configfile import load_config
+from ledger.edges.files import atomic_write
+from ledger.edges.keyfiles import KeyDir
+from ledger.edges.schemas import load_schema
+
+CONFIG_FILE = "ledger.toml"
+CHAIN_FILE = "events.jsonl"
+
+
+def resolve_home(option: str | None, environ: dict[str, str] | None = None) -> Path:
+    """``--home``, else ``$LEDGER_HOME``, else ``./.ledger`` (SPEC §1)."""
+    environ = dict(os.environ) if environ is None else environ
+    return Path(option or environ.get("LEDGER_HOME") or ".ledger")
+
+
+@dataclass
+class Runtime:
+    """A home and the edges that serve it."""
+
+    home: Path
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @cached_property
+    def clock(self) -> SystemClock | FixedClock:
+        """``LEDGER_NOW`` if set, else the system clock."""
+        return clock_from_env(self.environ)
+
+    @cached_property
+    def config(self) -> Config:
+        """``ledger.toml`` with environment overrides."""
+        return load_config(self.config_path, self.environ)
+
+    @property
+    def config_path(self) -> Path:
+        """The home's config file."""
+        return self.home / CONFIG_FILE
+
+    @cached_property
+    def chain(self) -> ChainFile:
+        """The home's chain, locking with the configured timeout."""
+        return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))
+
+    @cached_property
+    def keys(self) -> KeyDir:
+        """The home's keys and trust store."""
+        return KeyDir(self.home)
+
+    def schema(self, event_type: str) -> dict[str, Any]:
+        """The JSON Schema of an event type."""
+        return load_schema(event_type)
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Write a whole file atomically (temp, fsync, rename)."""
+        atomic_write(path, data)
+
+    def write_checkpoint(self, checkpoint: Checkpoint) -> Path:
+        """Store a checkpoint in the home."""
+        return CheckpointDir(self.checkpoints_dir).write(checkpoint)
+
+    def newest_checkpoint(self) -> Checkpoint | None:
+        """The home's newest checkpoint, if any."""
+        found = CheckpointDir(self.checkpoints_dir).newest()
+        return None if found is None else found[1]
+
+    def has_trust_store(self) -> bool:
+        """Whether ``ledger init`` has made a trust store here."""
+        return self.keys.trust_path.exists()
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """Where checkpoints are kept."""
+        return self.home / "checkpoints"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """Where snapshots are kept."""
+        return self.home / "snapshots"
+
+    @property
+    def state_dir(self) -> Path:
+        """Where derived state is kept (rebuildable from the chain)."""
+        return self.home / "state"
+
+
+def build_runtime(home_option: str | None) -> Runtime:
+    """The runtime for a command line's ``--home``."""
+    return Runtime(resolve_home(home_option))

@@ -1,0 +1,1 @@
+"""Use cases over ports: no printing, no argv, no exit codes."""

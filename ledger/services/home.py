@@ -1,0 +1,123 @@
+"""Creating a home and rotating its writer key."""
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ledger.core.config import config_template
+from ledger.core.signing import Signer
+from ledger.core.timefmt import parse_ts
+from ledger.core.trust import TrustedKey, TrustStore
+from ledger.core.units import usd_to_micros
+from ledger.errors import UsageError
+from ledger.services.writer import Writer, WriterDeps
+
+
+class HomeDeps(WriterDeps, Protocol):
+    """What creating a home needs beyond appending."""
+
+    @property
+    def home(self) -> Path:
+        """The home directory."""
+        ...
+
+    @property
+    def config_path(self) -> Path:
+        """Where ``ledger.toml`` lives."""
+        ...
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Write a whole file atomically."""
+        ...
+
+    def has_trust_store(self) -> bool:
+        """Whether the home already has a trust store."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    """What ``ledger init`` created or found."""
+
+    home: str
+    key_id: str
+    created_key: bool
+    created_config: bool
+
+
+def init_home(deps: HomeDeps, daily_cap_usd: str | None) -> InitResult:
+    """Create the home, its config, a writer key and the trust store.
+
+    An existing key, trust store or config is kept as it is.
+
+    Raises:
+        UsageError: ``daily_cap_usd`` is not a number ≥ 0.
+        KeyFileError: an existing key or trust store is unusable.
+        ChainIOError: a file cannot be written.
+    """
+    if daily_cap_usd is not None:
+        try:
+            cap = usd_to_micros(daily_cap_usd)
+        except ValueError as exc:
+            raise UsageError(f"--daily-cap-usd: {exc}") from exc
+        if cap < 0:
+            raise UsageError("--daily-cap-usd: must be ≥ 0")
+    home = deps.home
+    created_config = False
+    if not deps.config_path.exists():
+        deps.write_file(deps.config_path, config_template(daily_cap_usd).encode("utf-8"))
+        created_config = True
+    keys = deps.keys
+    if deps.has_trust_store():
+        signer = keys.active_signer(keys.load_trust())
+        return InitResult(str(home), signer.key_id, False, created_config)
+    signer = keys.generate()
+    # The first key is valid from the beginning of time: entries replayed with
+    # LEDGER_NOW before the moment of init must still verify.
+    keys.save_trust(TrustStore(keys=(TrustedKey(signer.key_id, signer.public_raw),)))
+    return InitResult(str(home), signer.key_id, True, created_config)
+
+
+@dataclass(frozen=True, slots=True)
+class RotateResult:
+    """The outcome of ``ledger keys rotate``."""
+
+    old_key_id: str
+    new_key_id: str
+    rotated_at: str
+    entry_hash: str
+
+
+def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
+    """Make a new writer key; the old one signs a ``ledger.key_rotated`` naming it.
+
+    The event is appended first and the trust store replaced after: a crash in
+    between leaves the old key active and the chain verifying.
+
+    Raises:
+        KeyFileError: no active key to rotate from.
+        LockTimeoutError, ChainIOError: the chain could not be written.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    old = keys.active_signer(trust)
+    new = keys.generate()
+    writer = Writer(deps)
+    with deps.chain.transaction() as tx:
+        sealed = writer.append(
+            tx,
+            "ledger.key_rotated",
+            {
+                "old_key_id": old.key_id,
+                "new_key_id": new.key_id,
+                "new_public_key": base64.b64encode(new.public_raw).decode("ascii"),
+            },
+            signer=old,
+        )
+        moment = parse_ts(sealed.ts_utc)
+        rotated = trust.ends_validity(old.key_id, moment).with_key(
+            TrustedKey(new.key_id, new.public_raw, moment, None)
+        )
+        keys.save_trust(rotated, root)
+    return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)

@@ -1,0 +1,91 @@
+"""The small interfaces services need; edges satisfy them structurally.
+
+A PostgreSQL chain for fleets would implement ``ChainStore`` (a row lock or an
+advisory lock in place of ``flock``) without touching the core or the services.
+"""
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ledger.core.chain import ChainReport
+from ledger.core.trust import TrustStore
+
+
+class Clock(Protocol):
+    """Where the time comes from."""
+
+    def now(self) -> dt.datetime:
+        """The current time, timezone-aware."""
+        ...
+
+
+class Head(Protocol):
+    """The chain's last entry as an append needs it."""
+
+    @property
+    def entry_hash(self) -> str:
+        """The hash the next entry links to."""
+        ...
+
+    @property
+    def ts_utc(self) -> str:
+        """The last entry's sealed time."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """A position after the last entry (bytes for files, rows for tables)."""
+        ...
+
+
+class ChainTx(Protocol):
+    """The chain while its exclusive lock is held."""
+
+    def head(self) -> Head | None:
+        """The last entry, or ``None`` when the chain is empty."""
+        ...
+
+    def append(self, line: bytes) -> None:
+        """Append one complete line durably."""
+        ...
+
+
+class ChainStore(Protocol):
+    """Append-only storage of chain lines with one exclusive lock."""
+
+    def transaction(self) -> AbstractContextManager[ChainTx]:
+        """Hold the lock for one read-decide-append step."""
+        ...
+
+    def head(self) -> Head | None:
+        """The last entry, read without the lock."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether the chain has been created."""
+        ...
+
+    def iter_lines(self, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+        """Raw lines from position ``start``."""
+        ...
+
+    def verify(
+        self,
+        trust: TrustStore,
+        *,
+        strict: bool = False,
+        allow_markers: bool = False,
+        workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ChainReport:
+        """Verify every line, in parallel where the store allows."""
+        ...
+
+    def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
+        """The hash of entry ``number`` (from 1)."""
+        ...
+
+
+SchemaLoader = Callable[[str], dict[str, Any]]
