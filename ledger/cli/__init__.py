@@ -10,7 +10,9 @@ call the same service functions and print through ``ledger.cli.output``.
 import sys
 from typing import NoReturn
 
-FAST_COMMANDS = frozenset({"verdict", "record", "usage", "hook", "tokens", "turns", "tools", "time"})
+FAST_COMMANDS = frozenset(
+    {"verdict", "record", "usage", "hook", "tokens", "turns", "tools", "time"}
+)
 
 
 def split_global_options(args: list[str]) -> tuple[str | None, list[str]]:

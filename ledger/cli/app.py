@@ -7,8 +7,12 @@ from typing import Annotated, Any
 
 os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help and errors; rich is slow to import
 
-import click
 import typer
+
+try:  # typer ≥ 0.28 vendors click as typer._click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_USAGE, LedgerError, UsageError
@@ -135,8 +139,14 @@ def verify_chain(
     _exit(
         guarded(
             lambda: run_verify(
-                State.home, log, key or [], trust_store, checkpoint,
-                strict=strict, allow_markers=allow_markers, as_json=as_json,
+                State.home,
+                log,
+                key or [],
+                trust_store,
+                checkpoint,
+                strict=strict,
+                allow_markers=allow_markers,
+                as_json=as_json,
             )  # fmt: skip
         )
     )
@@ -187,20 +197,26 @@ def _register_fast_commands() -> None:
 
 _register_fast_commands()
 
+# Operator commands that live in their own modules; each exposes register(app).
+for _module in ("ledger.cli.ops_commands", "ledger.cli.status_command"):
+    import importlib
+
+    importlib.import_module(_module).register(app)
+
 
 def run(args: list[str]) -> int:
     """Run the typer app on ``args``; usage errors end in one ``ledger:`` line (exit 2)."""
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
-    except click.exceptions.UsageError as exc:
+    except click_exceptions.UsageError as exc:
         if exc.ctx is not None:
             sys.stderr.write(exc.ctx.get_usage() + "\n")
         print_error(exc.format_message())
         return EXIT_USAGE
-    except click.exceptions.Exit as exc:
+    except click_exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except click_exceptions.Abort:
         print_error("aborted")
         return 1
     except LedgerError as exc:

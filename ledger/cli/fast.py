@@ -1,17 +1,28 @@
-"""The lean front door: argparse for the per-call commands (no typer import)."""
+"""The lean front door: argparse for the per-call commands (no typer import).
+
+Each ``fast_*`` module registers its sub-commands; a handler takes the home
+option and the parsed namespace and returns the exit code.
+"""
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
-from ledger.cli.output import print_error
+from ledger.cli.output import guarded, print_error
 from ledger.errors import EXIT_USAGE
 
+REGISTRARS = ("ledger.cli.fast_budget", "ledger.cli.fast_agents")
 
-class _Parser(argparse.ArgumentParser):
+Handler = Callable[[str | None, argparse.Namespace], int]
+
+
+class Parser(argparse.ArgumentParser):
     """argparse whose errors end in one ``ledger: …`` line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
+        """Print usage and one ``ledger:`` line; exit 2."""
         self.print_usage(sys.stderr)
         print_error(message)
         sys.exit(EXIT_USAGE)
@@ -19,14 +30,16 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every per-call command."""
-    parser = _Parser(prog="ledger", add_help=True)
-    parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="ledger")
+    parser.add_argument("--home", help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for name in REGISTRARS:
+        importlib.import_module(name).register(commands)
     return parser
 
 
 def run(home: str | None, args: list[str]) -> int:
     """Parse and run one per-call command; returns its exit code."""
-    parser = build_parser()
-    parser.parse_args(args)
-    del home
-    return 0
+    namespace = build_parser().parse_args(args)
+    handler: Handler = namespace.handler
+    return guarded(lambda: handler(home, namespace))

@@ -62,8 +62,10 @@ def run_verify(
     for option in keys:
         key_id, path = _parse_key_option(option)
         raw = load_public_key_file(path)
-        trust = trust.with_any_id_key(raw) if key_id is None else trust.with_key(
-            TrustedKey(key_id, raw)
+        trust = (
+            trust.with_any_id_key(raw)
+            if key_id is None
+            else trust.with_key(TrustedKey(key_id, raw))
         )
     if checkpoint is not None:
         cp = load_checkpoint(checkpoint)

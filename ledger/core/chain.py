@@ -186,4 +186,3 @@ def stitch(ranges: list[ChainReport]) -> ChainReport:
         entries += part.entries
         lines += part.lines
     return ChainReport(True, entries, lines, None, None, None, genesis, head, head_ts)
-

@@ -41,7 +41,9 @@ _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 # The exact tail our writer appends; nothing may follow it on the line.
-_OUR_TAIL_RE = re.compile(rb',"signature":"([A-Za-z0-9+/]+={0,2})","signing_key_id":"([a-z0-9_-]+)"}$')
+_OUR_TAIL_RE = re.compile(
+    rb',"signature":"([A-Za-z0-9+/]+={0,2})","signing_key_id":"([a-z0-9_-]+)"}$'
+)
 _TAIL_MARK = b',"signature":"'
 
 

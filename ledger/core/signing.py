@@ -9,7 +9,10 @@ import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm as UnsupportedAlgorithmError
+from cryptography.exceptions import (
+    InvalidSignature,
+    UnsupportedAlgorithm as UnsupportedAlgorithmError,
+)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,

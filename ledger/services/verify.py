@@ -53,9 +53,7 @@ def verify_store(
         if problem is not None:
             line, reason = problem
             return VerifyOutcome(False, report.entries, line, reason)
-    return VerifyOutcome(
-        True, report.entries, None, None, report.head_hash, report.genesis_hash
-    )
+    return VerifyOutcome(True, report.entries, None, None, report.head_hash, report.genesis_hash)
 
 
 def _checkpoint_problem(
