@@ -198,7 +198,11 @@ def _register_fast_commands() -> None:
 _register_fast_commands()
 
 # Operator commands that live in their own modules; each exposes register(app).
-for _module in ("ledger.cli.ops_commands", "ledger.cli.status_command"):
+for _module in (
+    "ledger.cli.ops_commands",
+    "ledger.cli.snapshot_commands",
+    "ledger.cli.status_command",
+):
     import importlib
 
     importlib.import_module(_module).register(app)
