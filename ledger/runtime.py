@@ -17,7 +17,10 @@ from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
 from ledger.edges.files import atomic_write
 from ledger.edges.keyfiles import KeyDir
+from ledger.core.observation import Deferred, Reading, Unreachable
+from ledger.edges.observer import run_observer
 from ledger.edges.schemas import load_schema
+from ledger.edges.statefile import StateFile
 
 CONFIG_FILE = "ledger.toml"
 CHAIN_FILE = "events.jsonl"
@@ -60,6 +63,18 @@ class Runtime:
     def keys(self) -> KeyDir:
         """The home's keys and trust store."""
         return KeyDir(self.home)
+
+    @cached_property
+    def states(self) -> StateFile:
+        """The derived-state file."""
+        return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
+
+    def observe(self, provider: str) -> Reading | Unreachable | Deferred:
+        """Run the configured UsageObserver for ``provider`` (no observer: unreachable)."""
+        command = self.config.observer_command
+        if command is None:
+            return Unreachable(provider, "no observer.command configured", self.clock.now())
+        return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)
 
     def schema(self, event_type: str) -> dict[str, Any]:
         """The JSON Schema of an event type."""

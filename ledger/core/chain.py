@@ -5,7 +5,7 @@ verified in constant memory, and so that a long chain can be cut into ranges
 verified side by side and then stitched (``stitch``).
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, ParsedEntry, parse_line
@@ -43,6 +43,7 @@ class ChainVerifier:
         allow_markers: bool = False,
         expected_prev: str | None = GENESIS,
         first_line: int = 1,
+        on_entry: Callable[[ParsedEntry], None] | None = None,
     ) -> None:
         """Start verifying.
 
@@ -53,7 +54,10 @@ class ChainVerifier:
             expected_prev: what the first entry must link to; ``None`` accepts any
                 link (a range whose predecessor another worker verifies).
             first_line: the line number of the first line fed.
+            on_entry: called with each entry that verifies, in order (to fold
+                derived state while verifying).
         """
+        self._on_entry = on_entry
         self._trust = trust
         self._strict = strict
         self._allow_markers = allow_markers
@@ -115,6 +119,8 @@ class ChainVerifier:
         self._entries += 1
         self._head = parsed.entry_hash
         self._head_ts = parsed.ts_utc
+        if self._on_entry is not None:
+            self._on_entry(parsed)
         return True
 
     def _link_reason(self) -> str:

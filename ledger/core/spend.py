@@ -1,0 +1,218 @@
+"""USD spend as a fold over chain events, and the per-scope view the gate reads.
+
+State is plain JSON-able data so that it can be stored beside the chain and
+rebuilt from it at any time. Amounts are integer micro-USD. Only today and
+yesterday (UTC) are kept: a new day needs no reset job, yesterday's spend and
+reservations simply stop counting.
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.timefmt import parse_ts, utc_day
+
+AGGREGATE = "aggregate"
+VERDICT_EVENTS = frozenset({"budget.allow", "budget.warn_90"})
+
+
+def empty_usd_state() -> dict[str, Any]:
+    """The USD state of an empty chain."""
+    return {
+        "spend": {},
+        "last_spend": {},
+        "rebase": {},
+        "reservations": {},
+        "readings": {},
+        "attempts": {},
+        "reconciles": {},
+    }
+
+
+def _previous_day(day: str) -> str:
+    return (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+
+
+def _prune(usd: dict[str, Any], day: str) -> None:
+    keep = {day, _previous_day(day)}
+    for table in ("spend", "last_spend", "rebase"):
+        for old in [d for d in usd[table] if d not in keep and d < day]:
+            del usd[table][old]
+    for ref in [r for r, res in usd["reservations"].items() if res["utc_day"] not in keep]:
+        if usd["reservations"][ref]["utc_day"] < day:
+            del usd["reservations"][ref]
+
+
+def _newer_reading(usd: dict[str, Any], reading: dict[str, Any]) -> None:
+    provider = reading["provider"]
+    current = usd["readings"].get(provider)
+    if current is None or reading["fetched_at"] >= current["fetched_at"]:
+        usd["readings"][provider] = {
+            "usd_used_micros": reading["usd_used_micros"],
+            "billing_ts": reading["billing_ts"],
+            "server_ts": reading.get("server_ts"),
+            "fetched_at": reading["fetched_at"],
+        }
+
+
+def _attempt(usd: dict[str, Any], provider: str, fetched_at: str) -> None:
+    if fetched_at >= usd["attempts"].get(provider, ""):
+        usd["attempts"][provider] = fetched_at
+
+
+def negative_amount(event_type: str, payload: dict[str, Any]) -> str | None:
+    """A description of a negative amount in a payload, or ``None``.
+
+    Our schemas forbid negatives; a chain from another writer might not.
+    """
+    for key, value in payload.items():
+        if key.endswith("_micros") and isinstance(value, int) and value < 0:
+            return f"negative {key} in {event_type}"
+        if isinstance(value, dict):
+            inner = negative_amount(event_type, value)
+            if inner:
+                return inner
+    return None
+
+
+def apply_usd_event(  # noqa: C901 - one branch per event type reads best
+    usd: dict[str, Any], event_type: str, ts_utc: str, payload: dict[str, Any], entry_hash: str
+) -> None:
+    """Fold one ``budget.*`` event into the USD state (in place)."""
+    day = utc_day(parse_ts(ts_utc))
+    _prune(usd, day)
+    if event_type in VERDICT_EVENTS:
+        reservation = payload.get("reservation")
+        if isinstance(reservation, dict):
+            usd["reservations"][entry_hash] = {
+                "micros": reservation["micros"],
+                "provider": payload.get("provider"),
+                "utc_day": payload["utc_day"],
+                "expires_at": reservation["expires_at"],
+            }
+    elif event_type == "budget.record_call":
+        spend_day = payload["utc_day"]
+        provider = payload["provider"]
+        by_provider = usd["spend"].setdefault(spend_day, {})
+        by_provider[provider] = by_provider.get(provider, 0) + payload["actual_micros"]
+        usd["last_spend"].setdefault(spend_day, {})[provider] = ts_utc
+        ref = payload.get("verdict_ref")
+        if ref:
+            usd["reservations"].pop(ref, None)
+    elif event_type == "budget.observation":
+        _attempt(usd, payload["provider"], payload["fetched_at"])
+        if payload.get("ok"):
+            _newer_reading(usd, payload)
+    elif event_type == "budget.reconcile":
+        provider = payload["provider"]
+        reading = payload.get("reading")
+        if isinstance(reading, dict):
+            _attempt(usd, provider, reading["fetched_at"])
+            if reading.get("ok"):
+                _newer_reading(usd, reading)
+        if payload.get("billing_api_unreachable"):
+            return
+        usd["reconciles"][provider] = {
+            "blocking": bool(payload["blocking"]) and not payload.get("forced"),
+            "drift_pct": payload["drift_pct"],
+            "ts": ts_utc,
+            "forced": bool(payload.get("forced")),
+        }
+        if payload.get("forced"):
+            rebase_day = payload["utc_day"]
+            delta = payload["billing_micros"] - payload["counter_micros"]
+            by_provider = usd["rebase"].setdefault(rebase_day, {})
+            by_provider[provider] = by_provider.get(provider, 0) + delta
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A successful billing reading as the gate sees it."""
+
+    usd_used_micros: int
+    billing_ts: dt.datetime
+    server_ts: dt.datetime | None
+    fetched_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeState:
+    """Everything the gate knows about one cap's scope on one UTC day."""
+
+    key: str
+    cap_micros: int
+    local_micros: int
+    billing_micros: int | None
+    reserved_micros: int
+    last_spend_ts: dt.datetime | None
+    reading: Reading | None
+    reconcile_blocking: bool
+    reconcile_drift_pct: str | None
+
+    @property
+    def used_micros(self) -> int:
+        """The larger of the local counter and today's billing figure (SPEC §4)."""
+        if self.billing_micros is None:
+            return self.local_micros
+        return max(self.local_micros, self.billing_micros)
+
+
+def _reading(raw: dict[str, Any] | None) -> Reading | None:
+    if raw is None:
+        return None
+    server = raw.get("server_ts")
+    return Reading(
+        raw["usd_used_micros"],
+        parse_ts(raw["billing_ts"]),
+        parse_ts(server) if server else None,
+        parse_ts(raw["fetched_at"]),
+    )
+
+
+def scope_state(
+    usd: dict[str, Any], provider: str | None, cap_micros: int, day: str, now: dt.datetime
+) -> ScopeState:
+    """The view of one scope: the aggregate (``provider`` None) or one provider."""
+    spend_today: dict[str, int] = usd["spend"].get(day, {})
+    rebase_today: dict[str, int] = usd["rebase"].get(day, {})
+    last_today: dict[str, str] = usd["last_spend"].get(day, {})
+    now_text = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    open_reservations = [
+        res
+        for res in usd["reservations"].values()
+        if res["utc_day"] == day and res["expires_at"] > now_text
+    ]
+    if provider is None:
+        key_name = AGGREGATE
+        local = sum(spend_today.values()) + rebase_today.get(AGGREGATE, 0)
+        reserved = sum(res["micros"] for res in open_reservations)
+        last = max(last_today.values(), default=None)
+        scope_key = AGGREGATE
+    else:
+        key_name = provider
+        local = spend_today.get(provider, 0) + rebase_today.get(provider, 0)
+        reserved = sum(res["micros"] for res in open_reservations if res["provider"] == provider)
+        last = last_today.get(provider)
+        scope_key = f"provider:{provider}"
+    reading = _reading(usd["readings"].get(key_name))
+    billing = None
+    if reading is not None and utc_day(reading.fetched_at) == day:
+        billing = reading.usd_used_micros
+    reconcile = usd["reconciles"].get(key_name) or {}
+    return ScopeState(
+        key=scope_key,
+        cap_micros=cap_micros,
+        local_micros=max(local, 0),
+        billing_micros=billing,
+        reserved_micros=reserved,
+        last_spend_ts=parse_ts(last) if last else None,
+        reading=reading,
+        reconcile_blocking=bool(reconcile.get("blocking")),
+        reconcile_drift_pct=reconcile.get("drift_pct"),
+    )
+
+
+def newest_attempt(usd: dict[str, Any], provider: str | None) -> str | None:
+    """When the observer was last run for a scope (successful or not)."""
+    result: str | None = usd["attempts"].get(provider or AGGREGATE)
+    return result

@@ -1,0 +1,66 @@
+"""Derived state: a fold of every verified chain entry, in chain order.
+
+The state is a cache, never a source of truth: it can always be rebuilt from
+``events.jsonl`` alone, and it is stored with the hash and size of the chain head
+it reflects so that a stale or edited copy is noticed (SPEC §4 row 1).
+"""
+
+from typing import Any
+
+from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
+from ledger.core.envelope import ParsedEntry
+from ledger.core.spend import apply_usd_event, empty_usd_state, negative_amount
+from ledger.core.timefmt import parse_ts
+
+STATE_FORMAT = "ledger-state/1"
+OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
+
+
+def empty_state() -> dict[str, Any]:
+    """The state of an empty chain."""
+    return {
+        "meta": {"entries": 0, "last_ts": None, "max_backstep_us": 0, "negative": None},
+        "usd": empty_usd_state(),
+        "agents": empty_agents_state(),
+    }
+
+
+def apply_entry(
+    state: dict[str, Any],
+    event_type: str,
+    ts_utc: str,
+    payload: dict[str, Any],
+    entry_hash: str,
+) -> None:
+    """Fold one entry into ``state`` (in place).
+
+    Records, for the gate, how far any timestamp stepped back from the entry
+    before it and whether any amount was negative: both make the counter
+    untrustworthy (``counter_inconsistent``).
+    """
+    meta = state["meta"]
+    meta["entries"] += 1
+    last = meta["last_ts"]
+    if last is not None and ts_utc < last:
+        step = parse_ts(last) - parse_ts(ts_utc)
+        backstep = step.days * 86_400_000_000 + step.seconds * 1_000_000 + step.microseconds
+        meta["max_backstep_us"] = max(meta["max_backstep_us"], backstep)
+    if last is None or ts_utc > last:
+        meta["last_ts"] = ts_utc
+    if meta["negative"] is None:
+        meta["negative"] = negative_amount(event_type, payload)
+    if event_type in OPERATOR_RESETS:
+        # The operator has looked at the chain (recover, rebuild-state): what was
+        # flagged before this point no longer halts the gate.
+        meta["max_backstep_us"] = 0
+        meta["negative"] = None
+    family = event_type.split(".", 1)[0]
+    if family == "budget":
+        apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash)
+    elif family in AGENT_EVENT_PREFIXES:
+        apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
+
+
+def apply_parsed(state: dict[str, Any], parsed: ParsedEntry) -> None:
+    """Fold a verified chain entry."""
+    apply_entry(state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash)

@@ -1,0 +1,197 @@
+"""The budget gate as a pure function: SPEC §4's table, first matching row wins.
+
+``decide`` takes everything it needs as values — the scopes' figures, the
+chain's newest timestamp, any problem found while loading the counter, the
+configuration and ``now`` — and returns a ``Decision``. It never returns
+``allow`` or ``warn-90`` while any uncertainty holds.
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+from ledger.core.config import Config
+from ledger.core.spend import ScopeState
+
+
+class Verdict(StrEnum):
+    """The gate's four answers."""
+
+    ALLOW = "allow"
+    WARN_90 = "warn-90"
+    HALT_100 = "halt-100"
+    HALT_UNCERTAINTY = "halt-uncertainty"
+
+    @property
+    def admits(self) -> bool:
+        """Whether the call may proceed."""
+        return self in {Verdict.ALLOW, Verdict.WARN_90}
+
+    @property
+    def event_type(self) -> str:
+        """The chain event that records this verdict."""
+        return "budget." + self.value.replace("-", "_")
+
+
+class Uncertainty(StrEnum):
+    """The five uncertainty modes, in the order the gate checks them."""
+
+    COUNTER_INCONSISTENT = "counter_inconsistent"
+    COUNTER_DRIFT = "counter_drift"
+    BILLING_STALE = "billing_stale"
+    PROVIDER_LAG = "provider_lag"
+    CLOCK_DRIFT = "clock_drift"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The gate's answer with its reason and the deciding scope's figures."""
+
+    verdict: Verdict
+    reason: Uncertainty | None
+    diagnostic: str | None
+    deciding: ScopeState
+    estimate_micros: int
+    projected_pct: Fraction | None
+
+    @property
+    def admits(self) -> bool:
+        """Whether the call may proceed."""
+        return self.verdict.admits
+
+
+def usage_pct(scope: ScopeState, extra_micros: int = 0) -> Fraction | None:
+    """``100 × (used + reserved + extra) / cap``; ``None`` when the cap is 0."""
+    if scope.cap_micros == 0:
+        return None
+    return Fraction(100 * (scope.used_micros + scope.reserved_micros + extra_micros), scope.cap_micros)
+
+
+def _rank(scope: ScopeState, estimate: int) -> Fraction:
+    pct = usage_pct(scope, estimate)
+    return Fraction(10**30) if pct is None else pct
+
+
+def deciding_scope(scopes: list[ScopeState], estimate_micros: int) -> ScopeState:
+    """The scope with the highest projected % (a zero cap outranks all; ties keep order)."""
+    best = scopes[0]
+    for scope in scopes[1:]:
+        if _rank(scope, estimate_micros) > _rank(best, estimate_micros):
+            best = scope
+    return best
+
+
+def _seconds(delta: dt.timedelta) -> float:
+    return delta.total_seconds()
+
+
+def _near_cap(scope: ScopeState, config: Config) -> bool:
+    pct = usage_pct(scope)
+    return pct is not None and pct > config.stale_halt_pct
+
+
+def _uncertainty(  # noqa: PLR0911 - one return per row of the table
+    scopes: list[ScopeState],
+    config: Config,
+    now: dt.datetime,
+    head_ts: dt.datetime | None,
+    counter_problem: str | None,
+) -> tuple[Uncertainty, str] | None:
+    if counter_problem is not None:
+        return Uncertainty.COUNTER_INCONSISTENT, counter_problem
+    for scope in scopes:
+        if scope.reconcile_blocking:
+            return (
+                Uncertainty.COUNTER_DRIFT,
+                f"{scope.key}: last reconcile found drift {scope.reconcile_drift_pct}% > "
+                f"{float(config.drift_threshold_pct):g}%; reconcile again or "
+                "`ledger reconcile --force-reason`",
+            )
+    for scope in scopes:
+        if not _near_cap(scope, config):
+            continue
+        reading = scope.reading
+        if reading is None or _seconds(now - reading.fetched_at) > config.stale_seconds:
+            age = "never" if reading is None else f"{_seconds(now - reading.fetched_at):.0f} s ago"
+            return (
+                Uncertainty.BILLING_STALE,
+                f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and the last "
+                f"successful billing reading was fetched {age} (limit {config.stale_seconds} s)",
+            )
+    for scope in scopes:
+        reading = scope.reading
+        if not _near_cap(scope, config) or reading is None:
+            continue
+        lag = _seconds(reading.fetched_at - reading.billing_ts)
+        if lag >= config.provider_lag_seconds:
+            return (
+                Uncertainty.PROVIDER_LAG,
+                f"{scope.key}: billing data is {lag:.0f} s behind its fetch time "
+                f"(limit {config.provider_lag_seconds} s)",
+            )
+    tolerance = config.clock_tolerance_seconds
+    for scope in scopes:
+        reading = scope.reading
+        if reading is None:
+            continue
+        if reading.server_ts is not None:
+            skew = abs(_seconds(reading.fetched_at - reading.server_ts))
+            if skew > tolerance:
+                return (
+                    Uncertainty.CLOCK_DRIFT,
+                    f"{scope.key}: local clock and provider clock differ by {skew:.0f} s "
+                    f"(tolerance {tolerance} s)",
+                )
+        ahead = _seconds(reading.billing_ts - reading.fetched_at)
+        if ahead > tolerance:
+            return (
+                Uncertainty.CLOCK_DRIFT,
+                f"{scope.key}: billing_ts is {ahead:.0f} s in the future (tolerance {tolerance} s)",
+            )
+    if head_ts is not None and _seconds(head_ts - now) > tolerance:
+        return (
+            Uncertainty.CLOCK_DRIFT,
+            f"local time {now.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} is "
+            f"{_seconds(head_ts - now):.0f} s before the chain's newest entry "
+            f"(tolerance {tolerance} s)",
+        )
+    return None
+
+
+def decide(
+    scopes: list[ScopeState],
+    estimate_micros: int,
+    config: Config,
+    now: dt.datetime,
+    *,
+    head_ts: dt.datetime | None = None,
+    counter_problem: str | None = None,
+) -> Decision:
+    """Answer one pre-call check.
+
+    Args:
+        scopes: the applicable caps' scopes (aggregate first, then the provider's).
+        estimate_micros: the call's estimated cost (≥ 0).
+        config: thresholds.
+        now: the current time (aware).
+        head_ts: the chain's newest entry time.
+        counter_problem: why the local counter cannot be trusted, if it cannot.
+    """
+    deciding = deciding_scope(scopes, estimate_micros)
+    projected = usage_pct(deciding, estimate_micros)
+    uncertain = _uncertainty(scopes, config, now, head_ts, counter_problem)
+    if uncertain is not None:
+        reason, diagnostic = uncertain
+        return Decision(
+            Verdict.HALT_UNCERTAINTY, reason, diagnostic, deciding, estimate_micros, projected
+        )
+    verdict = Verdict.ALLOW
+    for scope in scopes:
+        pct = usage_pct(scope, estimate_micros)
+        if pct is None or pct >= 100:  # noqa: PLR2004
+            verdict = Verdict.HALT_100
+            break
+        if pct >= config.warn_pct:
+            verdict = Verdict.WARN_90
+    return Decision(verdict, None, None, deciding, estimate_micros, projected)

@@ -1,0 +1,105 @@
+"""Derived state on disk: ``state/derived.json``, bound to the chain head by a MAC.
+
+The file records which chain head it reflects (hash and byte size). A keyed
+MAC (HMAC-SHA256, key in ``keys/state-mac.key``, mode 0600) makes an edit of
+the file detectable. The file is replaced atomically but not fsync'd: after a
+power loss it may lag the chain, which the gate catches up by verifying the
+missing tail, or it may be unreadable, which the gate treats as a mismatch
+(``counter_inconsistent`` until ``ledger rebuild-state``).
+"""
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.core.state import STATE_FORMAT
+from ledger.edges.files import atomic_write, exclusive_create
+from ledger.errors import StateMismatchError
+
+_MAC_KEY_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """Derived state and the chain head it reflects."""
+
+    head_hash: str | None
+    size: int
+    data: dict[str, Any]
+
+
+class StateFile:
+    """The derived-state file of one home."""
+
+    def __init__(self, directory: Path, mac_key_path: Path) -> None:
+        self.path = directory / "derived.json"
+        self.mac_key_path = mac_key_path
+
+    def _mac_key(self, *, create: bool) -> bytes | None:
+        try:
+            return self.mac_key_path.read_bytes()
+        except FileNotFoundError:
+            if not create:
+                return None
+        with contextlib.suppress(FileExistsError):
+            exclusive_create(self.mac_key_path, os.urandom(_MAC_KEY_BYTES), 0o600)
+        return self.mac_key_path.read_bytes()
+
+    def load(self) -> StoredState | None:
+        """The stored state, or ``None`` when there is none.
+
+        Raises:
+            StateMismatchError: the file exists but is unreadable, malformed, or
+                its MAC does not match (edited).
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateMismatchError(f"derived state unreadable: {exc.strerror}") from exc
+        body, _, mac = raw.rstrip(b"\n").rpartition(b"\n")
+        key = self._mac_key(create=False)
+        if key is None:
+            raise StateMismatchError("derived state present but its MAC key is missing")
+        expected = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
+        if not hmac.compare_digest(expected, mac):
+            raise StateMismatchError("derived state does not match its MAC (edited?)")
+        try:
+            document = json.loads(body)
+            if document["format"] != STATE_FORMAT:
+                raise StateMismatchError("derived state has an unknown format")
+            return StoredState(document["head_hash"], int(document["size"]), document["data"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StateMismatchError(f"derived state malformed: {exc}") from exc
+
+    def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
+        """Replace the stored state.
+
+        Raises:
+            ChainIOError: the file cannot be written.
+        """
+        body = json.dumps(
+            {
+                "format": STATE_FORMAT,
+                "head_hash": head_hash,
+                "size": size,
+                "data": data,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode("utf-8")
+        key = self._mac_key(create=True)
+        assert key is not None  # noqa: S101 - create=True always yields a key
+        mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
+        atomic_write(self.path, body + b"\n" + mac + b"\n", 0o600, durable=False)
+
+    def delete(self) -> None:
+        """Remove the stored state (it is rebuilt from the chain on next use)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()

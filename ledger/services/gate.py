@@ -1,0 +1,309 @@
+"""The USD gate: ``verdict``, ``record`` and ``usage`` (SPEC §3–4).
+
+Check and reserve are one step under the chain lock, so two processes can
+never both be admitted into the same last dollar. Every verdict is sealed in
+the chain; when it cannot be, the answer is still a halt.
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.core.config import Config
+from ledger.core.observation import Deferred, Reading, Unreachable, reading_payload
+from ledger.core.spend import ScopeState, scope_state
+from ledger.core.timefmt import format_ts, parse_ts, utc_day
+from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
+from ledger.errors import ChainIOError, ConfigError, InputDataError, LockTimeoutError
+from ledger.services.state import Counter, StateStore, fold_sealed, load_counter, save_counter
+from ledger.services.writer import Writer, WriterDeps
+
+ObserverResult = Reading | Unreachable | Deferred
+
+
+class GateDeps(WriterDeps, Protocol):
+    """What the gate needs."""
+
+    @property
+    def config(self) -> Config:
+        """The configuration."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived-state store."""
+        ...
+
+    def observe(self, provider: str) -> ObserverResult:
+        """Run the configured UsageObserver for a provider id."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictOutcome:
+    """A decision and how it was recorded."""
+
+    decision: Decision
+    verdict_ref: str | None
+    provider: str | None
+    utc_day: str
+    now: dt.datetime
+    recording_error: str | None = None
+
+
+def _scopes(usd: dict[str, Any], config: Config, provider: str | None, day: str, now: dt.datetime) -> list[ScopeState]:
+    if config.daily_cap_micros is None:
+        raise ConfigError("usd.daily_cap: not set; `ledger verdict` needs a daily cap")
+    scopes = [scope_state(usd, None, config.daily_cap_micros, day, now)]
+    if provider is not None and provider in config.provider_caps_micros:
+        scopes.append(scope_state(usd, provider, config.provider_caps_micros[provider], day, now))
+    return scopes
+
+
+def _head_time(counter: Counter) -> dt.datetime | None:
+    return parse_ts(counter.head.ts_utc) if counter.head is not None else None
+
+
+def _counter_problem(counter: Counter, config: Config) -> str | None:
+    if counter.problem is not None:
+        return counter.problem
+    meta = counter.data["meta"]
+    if meta["negative"]:
+        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
+    if meta["max_backstep_us"] > config.clock_tolerance_seconds * 1_000_000:
+        return (
+            f"a recorded timestamp is {meta['max_backstep_us'] / 1e6:.0f} s earlier than the "
+            "entry before it"
+        )
+    return None
+
+
+def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -> list[str]:
+    providers = []
+    for scope in scopes:
+        pct = usage_pct(scope)
+        if pct is None or pct <= config.stale_halt_pct:
+            continue
+        reading = scope.reading
+        if reading is None or (now - reading.fetched_at).total_seconds() > config.freshness_seconds:
+            providers.append("aggregate" if scope.key == "aggregate" else scope.key.split(":", 1)[1])
+    return providers
+
+
+def _verdict_payload(
+    decision: Decision, provider: str | None, cycle_id: str | None, agent: str | None,
+    day: str, now: dt.datetime, config: Config,
+) -> dict[str, Any]:  # fmt: skip
+    scope = decision.deciding
+    reservation = None
+    if decision.admits:
+        expires = now + dt.timedelta(seconds=config.reservation_ttl_seconds)
+        reservation = {"micros": decision.estimate_micros, "expires_at": format_ts(expires)}
+    projected = decision.projected_pct
+    return {
+        "verdict": decision.verdict.value,
+        "provider": provider,
+        "cycle_id": cycle_id,
+        "agent": agent,
+        "utc_day": day,
+        "estimated_micros": decision.estimate_micros,
+        "usd_used_micros": scope.used_micros,
+        "usd_reserved_micros": scope.reserved_micros,
+        "cap_micros": scope.cap_micros,
+        "deciding_cap": scope.key,
+        "usage_pct": None if projected is None else f"{float(projected):.4f}",
+        "uncertainty_reason": decision.reason.value if decision.reason else None,
+        "diagnostic": decision.diagnostic,
+        "local_time": format_ts(now),
+        "reservation": reservation,
+    }
+
+
+def _unrecorded(
+    scopes: list[ScopeState], estimate: int, config: Config, now: dt.datetime,
+    provider: str | None, why: str,
+) -> VerdictOutcome:  # fmt: skip
+    decision = decide(scopes, estimate, config, now, counter_problem=f"verdict not recorded: {why}")
+    return VerdictOutcome(decision, None, provider, utc_day(now), now, why)
+
+
+def check_verdict(
+    deps: GateDeps,
+    estimate_micros: int,
+    provider: str | None = None,
+    cycle_id: str | None = None,
+    agent: str | None = None,
+) -> VerdictOutcome:
+    """Decide and record one pre-call check, reserving the estimate when admitted.
+
+    Raises:
+        ConfigError: the configuration is invalid or has no daily cap.
+    """
+    config = deps.config
+    now = deps.clock.now()
+    day = utc_day(now)
+    empty_scopes = _scopes({"spend": {}, "rebase": {}, "last_spend": {}, "reservations": {},
+                            "readings": {}, "reconciles": {}, "attempts": {}},
+                           config, provider, day, now)  # fmt: skip
+    writer = Writer(deps)
+    try:
+        writer.signer()
+    except InputDataError as exc:
+        return _unrecorded(empty_scopes, estimate_micros, config, now, provider, str(exc))
+    try:
+        outcome = _gate_once(deps, writer, estimate_micros, provider, cycle_id, agent, refresh=[])
+        if isinstance(outcome, VerdictOutcome):
+            return outcome
+        results = [deps.observe(name) for name in outcome]
+        final = _gate_once(
+            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=results
+        )
+        assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
+    except (LockTimeoutError, ChainIOError) as exc:
+        return _unrecorded(empty_scopes, estimate_micros, config, now, provider, str(exc))
+    return final
+
+
+def _gate_once(
+    deps: GateDeps,
+    writer: Writer,
+    estimate_micros: int,
+    provider: str | None,
+    cycle_id: str | None,
+    agent: str | None,
+    refresh: list[ObserverResult],
+) -> VerdictOutcome | list[str]:
+    config = deps.config
+    with deps.chain.transaction() as tx:
+        now = deps.clock.now()
+        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        problem = _counter_problem(counter, config)
+        for result in refresh:
+            if isinstance(result, Deferred):
+                continue
+            payload = {**reading_payload(result), "source": "verdict"}
+            sealed = writer.append(tx, "budget.observation", payload, now=now)
+            if problem is None:
+                fold_sealed(counter, sealed, tx.head())
+        day = utc_day(now)
+        scopes = _scopes(counter.data["usd"], config, provider, day, now)
+        if problem is None and not refresh and config.observer_command is not None:
+            wanted = _needs_reading(scopes, config, now)
+            if wanted:
+                return wanted
+        decision = decide(
+            scopes, estimate_micros, config, now,
+            head_ts=_head_time(counter), counter_problem=problem,
+        )  # fmt: skip
+        payload = _verdict_payload(decision, provider, cycle_id, agent, day, now, config)
+        sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
+        if problem is None:
+            fold_sealed(counter, sealed, tx.head())
+            save_counter(counter, deps.states)
+    return VerdictOutcome(decision, sealed.entry_hash, provider, day, now)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """A recorded call."""
+
+    entry_hash: str
+    utc_day: str
+    settled: bool
+    warning: str | None
+
+
+def record_call(
+    deps: GateDeps,
+    actual_micros: int,
+    provider: str,
+    verdict_ref: str | None = None,
+    model_id: str | None = None,
+    cycle_id: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+) -> RecordOutcome:
+    """Record actual spend and settle its reservation. Spend is never refused.
+
+    Raises:
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain cannot be appended to (e.g. a torn tail).
+    """
+    writer = Writer(deps)
+    signer = writer.signer()
+    with deps.chain.transaction() as tx:
+        now = deps.clock.now()
+        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        warning = None
+        settled = False
+        if verdict_ref is not None:
+            reservation = counter.data["usd"]["reservations"].get(verdict_ref)
+            if reservation is None:
+                warning = f"verdict_ref {verdict_ref[:16]}… is unknown or already settled; recorded anyway"
+            elif reservation["expires_at"] <= format_ts(now):
+                warning = f"verdict_ref {verdict_ref[:16]}… has expired; recorded anyway"
+            else:
+                settled = True
+        payload = {
+            "provider": provider,
+            "actual_micros": actual_micros,
+            "utc_day": utc_day(now),
+            "verdict_ref": verdict_ref,
+            "settled": settled,
+            "model_id": model_id,
+            "cycle_id": cycle_id,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+        }
+        sealed = writer.append(tx, "budget.record_call", payload, now=now, signer=signer)
+        if counter.problem is None:
+            fold_sealed(counter, sealed, tx.head())
+            save_counter(counter, deps.states)
+    return RecordOutcome(sealed.entry_hash, payload["utc_day"], settled, warning)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageOutcome:
+    """A read-only view of today's spend."""
+
+    aggregate: ScopeState
+    provider_scope: ScopeState | None
+    provider: str | None
+    provider_cap_micros: int | None
+    daily_cap_micros: int | None
+    utc_day: str
+    now: dt.datetime
+    uncertainty: Uncertainty | None
+    diagnostic: str | None
+
+
+def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
+    """Today's figures for the aggregate and, if asked, one provider; writes nothing.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+        LockTimeoutError: the chain lock stayed busy.
+    """
+    config = deps.config
+    with deps.chain.transaction() as tx:
+        now = deps.clock.now()
+        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+    day = utc_day(now)
+    usd = counter.data["usd"]
+    aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now)
+    provider_cap = config.provider_caps_micros.get(provider) if provider else None
+    provider_scope = None
+    if provider is not None:
+        provider_scope = scope_state(usd, provider, provider_cap or 0, day, now)
+    scopes = [aggregate]
+    if provider_scope is not None and provider_cap is not None:
+        scopes.append(provider_scope)
+    decision = decide(
+        scopes, 0, config, now, head_ts=_head_time(counter),
+        counter_problem=_counter_problem(counter, config),
+    )  # fmt: skip
+    reason = decision.reason
+    return UsageOutcome(
+        aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
+        day, now, reason, decision.diagnostic,
+    )  # fmt: skip
