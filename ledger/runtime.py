@@ -4,6 +4,7 @@ Everything is built lazily, so a command pays only for what it touches.
 """
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ from ledger.edges.files import atomic_write
 from ledger.edges.keyfiles import KeyDir
 from ledger.core.observation import Deferred, Reading, Unreachable
 from ledger.edges.observer import run_observer
+from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
 
@@ -75,6 +77,10 @@ class Runtime:
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
         return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """A named lock in the home, e.g. so two reconciles never interleave."""
+        return exclusive_lock(self.home / f"{name}.lock", float(self.config.lock_timeout_seconds))
 
     def schema(self, event_type: str) -> dict[str, Any]:
         """The JSON Schema of an event type."""

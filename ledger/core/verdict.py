@@ -65,7 +65,9 @@ def usage_pct(scope: ScopeState, extra_micros: int = 0) -> Fraction | None:
     """``100 × (used + reserved + extra) / cap``; ``None`` when the cap is 0."""
     if scope.cap_micros == 0:
         return None
-    return Fraction(100 * (scope.used_micros + scope.reserved_micros + extra_micros), scope.cap_micros)
+    return Fraction(
+        100 * (scope.used_micros + scope.reserved_micros + extra_micros), scope.cap_micros
+    )
 
 
 def _rank(scope: ScopeState, estimate: int) -> Fraction:

@@ -9,11 +9,8 @@ repairs.
 
 import contextlib
 import errno
-import fcntl
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -22,8 +19,8 @@ from pathlib import Path
 from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
 from ledger.core.trust import TrustStore
-from ledger.edges.clock import monotonic
-from ledger.errors import ChainIOError, LockTimeoutError, TornTailError
+from ledger.edges.locks import exclusive_lock
+from ledger.errors import ChainIOError, TornTailError
 
 _TAIL_READ = 8192
 # Below this size one process verifies faster than starting a pool.
@@ -42,44 +39,6 @@ class ChainHead:
     ts_utc: str
     size: int
     event_type: str
-
-
-class _LockWaitExpiredError(Exception):
-    pass
-
-
-def _raise_expired(_signum: int, _frame: object) -> None:
-    raise _LockWaitExpiredError
-
-
-def _flock_with_timeout(fd: int, timeout: float) -> bool:
-    """Take ``LOCK_EX`` on ``fd``; ``False`` if ``timeout`` seconds pass first."""
-    with contextlib.suppress(BlockingIOError):
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    if timeout <= 0:
-        return False
-    if threading.current_thread() is threading.main_thread():
-        # A blocking flock woken by an interval timer: no polling latency.
-        previous = signal.signal(signal.SIGALRM, _raise_expired)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except _LockWaitExpiredError:
-            return False
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-        return True
-    deadline = monotonic() + timeout
-    pause = 0.001
-    while monotonic() < deadline:
-        with contextlib.suppress(BlockingIOError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        threading.Event().wait(pause)
-        pause = min(pause * 2, 0.02)
-    return False
 
 
 def _fsync_dir(path: Path) -> None:
@@ -217,19 +176,8 @@ class ChainFile:
             LockTimeoutError: the lock was not free within ``lock_timeout``.
             ChainIOError: the lock file cannot be opened.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise ChainIOError(f"cannot open {self.lock_path}: {exc.strerror}") from exc
-        try:
-            if not _flock_with_timeout(fd, self.lock_timeout):
-                raise LockTimeoutError(
-                    f"chain lock {self.lock_path} still held after {self.lock_timeout:g} s"
-                )
+        with exclusive_lock(self.lock_path, self.lock_timeout):
             yield ChainTransaction(self.path)
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
 
     def head(self) -> ChainHead | None:
         """The last entry without taking the lock (a read-only view)."""
@@ -348,7 +296,7 @@ GENESIS_LINK = True
 
 
 def _pool_context() -> "object":
-    import multiprocessing  # noqa: PLC0415 - only large verifications need it
+    import multiprocessing
 
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     return multiprocessing.get_context(method)

@@ -51,7 +51,9 @@ class VerdictOutcome:
     recording_error: str | None = None
 
 
-def _scopes(usd: dict[str, Any], config: Config, provider: str | None, day: str, now: dt.datetime) -> list[ScopeState]:
+def _scopes(
+    usd: dict[str, Any], config: Config, provider: str | None, day: str, now: dt.datetime
+) -> list[ScopeState]:
     if config.daily_cap_micros is None:
         raise ConfigError("usd.daily_cap: not set; `ledger verdict` needs a daily cap")
     scopes = [scope_state(usd, None, config.daily_cap_micros, day, now)]
@@ -86,7 +88,9 @@ def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -
             continue
         reading = scope.reading
         if reading is None or (now - reading.fetched_at).total_seconds() > config.freshness_seconds:
-            providers.append("aggregate" if scope.key == "aggregate" else scope.key.split(":", 1)[1])
+            providers.append(
+                "aggregate" if scope.key == "aggregate" else scope.key.split(":", 1)[1]
+            )
     return providers
 
 

@@ -50,6 +50,10 @@ class StateStore(Protocol):
         """Replace the stored state."""
         ...
 
+    def delete(self) -> None:
+        """Remove the stored state."""
+        ...
+
 
 @dataclass
 class Counter:
@@ -129,7 +133,9 @@ def _mismatch() -> str:
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:
     """Fold an entry this process just appended (already trusted: we sealed it)."""
     entry = sealed.entry
-    apply_entry(counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash)
+    apply_entry(
+        counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash
+    )
     counter.head = head
     counter.dirty = True
 

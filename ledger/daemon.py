@@ -1,0 +1,143 @@
+"""``ledger daemon``: APScheduler 3 in the foreground, running the same jobs as cron.
+
+Jobs: reconcile every ``reconcile.interval_hours`` for each provider in
+``reconcile.providers`` (first run at start), and a snapshot on
+``snapshot.cron`` (UTC). A daily snapshot missed while the daemon was down is
+taken at start. Missed runs coalesce into one, a job never runs twice at once,
+each run is logged as one line on stderr, and SIGTERM/SIGINT stop it cleanly.
+Under systemd (``NOTIFY_SOCKET`` set) it reports ``READY=1`` once scheduled.
+"""
+
+import datetime as dt
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ledger.errors import ConfigError, LedgerError
+from ledger.runtime import Runtime
+
+
+def _log(message: str) -> None:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: TID251 - log stamps
+    sys.stderr.write(f"{stamp} ledger-daemon: {message}\n")
+    sys.stderr.flush()
+
+
+def notify_systemd(state: str) -> None:
+    """Send an sd_notify message when run as a systemd ``Type=notify`` service."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(address)
+            sock.sendall(state.encode("ascii"))
+        except OSError as exc:
+            _log(f"sd_notify failed: {exc}")
+
+
+def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
+    """One scheduled reconcile; failures are logged, never raised into the scheduler."""
+    from ledger.services.reconcile import reconcile
+
+    try:
+        outcome = reconcile(runtime_factory(), provider)
+    except LedgerError as exc:
+        _log(f"reconcile {provider}: error: {exc}")
+        return
+    _log(
+        f"reconcile {provider}: {outcome.status} counter={outcome.counter_micros} "
+        f"billing={outcome.billing_micros} drift_pct={outcome.drift_pct}"
+        + (f" reason={outcome.reason}" if outcome.reason else "")
+    )
+
+
+def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """One scheduled snapshot; failures are logged, never raised into the scheduler."""
+    from ledger.services.snapshot import take_snapshot
+
+    try:
+        result = take_snapshot(runtime_factory())
+    except LedgerError as exc:
+        _log(f"snapshot: error: {exc}")
+        return
+    _log(f"snapshot: {result.path} entries={result.entries} head={result.head_hash[:16]}")
+
+
+def run_daemon(home_runtime: Runtime) -> int:
+    """Schedule the jobs and block until SIGTERM or SIGINT.
+
+    Raises:
+        ConfigError: ``LEDGER_NOW`` is set, or the configuration is invalid.
+    """
+    if home_runtime.environ.get("LEDGER_NOW"):
+        raise ConfigError("LEDGER_NOW is set: the daemon schedules on the real clock only")
+    config = home_runtime.config
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from apscheduler.triggers.cron import CronTrigger
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    try:
+        snapshot_trigger = CronTrigger.from_crontab(config.snapshot_cron, timezone=dt.UTC)
+    except ValueError as exc:
+        raise ConfigError(f"snapshot.cron: {exc}") from exc
+
+    def fresh_runtime() -> Runtime:
+        # A fresh runtime per run: config and keys are re-read, so an operator's
+        # edit or a key rotation takes effect without a restart.
+        return Runtime(home_runtime.home, dict(home_runtime.environ))
+
+    scheduler = BackgroundScheduler(
+        timezone=dt.UTC,
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
+    )
+    now = dt.datetime.now(dt.UTC)  # noqa: TID251 - the scheduler runs on the real clock
+    interval = IntervalTrigger(seconds=float(config.interval_hours) * 3600, timezone=dt.UTC)
+    for provider in config.reconcile_providers:
+        scheduler.add_job(
+            reconcile_job, interval, args=[fresh_runtime, provider],
+            id=f"reconcile-{provider}", next_run_time=now,
+        )  # fmt: skip
+    snapshot_kwargs: dict[str, Any] = {}
+    if _snapshot_missed(home_runtime, now):
+        snapshot_kwargs["next_run_time"] = now
+    scheduler.add_job(
+        snapshot_job, snapshot_trigger, args=[fresh_runtime], id="snapshot", **snapshot_kwargs
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        _log(f"received {signal.Signals(signum).name}, stopping")
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    scheduler.start()
+    _log(
+        f"started: reconcile every {float(config.interval_hours):g} h for "
+        f"{', '.join(config.reconcile_providers)}; snapshot on '{config.snapshot_cron}' UTC"
+    )
+    notify_systemd("READY=1")
+    try:
+        stop.wait()
+    finally:
+        notify_systemd("STOPPING=1")
+        scheduler.shutdown(wait=False)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _log("stopped")
+    return 0
+
+
+def _snapshot_missed(runtime: Runtime, now: dt.datetime) -> bool:
+    """Whether no snapshot was taken in the last day (then one is taken at start)."""
+    directory = runtime.snapshots_dir
+    if not directory.is_dir():
+        return runtime.chain.exists()
+    newest = max((p.stat().st_mtime for p in directory.iterdir()), default=None)
+    return newest is None or now.timestamp() - newest > 86_400

@@ -1,0 +1,71 @@
+"""Named cross-process locks beside the chain (``<home>/<name>.lock``)."""
+
+import contextlib
+import fcntl
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from ledger.edges.clock import monotonic
+from ledger.errors import ChainIOError, LockTimeoutError
+
+
+class _LockWaitExpiredError(Exception):
+    pass
+
+
+def _raise_expired(_signum: int, _frame: object) -> None:
+    raise _LockWaitExpiredError
+
+
+def flock_with_timeout(fd: int, timeout: float) -> bool:
+    """Take ``LOCK_EX`` on ``fd``; ``False`` if ``timeout`` seconds pass first."""
+    with contextlib.suppress(BlockingIOError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    if timeout <= 0:
+        return False
+    if threading.current_thread() is threading.main_thread():
+        # A blocking flock woken by an interval timer: no polling latency.
+        previous = signal.signal(signal.SIGALRM, _raise_expired)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except _LockWaitExpiredError:
+            return False
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        return True
+    deadline = monotonic() + timeout
+    pause = 0.001
+    while monotonic() < deadline:
+        with contextlib.suppress(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        threading.Event().wait(pause)
+        pause = min(pause * 2, 0.02)
+    return False
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, timeout: float) -> Iterator[None]:
+    """Hold ``flock(LOCK_EX)`` on ``path`` for the block.
+
+    Raises:
+        LockTimeoutError: not acquired within ``timeout`` seconds.
+        ChainIOError: the lock file cannot be opened.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ChainIOError(f"cannot open {path}: {exc.strerror}") from exc
+    try:
+        if not flock_with_timeout(fd, timeout):
+            raise LockTimeoutError(f"lock {path} still held after {timeout:g} s")
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

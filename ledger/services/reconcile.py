@@ -1,0 +1,180 @@
+"""Reconcile the local counter with the provider's bill, and rebuild derived state."""
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.core.observation import Deferred, Reading, Unreachable, reading_payload
+from ledger.core.reconcile import drift_pct, pct_text
+from ledger.core.spend import scope_state
+from ledger.core.timefmt import utc_day
+from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
+from ledger.services.gate import GateDeps
+from ledger.services.state import Counter, fold_sealed, load_counter, save_counter
+from ledger.services.writer import Writer
+
+
+class ReconcileDeps(GateDeps, Protocol):
+    """What reconciling needs beyond the gate."""
+
+    def exclusive(self, name: str) -> Any:
+        """A named cross-process lock (a context manager)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileOutcome:
+    """One scope's reconciliation."""
+
+    provider: str
+    status: str  # ok | blocker | forced | unreachable | defer | untrusted
+    exit_code: int
+    counter_micros: int | None
+    billing_micros: int | None
+    drift_pct: str | None
+    blocking: bool
+    reason: str | None
+    entry_hash: str | None
+
+
+def reconcile(
+    deps: ReconcileDeps, provider: str = "aggregate", force_reason: str | None = None
+) -> ReconcileOutcome:
+    """Run the observer for one scope and record how far the counter drifted.
+
+    Holds the reconcile lock throughout so two reconciles never interleave; the
+    chain lock is taken only to append, never while the observer runs.
+
+    Raises:
+        LockTimeoutError: a lock stayed busy.
+        ChainIOError: the chain cannot be appended to.
+    """
+    with deps.exclusive("reconcile"):
+        result = deps.observe(provider)
+        if isinstance(result, Deferred):
+            return ReconcileOutcome(
+                provider, "defer", EXIT_USAGE, None, None, None, False, result.reason, None
+            )
+        writer = Writer(deps)
+        signer = writer.signer()
+        with deps.chain.transaction() as tx:
+            now = deps.clock.now()
+            counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+            if counter.problem is not None:
+                return ReconcileOutcome(
+                    provider, "untrusted", EXIT_HALT, None, None, None, True,
+                    f"local counter cannot be trusted: {counter.problem}", None,
+                )  # fmt: skip
+            day = utc_day(now)
+            local = _local_counter(counter, provider, day, now)
+            payload: dict[str, Any] = {
+                "provider": provider,
+                "utc_day": day,
+                "counter_micros": local,
+                "billing_micros": None,
+                "drift_pct": None,
+                "threshold_pct": pct_text(deps.config.drift_threshold_pct),
+                "blocking": False,
+                "billing_api_unreachable": isinstance(result, Unreachable),
+                "forced": False,
+                "force_reason": None,
+                "reason": None,
+                "reading": reading_payload(result),
+            }
+            outcome = _judge(result, payload, local, deps, force_reason)
+            sealed = writer.append(tx, "budget.reconcile", payload, now=now, signer=signer)
+            fold_sealed(counter, sealed, tx.head())
+            save_counter(counter, deps.states)
+    return ReconcileOutcome(**{**outcome, "entry_hash": sealed.entry_hash})
+
+
+def _local_counter(counter: Counter, provider: str, day: str, now: Any) -> int:
+    scope = scope_state(
+        counter.data["usd"], None if provider == "aggregate" else provider, 0, day, now
+    )
+    return scope.local_micros
+
+
+def _judge(
+    result: Reading | Unreachable,
+    payload: dict[str, Any],
+    local: int,
+    deps: ReconcileDeps,
+    force_reason: str | None,
+) -> dict[str, Any]:
+    provider = payload["provider"]
+    if isinstance(result, Unreachable):
+        payload["reason"] = result.reason
+        return {
+            "provider": provider, "status": "unreachable", "exit_code": EXIT_USAGE,
+            "counter_micros": local, "billing_micros": None, "drift_pct": None,
+            "blocking": False, "reason": result.reason,
+        }  # fmt: skip
+    billing = result.usd_used_micros
+    drift = drift_pct(local, billing)
+    blocking = drift > deps.config.drift_threshold_pct
+    payload["billing_micros"] = billing
+    payload["drift_pct"] = pct_text(drift)
+    payload["blocking"] = blocking
+    status, code = ("blocker", EXIT_HALT) if blocking else ("ok", EXIT_OK)
+    if force_reason is not None:
+        payload["forced"] = True
+        payload["force_reason"] = force_reason
+        payload["blocking"] = False
+        status, code, blocking = "forced", EXIT_OK, False
+    return {
+        "provider": provider, "status": status, "exit_code": code, "counter_micros": local,
+        "billing_micros": billing, "drift_pct": payload["drift_pct"], "blocking": blocking,
+        "reason": force_reason,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildOutcome:
+    """What ``rebuild-state`` did."""
+
+    entries: int
+    head_hash: str | None
+    previous_state: str
+    entry_hash: str
+
+
+def rebuild_state(deps: GateDeps) -> RebuildOutcome:
+    """Rebuild derived state from the verified chain and record that it was done.
+
+    Raises:
+        LedgerError: the chain does not verify (run ``ledger recover`` first).
+        ChainIOError, LockTimeoutError: the chain cannot be read or locked.
+    """
+    writer = Writer(deps)
+    signer = writer.signer()
+    with deps.chain.transaction() as tx:
+        previous = _previous_state(deps, tx)
+        deps.states.delete()
+        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        if counter.problem is not None:
+            raise LedgerError(f"cannot rebuild derived state: {counter.problem}")
+        head = counter.head
+        payload = {
+            "entries": counter.data["meta"]["entries"],
+            "head_hash": head.entry_hash if head else None,
+            "previous_state": previous,
+        }
+        sealed = writer.append(tx, "ledger.state_rebuilt", payload, signer=signer)
+        fold_sealed(counter, sealed, tx.head())
+        save_counter(counter, deps.states)
+    return RebuildOutcome(payload["entries"], payload["head_hash"], previous, sealed.entry_hash)
+
+
+def _previous_state(deps: GateDeps, tx: Any) -> str:
+    try:
+        stored = deps.states.load()
+    except LedgerError:
+        return "mismatched"
+    if stored is None:
+        return "missing"
+    head = tx.head()
+    if head is not None and stored.size == head.size and stored.head_hash == head.entry_hash:
+        return "matching"
+    if head is not None and stored.size < head.size:
+        return "behind"
+    return "mismatched"
