@@ -5,24 +5,24 @@ Everything is built lazily, so a command pays only for what it touches.
 
 import os
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.core.checkpoint import Checkpoint
 from ledger.core.config import Config
-from ledger.edges.checkpointfiles import CheckpointDir
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
 from ledger.edges.files import atomic_write
 from ledger.edges.keyfiles import KeyDir
-from ledger.core.observation import Deferred, Reading, Unreachable
-from ledger.edges.observer import run_observer
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
+
+if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.edges.snapshotfiles import SnapshotFiles
 
 CONFIG_FILE = "ledger.toml"
 CHAIN_FILE = "events.jsonl"
@@ -34,12 +34,12 @@ def resolve_home(option: str | None, environ: dict[str, str] | None = None) -> P
     return Path(option or environ.get("LEDGER_HOME") or ".ledger")
 
 
-@dataclass
 class Runtime:
     """A home and the edges that serve it."""
 
-    home: Path
-    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    def __init__(self, home: Path, environ: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.environ = dict(os.environ) if environ is None else environ
 
     @cached_property
     def clock(self) -> SystemClock | FixedClock:
@@ -71,8 +71,11 @@ class Runtime:
         """The derived-state file."""
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
 
-    def observe(self, provider: str) -> Reading | Unreachable | Deferred:
+    def observe(self, provider: str) -> "Reading | Unreachable | Deferred":
         """Run the configured UsageObserver for ``provider`` (no observer: unreachable)."""
+        from ledger.core.observation import Unreachable
+        from ledger.edges.observer import run_observer
+
         command = self.config.observer_command
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
@@ -90,14 +93,30 @@ class Runtime:
         """Write a whole file atomically (temp, fsync, rename)."""
         atomic_write(path, data)
 
-    def write_checkpoint(self, checkpoint: Checkpoint) -> Path:
+    def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
         """Store a checkpoint in the home."""
+        from ledger.edges.checkpointfiles import CheckpointDir
+
         return CheckpointDir(self.checkpoints_dir).write(checkpoint)
 
-    def newest_checkpoint(self) -> Checkpoint | None:
+    def newest_checkpoint(self) -> "Checkpoint | None":
         """The home's newest checkpoint, if any."""
+        from ledger.edges.checkpointfiles import CheckpointDir
+
         found = CheckpointDir(self.checkpoints_dir).newest()
         return None if found is None else found[1]
+
+    def snapshot_files(self) -> "SnapshotFiles":
+        """The files snapshots and recovery touch: snapshots, evidence, derived state."""
+        from ledger.edges.snapshotfiles import SnapshotFiles
+
+        return SnapshotFiles(
+            self.home,
+            self.home / CHAIN_FILE,
+            self.snapshots_dir,
+            self.checkpoints_dir,
+            self.state_dir,
+        )
 
     def has_trust_store(self) -> bool:
         """Whether ``ledger init`` has made a trust store here."""

@@ -5,15 +5,14 @@ verified in constant memory, and so that a long chain can be cut into ranges
 verified side by side and then stitched (``stitch``).
 """
 
+from typing import NamedTuple
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, ParsedEntry, parse_line
 from ledger.core.trust import TrustStore
 
 
-@dataclass(frozen=True, slots=True)
-class ChainReport:
+class ChainReport(NamedTuple):
     """The outcome of verifying lines; ``line`` names the first failing one.
 
     ``first_prev_hash`` is what the first entry links to: ``GENESIS`` for a whole

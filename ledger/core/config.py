@@ -7,9 +7,8 @@ silent fallback for a bad value.
 
 import json
 import re
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
@@ -46,12 +45,11 @@ _SCHEMA: dict[str, dict[str, str]] = {
 _STRUCTURED = {"caps", "argv", "providers"}
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
+class Config(NamedTuple):
     """Every setting of SPEC §1; money in micro-USD, percentages exact."""
 
     daily_cap_micros: int | None = None
-    provider_caps_micros: dict[str, int] = field(default_factory=dict)
+    provider_caps_micros: dict[str, int] = {}  # noqa: RUF012 - never mutated
     warn_pct: Fraction = Fraction(90)
     reservation_ttl_seconds: int = 900
     freshness_seconds: int = 300

@@ -10,8 +10,7 @@ other writers of the format are re-canonicalized.
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.canonical import canonical_bytes, sha256_hex
 from ledger.errors import CanonicalizationError
@@ -51,8 +50,7 @@ class EnvelopeFormatError(ValueError):
     """A line is not a well-formed 1.1.0 envelope; the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedEntry:
+class ParsedEntry(NamedTuple):
     """One verified-shape line: the unsigned entry, its signed bytes and its hash."""
 
     entry: dict[str, Any]

@@ -1,8 +1,7 @@
 """Sealing a payload into a signed line (SPEC §2), as a pure function."""
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.canonical import canonical_bytes, sha256_hex
 from ledger.core.envelope import GENESIS, render_line, unsigned_entry
@@ -11,8 +10,7 @@ from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
 
 
-@dataclass(frozen=True, slots=True)
-class SealedEntry:
+class SealedEntry(NamedTuple):
     """A line ready to append, with the hash the next entry will link to."""
 
     line: bytes

@@ -6,14 +6,15 @@ Signing is deterministic (RFC 8032), so golden vectors are stable.
 import base64
 import binascii
 import hashlib
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from cryptography.exceptions import (
     InvalidSignature,
+)
+from cryptography.exceptions import (
     UnsupportedAlgorithm as UnsupportedAlgorithmError,
 )
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
@@ -27,8 +28,7 @@ def key_id_for(public_raw: bytes) -> str:
     return hashlib.sha256(public_raw).hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True)
-class Signer:
+class Signer(NamedTuple):
     """A writer's private key with the id its entries carry."""
 
     private_key: Ed25519PrivateKey
@@ -51,9 +51,30 @@ class Signer:
 
 def public_raw_of(private_key: Ed25519PrivateKey) -> bytes:
     """The raw 32 bytes of a private key's public half."""
-    return private_key.public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
-    )
+    return private_key.public_key().public_bytes_raw()
+
+
+# RFC 8410 §7: an unencrypted Ed25519 PKCS#8 key is this fixed 16-byte DER
+# prefix followed by the 32-byte seed. Recognising the exact bytes lets the
+# per-call path skip importing cryptography's general key loaders; anything
+# else goes through them.
+_PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
+_PEM_HEADER = b"-----BEGIN PRIVATE KEY-----"
+_PEM_FOOTER = b"-----END PRIVATE KEY-----"
+
+
+def _pkcs8_ed25519_seed(data: bytes) -> bytes | None:
+    text = data.strip()
+    if not (text.startswith(_PEM_HEADER) and text.endswith(_PEM_FOOTER)):
+        return None
+    body = b"".join(text[len(_PEM_HEADER) : -len(_PEM_FOOTER)].split())
+    try:
+        der = base64.b64decode(body, validate=True)
+    except binascii.Error:
+        return None
+    if len(der) == len(_PKCS8_ED25519_PREFIX) + 32 and der.startswith(_PKCS8_ED25519_PREFIX):
+        return der[len(_PKCS8_ED25519_PREFIX) :]
+    return None
 
 
 @lru_cache(maxsize=256)
@@ -77,6 +98,11 @@ def private_key_from_pem(data: bytes, source: str) -> Ed25519PrivateKey:
     Raises:
         KeyFileError: not PEM, encrypted, or not Ed25519.
     """
+    seed = _pkcs8_ed25519_seed(data)
+    if seed is not None:
+        return Ed25519PrivateKey.from_private_bytes(seed)
+    from cryptography.hazmat.primitives import serialization
+
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -92,6 +118,8 @@ def public_raw_from_pem(data: bytes, source: str) -> bytes:
     Raises:
         KeyFileError: not a PEM Ed25519 key.
     """
+    from cryptography.hazmat.primitives import serialization
+
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError, UnsupportedAlgorithmError):
@@ -100,11 +128,13 @@ def public_raw_from_pem(data: bytes, source: str) -> bytes:
         raise KeyFileError(f"{source}: not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
         raise KeyFileError(f"{source}: not an Ed25519 key")
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return key.public_bytes_raw()
 
 
 def private_pem(private_key: Ed25519PrivateKey) -> bytes:
     """Unencrypted PKCS#8 PEM of a private key (protected by file mode 0600)."""
+    from cryptography.hazmat.primitives import serialization
+
     return private_key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -114,6 +144,8 @@ def private_pem(private_key: Ed25519PrivateKey) -> bytes:
 
 def public_pem(public_raw: bytes) -> bytes:
     """SubjectPublicKeyInfo PEM of a raw public key."""
+    from cryptography.hazmat.primitives import serialization
+
     return _public_key(public_raw).public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )

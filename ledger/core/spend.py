@@ -7,8 +7,7 @@ reservations simply stop counting.
 """
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.timefmt import parse_ts, utc_day
 
@@ -125,8 +124,7 @@ def apply_usd_event(  # noqa: C901 - one branch per event type reads best
             by_provider[provider] = by_provider.get(provider, 0) + delta
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """A successful billing reading as the gate sees it."""
 
     usd_used_micros: int
@@ -135,8 +133,7 @@ class Reading:
     fetched_at: dt.datetime
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeState:
+class ScopeState(NamedTuple):
     """Everything the gate knows about one cap's scope on one UTC day."""
 
     key: str

@@ -25,7 +25,8 @@ def parse_ts(text: str) -> dt.datetime:
     """
     if not isinstance(text, str) or not _TS_RE.match(text):
         raise ValueError(f"timestamp not in YYYY-MM-DDTHH:MM:SS.ffffffZ form: {text!r}")
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+    # fromisoformat accepts "Z" from 3.11 on and is much cheaper than strptime.
+    return dt.datetime.fromisoformat(text)
 
 
 def parse_iso8601(text: str) -> dt.datetime:

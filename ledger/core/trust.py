@@ -9,8 +9,7 @@ trust store without a valid root signature.
 import base64
 import binascii
 import datetime as dt
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.envelope import KEY_ID_RE, ParsedEntry
@@ -25,8 +24,7 @@ class TrustStoreError(InputDataError):
     """A trust store is malformed or its root signature does not verify."""
 
 
-@dataclass(frozen=True, slots=True)
-class TrustedKey:
+class TrustedKey(NamedTuple):
     """A writer key and the window in which its signatures count."""
 
     key_id: str
@@ -41,8 +39,7 @@ class TrustedKey:
         return self.valid_until is None or moment <= self.valid_until
 
 
-@dataclass(frozen=True, slots=True)
-class Revocation:
+class Revocation(NamedTuple):
     """A revoked key: entries at or after ``revoked_at`` (all, if ``None``) fail."""
 
     key_id: str
@@ -50,22 +47,47 @@ class Revocation:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
 class TrustStore:
-    """The keys a verifier trusts.
+    """The keys a verifier trusts (an immutable value).
 
     ``any_id_keys`` come from ``--key PEM`` without an id: each is tried for any
     ``signing_key_id`` the store does not name.
     """
 
-    keys: tuple[TrustedKey, ...] = ()
-    revocations: tuple[Revocation, ...] = ()
-    strict_after: dt.datetime | None = None
-    any_id_keys: tuple[bytes, ...] = ()
-    _by_id: dict[str, TrustedKey] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("_by_id", "any_id_keys", "keys", "revocations", "strict_after")
 
-    def __post_init__(self) -> None:
-        self._by_id.update({key.key_id: key for key in self.keys})
+    def __init__(
+        self,
+        keys: tuple[TrustedKey, ...] = (),
+        revocations: tuple[Revocation, ...] = (),
+        strict_after: dt.datetime | None = None,
+        any_id_keys: tuple[bytes, ...] = (),
+    ) -> None:
+        self.keys = tuple(keys)
+        self.revocations = tuple(revocations)
+        self.strict_after = strict_after
+        self.any_id_keys = tuple(any_id_keys)
+        self._by_id = {key.key_id: key for key in self.keys}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TrustStore):
+            return NotImplemented
+        return (self.keys, self.revocations, self.strict_after, self.any_id_keys) == (
+            other.keys,
+            other.revocations,
+            other.strict_after,
+            other.any_id_keys,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.keys, self.revocations, self.strict_after, self.any_id_keys))
+
+    def __repr__(self) -> str:
+        return f"TrustStore(keys={[k.key_id for k in self.keys]}, strict_after={self.strict_after})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable for the parallel verifier's worker processes.
+        return (TrustStore, (self.keys, self.revocations, self.strict_after, self.any_id_keys))
 
     def key(self, key_id: str) -> TrustedKey | None:
         """The trusted key with this id, if any."""
@@ -74,18 +96,20 @@ class TrustStore:
     def with_key(self, key: TrustedKey) -> "TrustStore":
         """A copy with ``key`` added (or replacing one with the same id)."""
         kept = tuple(k for k in self.keys if k.key_id != key.key_id)
-        return replace(self, keys=(*kept, key), _by_id={})
+        return TrustStore((*kept, key), self.revocations, self.strict_after, self.any_id_keys)
 
     def with_any_id_key(self, public_raw: bytes) -> "TrustStore":
         """A copy that also tries ``public_raw`` for any key id."""
-        return replace(self, any_id_keys=(*self.any_id_keys, public_raw), _by_id={})
+        return TrustStore(
+            self.keys, self.revocations, self.strict_after, (*self.any_id_keys, public_raw)
+        )
 
     def ends_validity(self, key_id: str, until: dt.datetime) -> "TrustStore":
         """A copy in which ``key_id`` stops being valid after ``until``."""
         old = self.key(key_id)
         if old is None:
             return self
-        return self.with_key(replace(old, valid_until=until))
+        return self.with_key(old._replace(valid_until=until))
 
     def _revoked(self, key_id: str, moment: dt.datetime) -> bool:
         return any(

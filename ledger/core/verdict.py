@@ -6,8 +6,8 @@ configuration and ``now`` — and returns a ``Decision``. It never returns
 ``allow`` or ``warn-90`` while any uncertainty holds.
 """
 
+from typing import NamedTuple
 import datetime as dt
-from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
@@ -44,8 +44,7 @@ class Uncertainty(StrEnum):
     CLOCK_DRIFT = "clock_drift"
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """The gate's answer with its reason and the deciding scope's figures."""
 
     verdict: Verdict

@@ -8,19 +8,18 @@ repairs.
 """
 
 import contextlib
-import errno
 import os
-import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
-from ledger.core.trust import TrustStore
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, TornTailError
+
+if TYPE_CHECKING:
+    from ledger.core.chain import ChainReport
+    from ledger.core.trust import TrustStore
 
 _TAIL_READ = 8192
 # Below this size one process verifies faster than starting a pool.
@@ -31,8 +30,7 @@ class CorruptTailError(ChainIOError):
     """The last line is complete but not a valid entry; nothing may follow it."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChainHead:
+class ChainHead(NamedTuple):
     """What an append needs to know of the chain: its last entry and its size."""
 
     entry_hash: str
@@ -210,49 +208,58 @@ class ChainFile:
 
     def verify(
         self,
-        trust: TrustStore,
+        trust: "TrustStore",
         *,
         strict: bool = False,
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> ChainReport:
-        """Verify the whole file, in parallel ranges when it is large.
+    ) -> "ChainReport":
+        """Verify the whole file, in parallel byte ranges when it is large.
 
         Raises:
             ChainIOError: the file cannot be read.
         """
+        from ledger.core.chain import stitch
+
         try:
             size = self.path.stat().st_size
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
         workers = workers or os.cpu_count() or 1
         if size < _PARALLEL_MIN_BYTES or workers == 1:
-            return self._verify_range(trust, strict, allow_markers, 0, None, GENESIS_LINK)
+            return self.verify_range(trust, strict, allow_markers, 0, None, from_genesis=True)
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         bounds = self._split(size, workers * 8)
         jobs = [
             (str(self.path), trust, strict, allow_markers, start, end, index == 0)
             for index, (start, end) in enumerate(bounds)
         ]
         reports: list[ChainReport] = []
-        context = _pool_context()
+        # fork: workers inherit the imported modules instead of re-importing them.
+        context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for (start, end), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
+            for (_start, end), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
                 reports.append(report)
                 if progress is not None:
-                    progress(end - 0 if end else size, size)
-                del start
+                    progress(end, size)
         return stitch(reports)
 
-    def _verify_range(
+    def verify_range(
         self,
-        trust: TrustStore,
+        trust: "TrustStore",
         strict: bool,
         allow_markers: bool,
         start: int,
         end: int | None,
+        *,
         from_genesis: bool,
-    ) -> ChainReport:
+    ) -> "ChainReport":
+        """Verify the lines in a byte range (from ``GENESIS`` for the first range)."""
+        from ledger.core.chain import ChainVerifier
+
         verifier = ChainVerifier(
             trust,
             strict=strict,
@@ -292,22 +299,8 @@ class ChainFile:
         return None
 
 
-GENESIS_LINK = True
-
-
-def _pool_context() -> "object":
-    import multiprocessing
-
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    return multiprocessing.get_context(method)
-
-
-def _verify_job(job: tuple[str, TrustStore, bool, bool, int, int, bool]) -> ChainReport:
+def _verify_job(job: tuple[str, "TrustStore", bool, bool, int, int, bool]) -> "ChainReport":
     path, trust, strict, allow_markers, start, end, from_genesis = job
-    chain = ChainFile(Path(path))
-    return chain._verify_range(trust, strict, allow_markers, start, end, from_genesis)  # noqa: SLF001
-
-
-def is_no_space(exc: OSError) -> bool:
-    """Whether an error means the disk is full."""
-    return exc.errno in {errno.ENOSPC, errno.EDQUOT}
+    return ChainFile(Path(path)).verify_range(
+        trust, strict, allow_markers, start, end, from_genesis=from_genesis
+    )

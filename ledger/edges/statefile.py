@@ -13,9 +13,8 @@ import hashlib
 import hmac
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
 from ledger.edges.files import atomic_write, exclusive_create
@@ -24,8 +23,7 @@ from ledger.errors import StateMismatchError
 _MAC_KEY_BYTES = 32
 
 
-@dataclass(frozen=True, slots=True)
-class StoredState:
+class StoredState(NamedTuple):
     """Derived state and the chain head it reflects."""
 
     head_hash: str | None

@@ -6,11 +6,9 @@ the chain; when it cannot be, the answer is still a halt.
 """
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, TYPE_CHECKING
 
 from ledger.core.config import Config
-from ledger.core.observation import Deferred, Reading, Unreachable, reading_payload
 from ledger.core.spend import ScopeState, scope_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
@@ -18,7 +16,10 @@ from ledger.errors import ChainIOError, ConfigError, InputDataError, LockTimeout
 from ledger.services.state import Counter, StateStore, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer, WriterDeps
 
-ObserverResult = Reading | Unreachable | Deferred
+if TYPE_CHECKING:
+    from ledger.core.observation import Deferred, Reading, Unreachable
+
+    ObserverResult = Reading | Unreachable | Deferred
 
 
 class GateDeps(WriterDeps, Protocol):
@@ -34,13 +35,12 @@ class GateDeps(WriterDeps, Protocol):
         """The derived-state store."""
         ...
 
-    def observe(self, provider: str) -> ObserverResult:
+    def observe(self, provider: str) -> "ObserverResult":
         """Run the configured UsageObserver for a provider id."""
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class VerdictOutcome:
+class VerdictOutcome(NamedTuple):
     """A decision and how it was recorded."""
 
     decision: Decision
@@ -175,9 +175,11 @@ def _gate_once(
     provider: str | None,
     cycle_id: str | None,
     agent: str | None,
-    refresh: list[ObserverResult],
+    refresh: list["ObserverResult"],
 ) -> VerdictOutcome | list[str]:
     config = deps.config
+    if refresh:
+        from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
         now = deps.clock.now()
         counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
@@ -207,8 +209,7 @@ def _gate_once(
     return VerdictOutcome(decision, sealed.entry_hash, provider, day, now)
 
 
-@dataclass(frozen=True, slots=True)
-class RecordOutcome:
+class RecordOutcome(NamedTuple):
     """A recorded call."""
 
     entry_hash: str
@@ -266,8 +267,7 @@ def record_call(
     return RecordOutcome(sealed.entry_hash, payload["utc_day"], settled, warning)
 
 
-@dataclass(frozen=True, slots=True)
-class UsageOutcome:
+class UsageOutcome(NamedTuple):
     """A read-only view of today's spend."""
 
     aggregate: ScopeState

@@ -7,10 +7,11 @@ advisory lock in place of ``flock``) without touching the core or the services.
 import datetime as dt
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ledger.core.chain import ChainReport
-from ledger.core.trust import TrustStore
+if TYPE_CHECKING:
+    from ledger.core.chain import ChainReport
+    from ledger.core.trust import TrustStore
 
 
 class Clock(Protocol):
@@ -73,13 +74,13 @@ class ChainStore(Protocol):
 
     def verify(
         self,
-        trust: TrustStore,
+        trust: "TrustStore",
         *,
         strict: bool = False,
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> ChainReport:
+    ) -> "ChainReport":
         """Verify every line, in parallel where the store allows."""
         ...
 

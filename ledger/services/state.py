@@ -8,16 +8,16 @@ rebuilt from the verified chain.
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
 from ledger.core.state import apply_entry, apply_parsed, empty_state
-from ledger.core.trust import TrustStore
 from ledger.errors import ChainIOError, InputDataError, StateMismatchError
 from ledger.services.ports import ChainStore, ChainTx, Head
+
+if TYPE_CHECKING:
+    from ledger.core.trust import TrustStore
 
 
 class StoredStateLike(Protocol):
@@ -55,24 +55,35 @@ class StateStore(Protocol):
         ...
 
 
-@dataclass
 class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
-    data: dict[str, Any]
-    head: Head | None
-    problem: str | None = None
-    dirty: bool = field(default=False)
+    __slots__ = ("data", "dirty", "head", "problem")
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        head: Head | None,
+        problem: str | None = None,
+        *,
+        dirty: bool = False,
+    ) -> None:
+        self.data = data
+        self.head = head
+        self.problem = problem
+        self.dirty = dirty
 
 
 def _fold_range(
     store: ChainStore,
     data: dict[str, Any],
-    trust: TrustStore,
+    trust: "TrustStore",
     start: int,
     end: int,
     expected_prev: str,
 ) -> str | None:
+    from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
+
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, on_entry=lambda parsed: apply_parsed(data, parsed)
     )
@@ -87,7 +98,7 @@ def _fold_range(
 
 
 def load_counter(
-    tx: ChainTx, store: ChainStore, states: StateStore, trust: Callable[[], TrustStore]
+    tx: ChainTx, store: ChainStore, states: StateStore, trust: Callable[[], "TrustStore"]
 ) -> Counter:
     """The counter state matching the chain head, or one marked untrustworthy.
 

@@ -1,7 +1,6 @@
 """Appending events: seal under the chain lock with the active writer key."""
 
 import datetime as dt
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ledger.core.seal import SealedEntry, seal, seal_time
@@ -53,12 +52,14 @@ class WriterDeps(Protocol):
         ...
 
 
-@dataclass
 class Writer:
     """Seals events into the chain; caches the key across appends of one process."""
 
-    deps: WriterDeps
-    _signer: Signer | None = field(default=None, repr=False)
+    __slots__ = ("_signer", "deps")
+
+    def __init__(self, deps: WriterDeps) -> None:
+        self.deps = deps
+        self._signer: Signer | None = None
 
     def signer(self) -> Signer:
         """The active writer key.
