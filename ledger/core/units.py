@@ -1,6 +1,6 @@
 """Exact money: integer micro-USD, parsed from decimal text, never from float sums."""
 
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
 MICROS_PER_USD = 1_000_000
@@ -24,10 +24,13 @@ def usd_to_micros(value: object, *, round_up: bool = True) -> int:
         raise ValueError(f"not a number: {value!r}") from exc
     if not amount.is_finite():
         raise ValueError(f"not a finite number: {value!r}")
-    scaled = amount * MICROS_PER_USD
-    if round_up:
-        return int(scaled.to_integral_value(rounding=ROUND_CEILING))
-    return int(scaled)
+    with localcontext() as context:
+        # Enough digits that scaling by 10^6 is exact for any amount a person writes.
+        context.prec = max(60, len(amount.as_tuple().digits) + 10)
+        scaled = amount * MICROS_PER_USD
+        if round_up:
+            return int(scaled.to_integral_value(rounding=ROUND_CEILING))
+        return int(scaled)
 
 
 def micros_to_usd(micros: int) -> float:
