@@ -4,9 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${LEDGER_VENV:-.venv}"
-if [ ! -x "$VENV/bin/python" ]; then
-  python3 -m venv "$VENV"
-fi
+bash scripts/venv.sh "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 export PATH="$PWD/$VENV/bin:$PATH"
 ruff check .
