@@ -41,7 +41,7 @@ import datetime as dt
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -281,15 +281,45 @@ class ChainCheck:
     reason: str | None
     head_hash: str | None
     genesis_hash: str | None
+    head_ts: str | None = None
 
 
-def _entry_hash(raw: bytes) -> str | None:
+def line_hash(raw: bytes) -> str | None:
+    """The entry hash of a complete line, or ``None`` if it is torn or malformed."""
     if not raw.endswith(b"\n"):
         return None
     try:
         return parse_line(raw[:-1]).entry_hash
     except EnvelopeFormatError:
         return None
+
+
+def _run(verifier: ChainVerifier, lines: Iterable[bytes], first_line: int = 1) -> ChainReport:
+    """Feed ``lines`` (numbered from ``first_line``) until one fails; the report.
+
+    A line whose ``ts_utc`` has the right shape but is no calendar time (month
+    13) makes ``feed`` raise ``ValueError`` instead of failing the line; here it
+    fails that line, so that a damaged chain can never crash a recovery.
+    """
+    for raw in lines:
+        try:
+            if not verifier.feed(raw):
+                break
+        except ValueError as exc:
+            report = verifier.report()
+            return ChainReport(
+                ok=False,
+                entries=report.entries,
+                lines=report.lines,
+                line=first_line + report.lines - 1,
+                reason=f"malformed entry: {exc}",
+                first_prev_hash=report.first_prev_hash,
+                genesis_hash=report.genesis_hash,
+                head_hash=report.head_hash,
+                head_ts=report.head_ts,
+                first_entry_line=report.first_entry_line,
+            )
+    return verifier.report()
 
 
 def check_chain(
@@ -299,11 +329,7 @@ def check_chain(
 
     Markers are not allowed: this is the home's own chain, which never holds them.
     """
-    verifier = ChainVerifier(trust)
-    for raw in lines:
-        if not verifier.feed(raw):
-            break
-    report = verifier.report()
+    report = _run(ChainVerifier(trust), lines)
     if not report.ok:
         return ChainCheck(False, report.entries, report.line, report.reason, None, None)
     if checkpoint is not None:
@@ -312,12 +338,31 @@ def check_chain(
             return ChainCheck(False, report.entries, None, problem, None, None)
         hash_at_count = None
         if report.entries >= checkpoint.entries:
-            hash_at_count = _entry_hash(lines[checkpoint.entries - 1])
+            hash_at_count = line_hash(lines[checkpoint.entries - 1])
         departure = compare_with_checkpoint(report, checkpoint, hash_at_count)
         if departure is not None:
             line, reason = departure
             return ChainCheck(False, report.entries, line, reason, None, None)
-    return ChainCheck(True, report.entries, None, None, report.head_hash, report.genesis_hash)
+    return ChainCheck(
+        True, report.entries, None, None, report.head_hash, report.genesis_hash, report.head_ts
+    )
+
+
+def checkpoint_fits(checkpoint: Checkpoint, lines: Sequence[bytes], trust: TrustStore) -> bool:
+    """Whether a verified chain of ``lines`` satisfies ``checkpoint``.
+
+    It does when the checkpoint's signature counts and the chain holds the
+    checkpoint's first entry and its entry number ``entries`` (SPEC §2,
+    Truncation); a checkpoint that does not fit would fail ``verify-chain``.
+    """
+    if checkpoint_signature_problem(checkpoint, trust) is not None:
+        return False
+    if not lines or checkpoint.entries > len(lines):
+        return False
+    return (
+        line_hash(lines[0]) == checkpoint.chain_id
+        and line_hash(lines[checkpoint.entries - 1]) == checkpoint.head_hash
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +372,35 @@ class VerifiedSnapshot:
     manifest: Manifest
     checkpoint: Checkpoint
     lines: tuple[bytes, ...]
+
+
+def _fail(source: str, reason: str) -> SnapshotInvalidError:
+    return SnapshotInvalidError(f"snapshot {source} does not verify: {reason}")
+
+
+def verify_sealed_files(
+    manifest: Manifest,
+    *,
+    chain_gz: bytes,
+    checkpoint_file: bytes,
+    trust: TrustStore,
+    source: str,
+) -> None:
+    """Check the manifest's signature and the hashes of the two files it seals.
+
+    Cheap, and done before decompressing: bytes that nobody signed are never
+    expanded.
+
+    Raises:
+        SnapshotInvalidError: the signature or a hash does not match.
+    """
+    problem = manifest_signature_problem(manifest, trust)
+    if problem is not None:
+        raise _fail(source, problem)
+    if sha256_hex(chain_gz) != manifest.chain_sha256:
+        raise _fail(source, f"{manifest.chain_file} does not hash as the manifest says")
+    if sha256_hex(checkpoint_file) != manifest.checkpoint_sha256:
+        raise _fail(source, f"{manifest.checkpoint_file} does not hash as the manifest says")
 
 
 def verify_snapshot(
@@ -353,30 +427,24 @@ def verify_snapshot(
         SnapshotFileError: the checkpoint file is not JSON.
         CheckpointError: the checkpoint file is not a checkpoint.
     """
-
-    def fail(reason: str) -> SnapshotInvalidError:
-        return SnapshotInvalidError(f"snapshot {source} does not verify: {reason}")
-
-    problem = manifest_signature_problem(manifest, trust)
-    if problem is not None:
-        raise fail(problem)
-    if sha256_hex(chain_gz) != manifest.chain_sha256:
-        raise fail(f"{manifest.chain_file} does not hash as the manifest says")
+    verify_sealed_files(
+        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source
+    )
     if sha256_hex(raw_chain) != manifest.raw_sha256:
-        raise fail(f"{manifest.chain_file} decompresses to other bytes than signed")
-    if sha256_hex(checkpoint_file) != manifest.checkpoint_sha256:
-        raise fail(f"{manifest.checkpoint_file} does not hash as the manifest says")
+        raise _fail(source, f"{manifest.chain_file} decompresses to other bytes than signed")
     checkpoint = checkpoint_from_bytes(checkpoint_file, manifest.checkpoint_file)
     bound = (checkpoint.chain_id, checkpoint.entries, checkpoint.head_hash, checkpoint.ts_utc)
     if bound != (manifest.chain_id, manifest.entries, manifest.head_hash, manifest.ts_utc):
-        raise fail("checkpoint and manifest disagree")
+        raise _fail(source, "checkpoint and manifest disagree")
     lines = split_lines(raw_chain)
     check = check_chain(lines, trust, checkpoint)
     if not check.ok:
         where = "" if check.line is None else f"line {check.line}: "
-        raise fail(f"{where}{check.reason}")
+        raise _fail(source, f"{where}{check.reason}")
     if check.entries != checkpoint.entries:
-        raise fail(f"chain has {check.entries} entries, its checkpoint {checkpoint.entries}")
+        raise _fail(
+            source, f"chain has {check.entries} entries, its checkpoint {checkpoint.entries}"
+        )
     return VerifiedSnapshot(manifest, checkpoint, tuple(lines))
 
 
@@ -458,11 +526,7 @@ def plan_recovery(
         the first one that links to the snapshot's head, for as long as they
         chain and verify. Without: the damaged file's longest verifying prefix.
     """
-    straight = ChainVerifier(trust)
-    for raw in damaged:
-        if not straight.feed(raw):
-            break
-    damaged_report = straight.report()
+    damaged_report = _run(ChainVerifier(trust), damaged)
     restored: list[bytes] = list(base.lines) if base is not None else []
     kept: set[int] = set()
     continuation: ChainReport | None = None
@@ -481,10 +545,7 @@ def plan_recovery(
         start = _link_start(damaged, head)
         if start is not None:
             verifier = ChainVerifier(trust, expected_prev=head, first_line=start + 1)
-            for raw in damaged[start:]:
-                if not verifier.feed(raw):
-                    break
-            continuation = verifier.report()
+            continuation = _run(verifier, damaged[start:], first_line=start + 1)
             taken = damaged[start : start + continuation.entries]
             restored.extend(taken)
             kept.update(range(start + 1, start + 1 + len(taken)))
@@ -496,7 +557,7 @@ def plan_recovery(
         entries=len(restored),
         base_entries=len(base.lines) if base is not None else 0,
         head_hash=head if restored else None,
-        genesis_hash=_entry_hash(restored[0]) if restored else None,
+        genesis_hash=line_hash(restored[0]) if restored else None,
         damaged_lines=len(damaged),
         lost_lines=len(lost),
         first_lost_line=first_lost,
@@ -532,8 +593,10 @@ __all__ = [
     "SnapshotRefusedError",
     "VerifiedSnapshot",
     "check_chain",
+    "checkpoint_fits",
     "checkpoint_from_bytes",
     "document_bytes",
+    "line_hash",
     "make_manifest",
     "manifest_from_bytes",
     "manifest_name_for",
