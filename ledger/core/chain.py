@@ -171,7 +171,7 @@ def stitch(ranges: list[ChainReport]) -> ChainReport:
     head_ts: str | None = None
     genesis: str | None = None
     for index, part in enumerate(ranges):
-        linked = index == 0 or part.entries == 0 or part.first_prev_hash == head
+        linked = index == 0 or part.first_prev_hash is None or part.first_prev_hash == head
         if not linked:
             return ChainReport(
                 False, entries, lines, lines + (part.first_entry_line or 1),

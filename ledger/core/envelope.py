@@ -8,6 +8,7 @@ the exact signed bytes from our own lines without re-serializing; lines from
 other writers of the format are re-canonicalized.
 """
 
+import datetime as dt
 import json
 import re
 from typing import Any, NamedTuple
@@ -129,6 +130,10 @@ def _check_fields(entry: dict[str, Any]) -> None:
     ts = entry.get("ts_utc")
     if not isinstance(ts, str) or not _TS_RE.match(ts):
         raise EnvelopeFormatError("ts_utc missing or not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    try:
+        dt.datetime.fromisoformat(ts)
+    except ValueError as exc:
+        raise EnvelopeFormatError(f"ts_utc is not a real time: {ts}") from exc
     prev = entry.get("prev_hash")
     if prev != GENESIS and (not isinstance(prev, str) or not _HASH_RE.match(prev)):
         raise EnvelopeFormatError("prev_hash is neither GENESIS nor lowercase SHA-256 hex")
@@ -150,25 +155,51 @@ def parse_line(line: bytes) -> ParsedEntry:
     """
     match = _OUR_TAIL_RE.search(line, max(0, len(line) - 200))
     if match is not None:
-        head = line[: line.rfind(_TAIL_MARK)]
-        preimage = head + b"}"
-        try:
-            entry = json.loads(preimage)
-        except (ValueError, RecursionError) as exc:
-            raise EnvelopeFormatError(f"not JSON: {exc}") from exc
-        if not isinstance(entry, dict) or not (set(entry) <= _UNSIGNED_FIELDS):
-            raise EnvelopeFormatError("unknown or repeated top-level field")
-        if "redaction_applied" not in entry:
-            raise EnvelopeFormatError("redaction_applied missing")
-        _check_fields(entry)
-        return ParsedEntry(
-            entry=entry,
-            preimage=preimage,
-            entry_hash=sha256_hex(preimage),
-            signature=match.group(1).decode("ascii"),
-            signing_key_id=match.group(2).decode("ascii"),
-        )
+        preimage = line[: line.rfind(_TAIL_MARK)] + b"}"
+        entry = _canonical_entry(preimage)
+        if entry is not None:
+            _check_fields(entry)
+            return ParsedEntry(
+                entry=entry,
+                preimage=preimage,
+                entry_hash=sha256_hex(preimage),
+                signature=match.group(1).decode("ascii"),
+                signing_key_id=match.group(2).decode("ascii"),
+            )
     return _parse_foreign_line(line)
+
+
+class _FloatSeenError(Exception):
+    pass
+
+
+def _no_float(_text: str) -> Any:
+    raise _FloatSeenError
+
+
+def _canonical_entry(preimage: bytes) -> dict[str, Any] | None:
+    """The unsigned entry if ``preimage`` is already its RFC 8785 form, else ``None``.
+
+    For ASCII text without floats, RFC 8785 and ``json.dumps`` with sorted keys
+    and compact separators produce the same bytes (key order by UTF-16 units and
+    by code points agree on ASCII; integers print alike), so one comparison
+    proves the body canonical. Anything else — whitespace, another key order,
+    repeated keys, floats, non-ASCII — goes the slow way through ``rfc8785``.
+    """
+    if not preimage.isascii():
+        return None
+    try:
+        entry = json.loads(preimage, parse_float=_no_float)
+    except (_FloatSeenError, ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not (set(entry) <= _UNSIGNED_FIELDS):
+        return None
+    if "redaction_applied" not in entry:
+        return None
+    rendered = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    if rendered.encode("ascii") != preimage:
+        return None
+    return entry
 
 
 def _parse_foreign_line(line: bytes) -> ParsedEntry:

@@ -54,7 +54,11 @@ _TYPE_CHECKS = {
 
 @lru_cache(maxsize=128)
 def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    # JSON Schema patterns are ECMA-262: "$" matches only at the very end (Python's
+    # also matches before a final newline) and "\d" is ASCII only.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern, re.ASCII)
 
 
 def _equal(a: Any, b: Any) -> bool:

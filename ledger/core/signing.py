@@ -86,6 +86,10 @@ def verify_b64(public_raw: bytes, signature_b64: str, message: bytes) -> bool:
     """Whether ``signature_b64`` is a valid signature of ``message`` under the key."""
     try:
         signature = base64.b64decode(signature_b64, validate=True)
+        # Only the one canonical encoding counts: the unused low bits of the last
+        # character must be zero, or a signature could be rewritten undetected.
+        if base64.b64encode(signature).decode("ascii") != signature_b64:
+            return False
         _public_key(public_raw).verify(signature, message)
     except (InvalidSignature, binascii.Error, ValueError):
         return False

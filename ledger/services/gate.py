@@ -235,7 +235,7 @@ def record_call(
         ChainIOError: the chain cannot be appended to (e.g. a torn tail).
     """
     writer = Writer(deps)
-    signer = writer.signer()
+    writer.signer()  # fail before the lock when there is no usable key
     with deps.chain.transaction() as tx:
         now = deps.clock.now()
         counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
@@ -260,7 +260,7 @@ def record_call(
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
         }
-        sealed = writer.append(tx, "budget.record_call", payload, now=now, signer=signer)
+        sealed = writer.append(tx, "budget.record_call", payload, now=now)
         if counter.problem is None:
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)

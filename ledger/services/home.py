@@ -10,7 +10,7 @@ from ledger.core.signing import Signer
 from ledger.core.timefmt import parse_ts
 from ledger.core.trust import TrustedKey, TrustStore
 from ledger.core.units import usd_to_micros
-from ledger.errors import UsageError
+from ledger.errors import KeyFileError, UsageError
 from ledger.services.writer import Writer, WriterDeps
 
 
@@ -102,6 +102,12 @@ def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
     keys = deps.keys
     trust = keys.load_trust()
     old = keys.active_signer(trust)
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        # An unsigned (or wrongly signed) trust store would lock every command out.
+        raise KeyFileError(
+            "this home pins an offline root key: rotate with --root-key <its private key PEM>"
+        )
     new = keys.generate()
     writer = Writer(deps)
     with deps.chain.transaction() as tx:

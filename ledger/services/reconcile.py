@@ -55,7 +55,7 @@ def reconcile(
                 provider, "defer", EXIT_USAGE, None, None, None, False, result.reason, None
             )
         writer = Writer(deps)
-        signer = writer.signer()
+        writer.signer()  # fail before the lock when there is no usable key
         with deps.chain.transaction() as tx:
             now = deps.clock.now()
             counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
@@ -81,7 +81,7 @@ def reconcile(
                 "reading": reading_payload(result),
             }
             outcome = _judge(result, payload, local, deps, force_reason)
-            sealed = writer.append(tx, "budget.reconcile", payload, now=now, signer=signer)
+            sealed = writer.append(tx, "budget.reconcile", payload, now=now)
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)
     return ReconcileOutcome(**{**outcome, "entry_hash": sealed.entry_hash})
@@ -146,7 +146,7 @@ def rebuild_state(deps: GateDeps) -> RebuildOutcome:
         ChainIOError, LockTimeoutError: the chain cannot be read or locked.
     """
     writer = Writer(deps)
-    signer = writer.signer()
+    writer.signer()  # fail before the lock when there is no usable key
     with deps.chain.transaction() as tx:
         previous = _previous_state(deps, tx)
         deps.states.delete()
@@ -159,7 +159,7 @@ def rebuild_state(deps: GateDeps) -> RebuildOutcome:
             "head_hash": head.entry_hash if head else None,
             "previous_state": previous,
         }
-        sealed = writer.append(tx, "ledger.state_rebuilt", payload, signer=signer)
+        sealed = writer.append(tx, "ledger.state_rebuilt", payload)
         fold_sealed(counter, sealed, tx.head())
         save_counter(counter, deps.states)
     return RebuildOutcome(payload["entries"], payload["head_hash"], previous, sealed.entry_hash)

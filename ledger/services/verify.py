@@ -82,6 +82,10 @@ class CheckpointDeps(WriterDeps, Protocol):
         """Store a checkpoint; returns where."""
         ...
 
+    def newest_checkpoint(self) -> Checkpoint | None:
+        """The newest stored checkpoint."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointResult:
@@ -103,7 +107,9 @@ def write_checkpoint(deps: CheckpointDeps) -> CheckpointResult:
     trust = deps.keys.load_trust()
     signer = deps.keys.active_signer(trust)
     with deps.chain.transaction():
-        outcome = verify_store(deps.chain, trust)
+        # Held against the newest checkpoint too: a new checkpoint must never
+        # bless a chain that lost entries since the last one.
+        outcome = verify_store(deps.chain, trust, deps.newest_checkpoint())
         if not outcome.ok:
             raise ChainBrokenError(outcome.line or 0, outcome.reason or "does not verify")
         if outcome.entries == 0 or outcome.head_hash is None or outcome.genesis_hash is None:

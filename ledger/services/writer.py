@@ -28,6 +28,10 @@ class KeyStore(Protocol):
         """Make and store a new key."""
         ...
 
+    def pinned_root(self) -> bytes | None:
+        """The offline root key the home pins, if any."""
+        ...
+
 
 class WriterDeps(Protocol):
     """What appending needs."""
@@ -62,14 +66,24 @@ class Writer:
         self._signer: Signer | None = None
 
     def signer(self) -> Signer:
-        """The active writer key.
+        """The active writer key, as the trust store names it now.
+
+        The trust store is read on every call, so a key rotated by another
+        process is picked up; the private key file is read only when the active
+        key changes.
 
         Raises:
             KeyFileError: no usable key.
             InputDataError: the trust store is unreadable.
         """
-        if self._signer is None:
-            self._signer = self.deps.keys.active_signer(self.deps.keys.load_trust())
+        keys = self.deps.keys
+        trust = keys.load_trust()
+        cached = self._signer
+        if cached is not None and any(
+            key.key_id == cached.key_id and key.valid_until is None for key in trust.keys
+        ):
+            return cached
+        self._signer = keys.active_signer(trust)
         return self._signer
 
     def append(
@@ -82,6 +96,9 @@ class Writer:
         signer: Signer | None = None,
     ) -> SealedEntry:
         """Seal ``payload`` and append it inside an open transaction.
+
+        Call it with the chain lock held; without ``signer`` the active key is
+        looked up under that lock, so a concurrent rotation is never raced.
 
         Raises:
             TornTailError: the chain ends in a torn line.
@@ -97,7 +114,7 @@ class Writer:
             self.deps.schema(event_type),
             moment=moment,
             prev_hash=head.entry_hash if head else None,
-            signer=signer or self.signer(),
+            signer=signer if signer is not None else self.signer(),
         )
         tx.append(sealed.line)
         return sealed
@@ -109,6 +126,6 @@ class Writer:
             LockTimeoutError: the lock was busy too long.
             ChainIOError: see ``append``.
         """
-        signer = self.signer()
+        self.signer()  # fail before taking the lock when there is no usable key
         with self.deps.chain.transaction() as tx:
-            return self.append(tx, event_type, payload, signer=signer)
+            return self.append(tx, event_type, payload)
