@@ -1,8 +1,457 @@
-"""Per-call agent-budget commands: ``tokens``, ``turns``, ``tools``, ``time``, ``hook``."""
+"""Per-call agent-budget commands: ``tokens``, ``turns``, ``tools``, ``time``, ``hook``.
 
+Imports stay inside the handlers: ``ledger hook pre-tool-use`` runs before every
+tool use of an agent and pays only for what it touches.
+"""
+
+import argparse
+import re
+import sys
 from typing import Any
+
+from ledger.cli.output import print_error, print_json
+from ledger.errors import EXIT_HALT, UsageError
+
+_REF_RE = re.compile(r"^[0-9a-f]{64}$")
+WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
+AGENT_VARIABLE = "LEDGER_AGENT"
+
+
+def _runtime(home: str | None) -> Any:
+    from ledger.runtime import build_runtime
+
+    return build_runtime(home)
+
+
+def _id(value: str, what: str) -> str:
+    from ledger.core.agent_ids import check_id
+
+    return check_id(value, what)
+
+
+def _count(text: str, what: str, minimum: int = 0) -> int:
+    from ledger.core.agent_ids import parse_count
+
+    return parse_count(text, what, minimum=minimum)
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def tokens_create(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens create CONVOY [--convoy-max N] [--agent-max N] [--warn-pct P]``."""
+    from ledger.core.agent_ids import parse_pct
+    from ledger.services.agents import tokens_create as create
+
+    convoy = _id(args.convoy, "CONVOY")
+    convoy_max = _count(args.convoy_max, "--convoy-max")
+    agent_max = _count(args.agent_max, "--agent-max")
+    warn = parse_pct(args.warn_pct, "--warn-pct")
+    print_json(create(_runtime(home), convoy, convoy_max, agent_max, warn))
+    return 0
+
+
+def tokens_list(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens list``."""
+    from ledger.services.agents import tokens_list as listing
+
+    del args
+    print_json(listing(_runtime(home)))
+    return 0
+
+
+def tokens_delete(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens delete CONVOY``."""
+    from ledger.services.agents import tokens_delete as delete
+
+    print_json(delete(_runtime(home), _id(args.convoy, "CONVOY")))
+    return 0
+
+
+def tokens_report(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens report CONVOY``."""
+    from ledger.services.agents import tokens_report as report
+
+    print_json(report(_runtime(home), _id(args.convoy, "CONVOY")))
+    return 0
+
+
+def tokens_check(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens check CONVOY AGENT PROJECTED``: exit 0 allowed, 1 refused."""
+    from ledger.services.agents import tokens_check as check
+
+    convoy = _id(args.convoy, "CONVOY")
+    agent = _id(args.agent, "AGENT")
+    projected = _count(args.projected, "PROJECTED")
+    answer = check(_runtime(home), convoy, agent, projected)
+    print_json(answer.as_json(convoy, agent, projected))
+    if answer.recording_error is not None:
+        print_error(f"check not recorded: {answer.recording_error}")
+    return 0 if answer.allowed else EXIT_HALT
+
+
+def tokens_record(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tokens record CONVOY AGENT INPUT OUTPUT [--check-ref R]``."""
+    from ledger.services.agents import tokens_record as record
+
+    convoy = _id(args.convoy, "CONVOY")
+    agent = _id(args.agent, "AGENT")
+    tokens_in = _count(args.input, "INPUT")
+    tokens_out = _count(args.output, "OUTPUT")
+    if args.check_ref is not None and not _REF_RE.fullmatch(args.check_ref):
+        raise UsageError("--check-ref: must be a 64-digit lowercase hex hash")
+    result, warning = record(_runtime(home), convoy, agent, tokens_in, tokens_out, args.check_ref)
+    if warning:
+        print_error(f"warning: {warning}")
+    print_json(result)
+    return 0
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def turns_create(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger turns create WORKFLOW --total N --phase N``."""
+    from ledger.services.agents import turns_create as create
+
+    workflow = _id(args.workflow, "WORKFLOW")
+    total = _count(args.total, "--total", minimum=1)
+    phase = _count(args.phase, "--phase", minimum=1)
+    print_json(create(_runtime(home), workflow, total, phase))
+    return 0
+
+
+def turns_phase(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger turns phase WORKFLOW NAME [--phase N]``: a phase transition."""
+    from ledger.core.agent_ids import check_phase
+    from ledger.services.agents import turns_phase as phase
+
+    workflow = _id(args.workflow, "WORKFLOW")
+    name = check_phase(args.name)
+    limit = None if args.phase is None else _count(args.phase, "--phase", minimum=1)
+    print_json(phase(_runtime(home), workflow, name, limit))
+    return 0
+
+
+def turns_record(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger turns record WORKFLOW [--type tool_use|file_change|delegation]``."""
+    from ledger.services.agents import turns_record as record
+
+    print_json(record(_runtime(home), _id(args.workflow, "WORKFLOW"), args.type))
+    return 0
+
+
+def turns_check(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger turns check WORKFLOW``: advisory, exit 0 always."""
+    from ledger.services.agents import turns_check as check
+
+    print_json(check(_runtime(home), _id(args.workflow, "WORKFLOW")))
+    return 0
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def tools_create(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tools create AGENT --role R [--files N] ...``: a tool-call budget by role.
+
+    Builder budgets come from the planner's formula (seed 001).
+    """
+    from ledger.core.agent_ids import decimal_text, parse_fraction
+    from ledger.services.agents import tools_create as create
+
+    agent = _id(args.agent, "AGENT")
+    files = _count(args.files, "--files")
+    confidence = None
+    if args.framework_confidence is not None:
+        value = parse_fraction(args.framework_confidence, "--framework-confidence", low=0, high=1)
+        confidence = decimal_text(value)
+    result = create(_runtime(home), agent, args.role, files, args.prior_failures, confidence)
+    print_json(result)
+    return 0
+
+
+def tools_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tools use AGENT [--exempt]``: exit 1 when refused (budget exhausted)."""
+    from ledger.services.agents import tools_use as use
+
+    answer = use(_runtime(home), _id(args.agent, "AGENT"), args.exempt)
+    print_json(answer.view)
+    return 0 if answer.allowed else EXIT_HALT
+
+
+def tools_check(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger tools check AGENT``: exit 1 when exhausted."""
+    from ledger.services.agents import tools_check as check
+
+    answer = check(_runtime(home), _id(args.agent, "AGENT"))
+    print_json(answer.view)
+    return 0 if answer.allowed else EXIT_HALT
+
+
+# --------------------------------------------------------------------------- time
+
+
+def _budget_end(environ: dict[str, str]) -> Any:
+    """``LEDGER_BUDGET_END`` as a time, ``None`` when unset.
+
+    Raises:
+        ConfigError: set but not Unix seconds.
+    """
+    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.errors import ConfigError
+
+    text = environ.get(BUDGET_END_VARIABLE)
+    if text is None or text == "":
+        return None
+    try:
+        return parse_budget_end(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def time_start(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger time start --budget-seconds N`` or ``--end ISO``."""
+    from ledger.core.timefmt import parse_iso8601
+    from ledger.services.agents import time_start as start
+
+    if (args.budget_seconds is None) == (args.end is None):
+        raise UsageError("give exactly one of --budget-seconds N and --end ISO")
+    seconds = None
+    end = None
+    if args.budget_seconds is not None:
+        seconds = _count(args.budget_seconds, "--budget-seconds")
+    else:
+        try:
+            end = parse_iso8601(args.end)
+        except ValueError as exc:
+            raise UsageError(f"--end: {exc}") from exc
+    print_json(start(_runtime(home), seconds, end))
+    return 0
+
+
+def time_status(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger time status``: advisory, exit 0."""
+    from ledger.services.agents import time_status as status
+
+    del args
+    runtime = _runtime(home)
+    end = _budget_end(runtime.environ)
+    print_json(status(runtime, end, runtime.clock.now()))
+    return 0
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def _read_stdin() -> bytes | str:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read()
+        return data
+    text: str = sys.stdin.read()
+    return text
+
+
+def _hook_scope(environ: dict[str, str]) -> Any:
+    from ledger.core.agent_ids import ID_RE
+    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.services.agent_hooks import HookScope
+
+    notes: list[str] = []
+    workflow = environ.get(WORKFLOW_VARIABLE) or None
+    if workflow is not None and not ID_RE.fullmatch(workflow):
+        notes.append(
+            f"ledger: {WORKFLOW_VARIABLE}={workflow!r} is not a valid name; turns not counted"
+        )
+        workflow = None
+    agent = environ.get(AGENT_VARIABLE) or None
+    invalid_agent = None
+    if agent is not None and not ID_RE.fullmatch(agent):
+        invalid_agent = (
+            f"ledger: {AGENT_VARIABLE}={agent!r} is not a valid agent name; "
+            "tool call refused (fail-closed)"
+        )
+        agent = None
+    budget_end = None
+    end_text = environ.get(BUDGET_END_VARIABLE)
+    if end_text:
+        try:
+            budget_end = parse_budget_end(end_text)
+        except ValueError as exc:
+            notes.append(f"ledger: {exc}; no countdown")
+    return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes))
+
+
+def _hook(home: str | None, event: str) -> int:
+    from ledger.core.hook_protocol import HookInputError, parse_hook_input
+
+    try:
+        hook = parse_hook_input(_read_stdin(), event)
+    except HookInputError as exc:
+        print_error(f"hook {event}: malformed input ({exc}); no decision")
+        return 0
+    runtime = _runtime(home)
+    scope = _hook_scope(runtime.environ)
+    if event == "PreToolUse":
+        from ledger.services.agent_hooks import pre_tool_use
+
+        result = pre_tool_use(runtime, hook, scope)
+    else:
+        from ledger.services.agent_hooks import post_tool_use
+
+        result = post_tool_use(runtime, hook, scope)
+    for line in [*scope.notes, *result.errors]:
+        print_error(line.removeprefix("ledger: "))
+    print_json(result.output)
+    return 0
+
+
+def hook_pre_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook pre-tool-use``: Claude Code PreToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PreToolUse")
+
+
+def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook post-tool-use``: Claude Code PostToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PostToolUse")
+
+
+# --------------------------------------------------------------------------- parsers
+
+
+def _build_tokens(actions: Any) -> None:
+    create = actions.add_parser("create", help="create a convoy budget")
+    create.add_argument("convoy", metavar="CONVOY")
+    create.add_argument("--convoy-max", default="500000", metavar="N")
+    create.add_argument("--agent-max", default="100000", metavar="N")
+    create.add_argument("--warn-pct", default="80", metavar="P")
+    create.set_defaults(handler=tokens_create)
+    listing = actions.add_parser("list", help="list convoy budgets")
+    listing.set_defaults(handler=tokens_list)
+    delete = actions.add_parser("delete", help="delete a convoy budget")
+    delete.add_argument("convoy", metavar="CONVOY")
+    delete.set_defaults(handler=tokens_delete)
+    report = actions.add_parser("report", help="a convoy's usage report")
+    report.add_argument("convoy", metavar="CONVOY")
+    report.set_defaults(handler=tokens_report)
+    check = actions.add_parser("check", help="check and reserve before a call")
+    check.add_argument("convoy", metavar="CONVOY")
+    check.add_argument("agent", metavar="AGENT")
+    check.add_argument("projected", metavar="PROJECTED")
+    check.set_defaults(handler=tokens_check)
+    record = actions.add_parser("record", help="record actual use after a call")
+    record.add_argument("convoy", metavar="CONVOY")
+    record.add_argument("agent", metavar="AGENT")
+    record.add_argument("input", metavar="INPUT")
+    record.add_argument("output", metavar="OUTPUT")
+    record.add_argument("--check-ref", metavar="R")
+    record.set_defaults(handler=tokens_record)
+
+
+def _build_turns(actions: Any) -> None:
+    create = actions.add_parser("create", help="create (or reset) a workflow budget")
+    create.add_argument("workflow", metavar="WORKFLOW")
+    create.add_argument("--total", required=True, metavar="N")
+    create.add_argument("--phase", required=True, metavar="N")
+    create.set_defaults(handler=turns_create)
+    phase = actions.add_parser("phase", help="start a new phase")
+    phase.add_argument("workflow", metavar="WORKFLOW")
+    phase.add_argument("name", metavar="NAME")
+    phase.add_argument("--phase", metavar="N", help="a new phase limit (default: keep)")
+    phase.set_defaults(handler=turns_phase)
+    record = actions.add_parser("record", help="count one turn")
+    record.add_argument("workflow", metavar="WORKFLOW")
+    record.add_argument(
+        "--type", default="tool_use", choices=("tool_use", "file_change", "delegation")
+    )
+    record.set_defaults(handler=turns_record)
+    check = actions.add_parser("check", help="advisory check")
+    check.add_argument("workflow", metavar="WORKFLOW")
+    check.set_defaults(handler=turns_check)
+
+
+def _build_tools(actions: Any) -> None:
+    create = actions.add_parser("create", help="assign a budget by role")
+    create.add_argument("agent", metavar="AGENT")
+    create.add_argument(
+        "--role", required=True, choices=("explorer", "planner", "builder", "observer")
+    )
+    create.add_argument("--files", default="1", metavar="N")
+    create.add_argument("--prior-failures", action="store_true")
+    create.add_argument("--framework-confidence", metavar="X")
+    create.set_defaults(handler=tools_create)
+    use = actions.add_parser("use", help="use one tool call")
+    use.add_argument("agent", metavar="AGENT")
+    use.add_argument("--exempt", action="store_true")
+    use.set_defaults(handler=tools_use)
+    check = actions.add_parser("check", help="check the budget")
+    check.add_argument("agent", metavar="AGENT")
+    check.set_defaults(handler=tools_check)
+
+
+def _build_time(actions: Any) -> None:
+    start = actions.add_parser("start", help="start the countdown")
+    start.add_argument("--budget-seconds", metavar="N")
+    start.add_argument("--end", metavar="ISO")
+    start.set_defaults(handler=time_start)
+    status = actions.add_parser("status", help="remaining time and urgency tier")
+    status.set_defaults(handler=time_status)
+
+
+def _build_hook(actions: Any) -> None:
+    pre = actions.add_parser("pre-tool-use", help="PreToolUse: count and decide")
+    pre.set_defaults(handler=hook_pre_tool_use)
+    post = actions.add_parser("post-tool-use", help="PostToolUse: countdown and budget lines")
+    post.set_defaults(handler=hook_post_tool_use)
+
+
+_FAMILIES: dict[str, tuple[str, Any, str]] = {
+    "tokens": ("convoy token budgets (seed 003)", _build_tokens,
+               "create, list, delete, report, check, record"),
+    "turns": ("workflow turn budgets (seed 000)", _build_turns, "create, phase, record, check"),
+    "tools": ("per-agent tool-call budgets (seed 001)", _build_tools, "create, use, check"),
+    "time": ("countdown budgets (seed 002)", _build_time, "start, status"),
+    "hook": ("Claude Code hook adapters", _build_hook, "pre-tool-use, post-tool-use"),
+}  # fmt: skip
+
+
+def _family_parser(name: str) -> argparse.ArgumentParser:
+    from ledger.cli.fast import Parser
+
+    help_text, build, _actions = _FAMILIES[name]
+    parser = Parser(prog=f"ledger {name}", description=help_text)
+    build(
+        parser.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=Parser)
+    )
+    return parser
+
+
+def _dispatch(name: str) -> Any:
+    def handler(home: str | None, args: argparse.Namespace) -> int:
+        namespace = _family_parser(name).parse_args(args.args)
+        result: int = namespace.handler(home, namespace)
+        return result
+
+    return handler
 
 
 def register(commands: Any) -> None:
-    """Add the agent-budget sub-commands."""
-    del commands
+    """Add the agent-budget command families.
+
+    Each family's actions are parsed by a second parser built only when that
+    family runs: the hook, called before every tool use, does not pay for
+    building the 25 parsers of the other families.
+    """
+    for name, (help_text, _build, actions) in _FAMILIES.items():
+        parser = commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            usage=f"ledger {name} ACTION ...",
+            epilog=f"actions: {actions} (`ledger {name} ACTION --help` for each)",
+        )
+        parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        parser.set_defaults(handler=_dispatch(name))

@@ -1,8 +1,150 @@
-"""``ledger status``: every active budget."""
+"""``ledger status``: every active budget — a table for people, JSON with ``--json``.
 
-from typing import Any
+Shows today's USD figures (``ledger usage``), convoy token budgets, workflow
+turn budgets, agents' tool-call budgets and the countdown in force
+(``LEDGER_BUDGET_END`` over ``ledger time start``). Writes nothing. Exit 0; 78
+for a config error (including a malformed ``LEDGER_BUDGET_END``).
+"""
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.output import guarded, print_json
+
+
+def _runtime() -> Any:
+    from ledger.cli.app import State
+    from ledger.runtime import build_runtime
+
+    return build_runtime(State.home)
+
+
+def _usd_view(runtime: Any) -> dict[str, Any]:
+    from ledger.core.units import micros_to_usd, pct_for_display, percent
+    from ledger.services.gate import usage
+
+    outcome = usage(runtime)
+    scope = outcome.aggregate
+    cap = outcome.daily_cap_micros
+    used, reserved = scope.used_micros, scope.reserved_micros
+    pct = percent(used + reserved, cap) if cap else None
+    return {
+        "configured": cap is not None,
+        "utc_day": outcome.utc_day,
+        "daily_cap_usd": None if cap is None else micros_to_usd(cap),
+        "usd_used": micros_to_usd(used),
+        "usd_reserved": micros_to_usd(reserved),
+        "usd_remaining": None if cap is None else micros_to_usd(cap - used - reserved),
+        "usage_pct": pct_for_display(pct),
+        "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
+        "diagnostic": outcome.diagnostic,
+    }
+
+
+def collect(runtime: Any) -> dict[str, Any]:
+    """Every budget's figures as one JSON-able document."""
+    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.errors import ConfigError
+    from ledger.services.agents import agent_status
+
+    end_text = runtime.environ.get(BUDGET_END_VARIABLE)
+    budget_end = None
+    if end_text:
+        try:
+            budget_end = parse_budget_end(end_text)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    return {"usd": _usd_view(runtime), **agent_status(runtime, budget_end)}
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]  # fmt: skip
+
+
+def _usd_lines(usd: dict[str, Any]) -> list[str]:
+    if not usd["configured"]:
+        line = f"USD {usd['utc_day']}: no daily cap configured (usd.daily_cap)"
+    else:
+        line = (
+            f"USD {usd['utc_day']}: ${usd['usd_used']:.2f} used + ${usd['usd_reserved']:.2f} "
+            f"reserved of ${usd['daily_cap_usd']:.2f} ({usd['usage_pct']}%), "
+            f"${usd['usd_remaining']:.2f} left"
+        )
+    if usd["uncertainty_reason"]:
+        line += f"  [halt-uncertainty: {usd['uncertainty_reason']}]"
+    return [line]
+
+
+def render(document: dict[str, Any]) -> str:
+    """The status as text for people."""
+    lines = _usd_lines(document["usd"])
+    if document["convoys"]:
+        rows = [["CONVOY", "USED/MAX", "USED%", "RESERVED", "AGENT MAX", "STATE"]]
+        for convoy in document["convoys"]:
+            state = (
+                "exhausted" if convoy["budget_exhausted"]
+                else "warning" if convoy["warning_active"] else "ok"
+            )  # fmt: skip
+            rows.append([
+                convoy["convoy"], f"{convoy['total_consumed']}/{convoy['max_allowed']}",
+                f"{convoy['percent_used']}%", str(convoy["reserved_tokens"]),
+                str(convoy["agent_max_tokens"]), state,
+            ])  # fmt: skip
+        lines += ["Token budgets (convoys):", *_table(rows)]
+    if document["workflows"]:
+        rows = [["WORKFLOW", "TOTAL", "PHASE", "PHASE NAME", "VERDICT"]]
+        for flow in document["workflows"]:
+            rows.append([
+                flow["workflow"],
+                f"{flow['effective_total']}/{flow['total']} ({flow['total_pct']}%)",
+                f"{flow['effective_phase']}/{flow['phase']} ({flow['phase_pct']}%)",
+                flow["phase_name"], flow["verdict"],
+            ])  # fmt: skip
+        lines += ["Turn budgets (workflows):", *_table(rows)]
+    if document["agents"]:
+        rows = [["AGENT", "ROLE", "BUDGET", "EXEMPT", "REFUSED"]]
+        for agent in document["agents"]:
+            rows.append([
+                agent["agent"], agent["role"], agent["message"],
+                str(agent["exempt_calls"]), str(agent["refused_calls"]),
+            ])  # fmt: skip
+        lines += ["Tool-call budgets (agents):", *_table(rows)]
+    countdown = document["time"]
+    if countdown is not None:
+        lines.append(f"Time ({countdown['source']}, deadline {countdown['deadline']}):")
+        lines.append(f"  {countdown['message']}")
+    if document["diagnostic"]:
+        lines.append(f"WARNING: agent budget counters cannot be trusted: {document['diagnostic']}")
+    return "\n".join(lines) + "\n"
+
+
+def status(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object instead of a table.")
+    ] = False,
+) -> None:
+    """Show every active budget: USD today, convoy tokens, turns, tool calls, time.
+
+    Example: ledger --home ./.ledger status --json
+    """
+
+    def body() -> int:
+        document = collect(_runtime())
+        if as_json:
+            print_json(document)
+        else:
+            sys.stdout.write(render(document))
+        return 0
+
+    code = guarded(body)
+    if code:
+        raise typer.Exit(code)
 
 
 def register(app: Any) -> None:
     """Add ``status`` to the typer app."""
-    del app
+    app.command("status")(status)

@@ -1,0 +1,171 @@
+"""Claude Code hooks: PreToolUse counts and decides, PostToolUse reports.
+
+The hook's scope comes from the caller (the environment, read by the CLI):
+a workflow (turns), an agent (tool calls) and an optional ``LEDGER_BUDGET_END``
+deadline. PreToolUse seals one ``hook.pre_tool_use`` envelope that counts the
+turn and the tool call together, inside the chain lock. Only an exhausted (or
+unknown, or untrustworthy) tool-call budget denies; turn and time budgets warn.
+PostToolUse writes nothing.
+"""
+
+import datetime as dt
+from typing import Any, NamedTuple
+
+from ledger.core import agent_time, agent_tools, agent_turns
+from ledger.core.hook_protocol import (
+    HookInput,
+    clip,
+    post_tool_use_output,
+    pre_tool_use_output,
+)
+from ledger.errors import LedgerError
+from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
+
+
+class HookScope(NamedTuple):
+    """What a hook call is about; ``notes`` are problems with the scope itself."""
+
+    workflow: str | None = None
+    agent: str | None = None
+    budget_end: dt.datetime | None = None
+    invalid_agent: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+class HookResult(NamedTuple):
+    """The JSON to print, the envelope written (if any) and lines for stderr."""
+
+    output: dict[str, Any]
+    entry_hash: str | None = None
+    errors: tuple[str, ...] = ()
+
+
+def _turn_warnings(session: AgentSession, workflow: str | None) -> list[str]:
+    if workflow is None:
+        return []
+    state = session.agents["workflows"].get(workflow)
+    if session.problem is not None:
+        return [f"ledger: turn budget unknown, the counter cannot be trusted: {session.problem}"]
+    if state is None:
+        return []
+    status = agent_turns.assess(workflow, state)
+    if status.verdict in {agent_turns.TurnVerdict.WARNING, agent_turns.TurnVerdict.EXCEEDED}:
+        return [status.message]
+    return []
+
+
+def _decide_tool(session: AgentSession, agent: str) -> tuple[agent_tools.ToolOutcome, str | None]:
+    state = session.agents["tools"].get(agent)
+    if session.problem is not None:
+        reason = f"tool-call counter cannot be trusted; refused (fail-closed): {session.problem}"
+        return agent_tools.ToolOutcome.REFUSED, reason
+    if state is None:
+        return agent_tools.ToolOutcome.REFUSED, agent_tools.no_budget_reason(agent)
+    outcome = agent_tools.decide_use(state, exempt=False)
+    if outcome is agent_tools.ToolOutcome.REFUSED:
+        return outcome, agent_tools.exhausted_reason(agent, state)
+    return outcome, None
+
+
+def pre_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """Count the turn and the tool call; deny only when the tool-call budget refuses.
+
+    Never raises a ``LedgerError``: when nothing can be recorded, a scope with an
+    agent is denied (fail-closed) and one without is warned.
+    """
+    warnings = list(scope.notes)
+    if scope.invalid_agent is not None:
+        return HookResult(pre_tool_use_output(scope.invalid_agent, warnings))
+    try:
+        return _pre_tool_use(deps, hook, scope, warnings)
+    except LedgerError as exc:
+        problem = f"could not record this tool call: {exc}"
+        if scope.agent is not None:
+            deny = f"ledger {problem}; refused (fail-closed)"
+            return HookResult(pre_tool_use_output(deny, warnings), errors=(problem,))
+        warning = f"ledger {problem}"
+        return HookResult(pre_tool_use_output(None, [*warnings, warning]), errors=(problem,))
+
+
+def _pre_tool_use(
+    deps: AgentDeps, hook: HookInput, scope: HookScope, warnings: list[str]
+) -> HookResult:
+    counting = scope.workflow is not None or scope.agent is not None
+    if not counting and scope.budget_end is not None:
+        countdown = agent_time.Countdown(scope.budget_end, "env", deps.clock.now())
+        if countdown.tier is agent_time.Tier.EXPIRED:
+            warnings.append(countdown.message)
+        return HookResult(pre_tool_use_output(None, warnings))
+    entry_hash = None
+    deny = None
+    with agent_session(deps, write=counting) as session:
+        if counting:
+            outcome, deny = (
+                (None, None) if scope.agent is None else _decide_tool(session, scope.agent)
+            )
+            tool_state = session.agents["tools"].get(scope.agent) if scope.agent else None
+            payload = {
+                "session_id": clip(hook.session_id),
+                "tool_name": clip(hook.tool_name),
+                "workflow": scope.workflow,
+                # A denied call never runs: it is not a turn.
+                "turn_counted": deny is None and scope.workflow in session.agents["workflows"],
+                "agent": scope.agent,
+                "tool_call": None if outcome is None else outcome.value,
+                "budget": tool_state.get("total") if tool_state else None,
+                "budget_used": tool_state.get("used") if tool_state else None,
+                "decision": "none" if scope.agent is None else ("deny" if deny else "allow"),
+                "reason": clip(deny, 1024),
+            }
+            entry_hash = session.append("hook.pre_tool_use", payload).entry_hash
+        warnings.extend(_turn_warnings(session, scope.workflow))
+        current = agent_time.countdown_from(session.agents, scope.budget_end, session.now)
+        if current is not None and current.tier is agent_time.Tier.EXPIRED:
+            warnings.append(current.message)
+    return HookResult(pre_tool_use_output(deny, warnings), entry_hash)
+
+
+def _post_lines(
+    session: AgentSession | None, hook: HookInput, scope: HookScope, now: dt.datetime
+) -> list[str]:
+    agents: dict[str, Any] = session.agents if session is not None else {}
+    lines = list(scope.notes)
+    if scope.invalid_agent is not None:
+        lines.append(scope.invalid_agent)
+    countdown = agent_time.countdown_from(agents, scope.budget_end, now)
+    if countdown is not None:
+        lines.append(countdown.message)
+    if scope.agent is not None and session is not None:
+        state = agents["tools"].get(scope.agent)
+        if state is None:
+            lines.append(f"no tool-call budget for agent {scope.agent}")
+        else:
+            line = agent_tools.budget_line(int(state["used"]), state.get("total"))
+            lines.append(f"{line}, Action: {hook.tool_name}")
+    if scope.workflow is not None and session is not None:
+        state = agents["workflows"].get(scope.workflow)
+        if state is not None:
+            status = agent_turns.assess(scope.workflow, state)
+            if status.verdict is agent_turns.TurnVerdict.OK:
+                lines.append(agent_turns.status_line(status))
+            else:
+                lines.append(status.message)
+    if session is not None and session.problem is not None:
+        lines.append(f"ledger: budget counters cannot be trusted: {session.problem}")
+    return lines
+
+
+def post_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """The countdown tier and the budget lines as context for the agent (writes nothing)."""
+    try:
+        if scope.workflow is None and scope.agent is None and scope.budget_end is not None:
+            return HookResult(
+                post_tool_use_output(_post_lines(None, hook, scope, deps.clock.now()))
+            )
+        with agent_session(deps, write=False) as session:
+            lines = _post_lines(session, hook, scope, session.now)
+        return HookResult(post_tool_use_output(lines))
+    except LedgerError as exc:
+        problem = f"could not read the budgets: {exc}"
+        lines = [*scope.notes, f"ledger {problem}"]
+        return HookResult(post_tool_use_output(lines), errors=(problem,))
