@@ -11,6 +11,8 @@ from ledger.errors import EXIT_HALT, UsageError
 _PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _REF_RE = re.compile(r"^[0-9a-f]{64}$")
 _TEXT_MAX = 256
+# RFC 8785 numbers are IEEE-754 doubles: integers beyond 2^53 - 1 cannot be sealed.
+MAX_MICROS = 2**53 - 1
 
 
 def _amount(text: str, what: str) -> int:
@@ -22,6 +24,8 @@ def _amount(text: str, what: str) -> int:
         raise UsageError(f"{what}: {exc}") from exc
     if micros < 0 or text.strip().startswith("-"):
         raise UsageError(f"{what}: negative amount {text}")
+    if micros > MAX_MICROS:
+        raise UsageError(f"{what}: amount too large: {text}")
     return micros
 
 

@@ -17,6 +17,7 @@ PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
 _CRON_FIELDS = 5
+_MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 
 # kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days
 _SCHEMA: dict[str, dict[str, str]] = {
@@ -108,6 +109,8 @@ def _convert(kind: str, value: Any, name: str) -> Any:  # noqa: C901, PLR0911, P
             raise ConfigError(f"{name}: {exc}") from exc
         if micros < 0:
             raise ConfigError(f"{name}: must be ≥ 0")
+        if micros > _MAX_MICROS:
+            raise ConfigError(f"{name}: must be ≤ {_MAX_MICROS / 1e6:.6f} (exact in the chain)")
         return micros
     if kind == "caps":
         if not isinstance(value, dict):

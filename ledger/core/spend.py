@@ -207,9 +207,3 @@ def scope_state(
         reconcile_blocking=bool(reconcile.get("blocking")),
         reconcile_drift_pct=reconcile.get("drift_pct"),
     )
-
-
-def newest_attempt(usd: dict[str, Any], provider: str | None) -> str | None:
-    """When the observer was last run for a scope (successful or not)."""
-    result: str | None = usd["attempts"].get(provider or AGGREGATE)
-    return result

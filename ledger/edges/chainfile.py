@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
-from ledger.edges.locks import exclusive_lock
+from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
 
 if TYPE_CHECKING:
@@ -175,6 +175,16 @@ class ChainFile:
             ChainIOError: the lock file cannot be opened.
         """
         with exclusive_lock(self.lock_path, self.lock_timeout):
+            yield ChainTransaction(self.path)
+
+    @contextlib.contextmanager
+    def read_transaction(self) -> Iterator[ChainTransaction]:
+        """A consistent read-only view: waits for a writer, creates no file.
+
+        Raises:
+            LockTimeoutError: a writer held the lock longer than ``lock_timeout``.
+        """
+        with shared_lock(self.lock_path, self.lock_timeout):
             yield ChainTransaction(self.path)
 
     def head(self) -> ChainHead | None:

@@ -20,19 +20,23 @@ def _raise_expired(_signum: int, _frame: object) -> None:
     raise _LockWaitExpiredError
 
 
-def flock_with_timeout(fd: int, timeout: float) -> bool:
-    """Take ``LOCK_EX`` on ``fd``; ``False`` if ``timeout`` seconds pass first."""
+def flock_with_timeout(fd: int, timeout: float, *, shared: bool = False) -> bool:
+    """Take ``LOCK_EX`` (or ``LOCK_SH``) on ``fd``; ``False`` if ``timeout`` passes first."""
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     with contextlib.suppress(BlockingIOError):
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
         return True
     if timeout <= 0:
         return False
-    if threading.current_thread() is threading.main_thread():
+    # Someone else's interval timer (a test runner's timeout, say) must not be
+    # cancelled: then poll instead.
+    timer_in_use = signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    if threading.current_thread() is threading.main_thread() and not timer_in_use:
         # A blocking flock woken by an interval timer: no polling latency.
         previous = signal.signal(signal.SIGALRM, _raise_expired)
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, mode)
         except _LockWaitExpiredError:
             return False
         finally:
@@ -43,7 +47,7 @@ def flock_with_timeout(fd: int, timeout: float) -> bool:
     pause = 0.001
     while monotonic() < deadline:
         with contextlib.suppress(BlockingIOError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return True
         threading.Event().wait(pause)
         pause = min(pause * 2, 0.02)
@@ -69,3 +73,29 @@ def exclusive_lock(path: Path, timeout: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextlib.contextmanager
+def shared_lock(path: Path, timeout: float) -> Iterator[None]:
+    """Hold ``flock(LOCK_SH)`` on ``path`` if it exists; create nothing.
+
+    Readers share the lock and wait only for a writer. Without a lock file no
+    writer has ever appended, and there is nothing to wait for.
+
+    Raises:
+        LockTimeoutError: a writer held the lock longer than ``timeout``.
+        ChainIOError: the lock file exists but cannot be opened.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield
+        return
+    except OSError as exc:
+        raise ChainIOError(f"cannot open {path}: {exc.strerror}") from exc
+    try:
+        if not flock_with_timeout(fd, timeout, shared=True):
+            raise LockTimeoutError(f"lock {path} still held after {timeout:g} s")
+        yield
+    finally:
+        os.close(fd)

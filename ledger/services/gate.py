@@ -9,10 +9,16 @@ import datetime as dt
 from typing import Any, NamedTuple, Protocol, TYPE_CHECKING
 
 from ledger.core.config import Config
-from ledger.core.spend import ScopeState, scope_state
+from ledger.core.spend import ScopeState, empty_usd_state, scope_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
-from ledger.errors import ChainIOError, ConfigError, InputDataError, LockTimeoutError
+from ledger.errors import (
+    ChainIOError,
+    ConfigError,
+    InputDataError,
+    LedgerError,
+    LockTimeoutError,
+)
 from ledger.services.state import Counter, StateStore, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer, WriterDeps
 
@@ -145,15 +151,13 @@ def check_verdict(
     """
     config = deps.config
     now = deps.clock.now()
-    day = utc_day(now)
-    empty_scopes = _scopes({"spend": {}, "rebase": {}, "last_spend": {}, "reservations": {},
-                            "readings": {}, "reconciles": {}, "attempts": {}},
-                           config, provider, day, now)  # fmt: skip
+    _scopes(empty_usd_state(), config, provider, utc_day(now), now)  # no cap: ConfigError now
     writer = Writer(deps)
     try:
         writer.signer()
     except InputDataError as exc:
-        return _unrecorded(empty_scopes, estimate_micros, config, now, provider, str(exc))
+        return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
+                           provider, str(exc))  # fmt: skip
     try:
         outcome = _gate_once(deps, writer, estimate_micros, provider, cycle_id, agent, refresh=[])
         if isinstance(outcome, VerdictOutcome):
@@ -163,9 +167,31 @@ def check_verdict(
             deps, writer, estimate_micros, provider, cycle_id, agent, refresh=results
         )
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
-    except (LockTimeoutError, ChainIOError) as exc:
-        return _unrecorded(empty_scopes, estimate_micros, config, now, provider, str(exc))
+    except LockTimeoutError as exc:
+        # Waiting again for the busy lock just to print figures would double the delay.
+        empty = _scopes(empty_usd_state(), config, provider, utc_day(now), now)
+        return _unrecorded(empty, estimate_micros, config, now, provider, str(exc))
+    except ChainIOError as exc:
+        return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
+                           provider, str(exc))  # fmt: skip
     return final
+
+
+def _known_scopes(deps: GateDeps, provider: str | None, now: dt.datetime) -> list[ScopeState]:
+    """The best figures available for a halt that could not be recorded.
+
+    When reading fails too, or the counter cannot be trusted, the figures are
+    those of an empty day.
+    """
+    usd = empty_usd_state()
+    try:
+        with deps.chain.read_transaction() as tx:
+            counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        if counter.problem is None:
+            usd = counter.data["usd"]
+    except LedgerError:
+        pass
+    return _scopes(usd, deps.config, provider, utc_day(now), now)
 
 
 def _gate_once(
@@ -289,7 +315,7 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         LockTimeoutError: the chain lock stayed busy.
     """
     config = deps.config
-    with deps.chain.transaction() as tx:
+    with deps.chain.read_transaction() as tx:
         now = deps.clock.now()
         counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
     day = utc_day(now)

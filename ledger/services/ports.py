@@ -60,6 +60,10 @@ class ChainStore(Protocol):
         """Hold the lock for one read-decide-append step."""
         ...
 
+    def read_transaction(self) -> AbstractContextManager[ChainTx]:
+        """A read-only view that waits for writers and creates nothing."""
+        ...
+
     def head(self) -> Head | None:
         """The last entry, read without the lock."""
         ...

@@ -81,11 +81,15 @@ def _fold_range(
     start: int,
     end: int,
     expected_prev: str,
+    first_line: int = 1,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
     verifier = ChainVerifier(
-        trust, expected_prev=expected_prev, on_entry=lambda parsed: apply_parsed(data, parsed)
+        trust,
+        expected_prev=expected_prev,
+        first_line=first_line,
+        on_entry=lambda parsed: apply_parsed(data, parsed),
     )
     for raw in store.iter_lines(start, end):
         if not verifier.feed(raw):
@@ -128,7 +132,12 @@ def load_counter(
             return Counter(stored.data, head)
         if stored.size < head.size and stored.head_hash is not None:
             data = copy.deepcopy(stored.data)
-            problem = _fold_range(store, data, trust(), stored.size, head.size, stored.head_hash)
+            # Line numbers count from the top of the chain, as verify-chain's do
+            # (our own writer never writes markers, so entries equal lines).
+            first_line = int(stored.data["meta"]["entries"]) + 1
+            problem = _fold_range(
+                store, data, trust(), stored.size, head.size, stored.head_hash, first_line
+            )
             if problem:
                 return Counter(data, head, problem)
             return Counter(data, head, None, dirty=True)
