@@ -34,7 +34,7 @@ def _provider(value: str | None, *, required: bool = False) -> str | None:
         if required:
             raise UsageError("--provider is required")
         return None
-    if not _PROVIDER_RE.match(value):
+    if not _PROVIDER_RE.fullmatch(value):
         raise UsageError(f"--provider: {value!r} is not a provider id (^[a-z][a-z0-9_-]{{0,63}}$)")
     return value
 
@@ -119,7 +119,7 @@ def record_command(home: str | None, args: argparse.Namespace) -> int:
     actual = _amount(args.actual, "ACTUAL_USD")
     provider = _provider(args.provider, required=True)
     assert provider is not None  # noqa: S101 - required=True
-    if args.verdict_ref is not None and not _REF_RE.match(args.verdict_ref):
+    if args.verdict_ref is not None and not _REF_RE.fullmatch(args.verdict_ref):
         raise UsageError("--verdict-ref: must be a 64-digit lowercase hex hash")
     outcome = record_call(
         _runtime(home), actual, provider, args.verdict_ref,

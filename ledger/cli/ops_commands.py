@@ -36,7 +36,7 @@ def reconcile_command(
         from ledger.core.units import micros_to_usd
         from ledger.services.reconcile import reconcile
 
-        if provider is not None and not PROVIDER_RE.match(provider):
+        if provider is not None and not PROVIDER_RE.fullmatch(provider):
             raise UsageError(f"--provider: {provider!r} is not a provider id")
         if force_reason is not None and not force_reason.strip():
             raise UsageError("--force-reason: give the reason")

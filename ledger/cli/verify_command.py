@@ -11,7 +11,7 @@ from ledger.errors import EXIT_HALT, EXIT_USAGE
 
 def _parse_key_option(value: str) -> tuple[str | None, Path]:
     key_id, sep, rest = value.partition("=")
-    if sep and rest and KEY_ID_RE.match(key_id) and not Path(value).exists():
+    if sep and rest and KEY_ID_RE.fullmatch(key_id) and not Path(value).exists():
         return key_id, Path(rest)
     return None, Path(value)
 

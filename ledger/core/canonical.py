@@ -6,11 +6,15 @@ float can never slip into a sealed entry by accident.
 """
 
 import hashlib
+import json
 from typing import Any
 
 import rfc8785
 
 from ledger.errors import CanonicalizationError
+
+_MAX_SAFE = 2**53 - 1
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _reject_floats(value: Any, path: str) -> None:
@@ -22,6 +26,20 @@ def _reject_floats(value: Any, path: str) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _reject_floats(item, f"{path}[{index}]")
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only str-keyed objects, lists, strings, safe integers,
+    booleans and null: the values for which ``json.dumps`` can match RFC 8785."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -_MAX_SAFE <= value <= _MAX_SAFE
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    return False
 
 
 def canonical_bytes(value: Any, *, allow_floats: bool = False) -> bytes:
@@ -36,7 +54,14 @@ def canonical_bytes(value: Any, *, allow_floats: bool = False) -> bytes:
         CanonicalizationError: a float (unless allowed), an integer outside the
             IEEE-754 exact range, or a non-JSON type.
     """
-    if not allow_floats:
+    if _plain(value):
+        # For ASCII output without floats, sorted keys and compact separators are
+        # exactly RFC 8785 (key order by UTF-16 units equals code-point order on
+        # ASCII; strings escape alike); anything else goes through rfc8785.
+        text = _ENCODER.encode(value)
+        if text.isascii():
+            return text.encode("ascii")
+    elif not allow_floats:
         _reject_floats(value, "$")
     try:
         return rfc8785.dumps(value)

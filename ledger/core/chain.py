@@ -171,7 +171,9 @@ def stitch(ranges: list[ChainReport]) -> ChainReport:
     head_ts: str | None = None
     genesis: str | None = None
     for index, part in enumerate(ranges):
-        linked = index == 0 or part.first_prev_hash is None or part.first_prev_hash == head
+        # Before any entry (earlier ranges held only markers) the link is GENESIS.
+        expected = head if head is not None else GENESIS
+        linked = index == 0 or part.first_prev_hash is None or part.first_prev_hash == expected
         if not linked:
             return ChainReport(
                 False, entries, lines, lines + (part.first_entry_line or 1),

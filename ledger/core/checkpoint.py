@@ -82,7 +82,8 @@ def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{source}: malformed checkpoint: {exc}") from exc
-    if not isinstance(checkpoint.entries, int) or checkpoint.entries < 1:
+    entries = checkpoint.entries
+    if isinstance(entries, bool) or not isinstance(entries, int) or entries < 1:
         raise CheckpointError(f"{source}: entries must be a positive integer")
     return checkpoint
 

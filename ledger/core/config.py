@@ -117,7 +117,7 @@ def _convert(kind: str, value: Any, name: str) -> Any:  # noqa: C901, PLR0911, P
             raise ConfigError(f"{name}: must be a table of provider = USD")
         caps = {}
         for provider, cap in value.items():
-            if not isinstance(provider, str) or not PROVIDER_RE.match(provider):
+            if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}.{provider}: not a valid provider id")
             if provider == AGGREGATE:
                 raise ConfigError(f"{name}.{provider}: use usd.daily_cap for the aggregate")
@@ -151,12 +151,12 @@ def _convert(kind: str, value: Any, name: str) -> Any:  # noqa: C901, PLR0911, P
         if not isinstance(value, list) or not value:
             raise ConfigError(f"{name}: must be a non-empty array of provider ids")
         for provider in value:
-            if not isinstance(provider, str) or not PROVIDER_RE.match(provider):
+            if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
         return tuple(value)
     if kind == "cron":
         fields = value.split() if isinstance(value, str) else []
-        if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.match(f) for f in fields):
+        if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.fullmatch(f) for f in fields):
             raise ConfigError(f"{name}: must be a 5-field cron expression")
         return " ".join(fields)
     raise AssertionError(kind)  # pragma: no cover

@@ -125,17 +125,17 @@ def _check_fields(entry: dict[str, Any]) -> None:
     if not isinstance(entry.get("primitive_id"), str) or not entry["primitive_id"]:
         raise EnvelopeFormatError("primitive_id missing")
     event_type = entry.get("event_type")
-    if not isinstance(event_type, str) or not EVENT_TYPE_RE.match(event_type):
+    if not isinstance(event_type, str) or not EVENT_TYPE_RE.fullmatch(event_type):
         raise EnvelopeFormatError("event_type missing or malformed")
     ts = entry.get("ts_utc")
-    if not isinstance(ts, str) or not _TS_RE.match(ts):
+    if not isinstance(ts, str) or not _TS_RE.fullmatch(ts):
         raise EnvelopeFormatError("ts_utc missing or not YYYY-MM-DDTHH:MM:SS.ffffffZ")
     try:
         dt.datetime.fromisoformat(ts)
     except ValueError as exc:
         raise EnvelopeFormatError(f"ts_utc is not a real time: {ts}") from exc
     prev = entry.get("prev_hash")
-    if prev != GENESIS and (not isinstance(prev, str) or not _HASH_RE.match(prev)):
+    if prev != GENESIS and (not isinstance(prev, str) or not _HASH_RE.fullmatch(prev)):
         raise EnvelopeFormatError("prev_hash is neither GENESIS nor lowercase SHA-256 hex")
     if not isinstance(entry.get("payload"), dict):
         raise EnvelopeFormatError("payload is not an object")
@@ -177,6 +177,10 @@ def _no_float(_text: str) -> Any:
     raise _FloatSeenError
 
 
+_NO_FLOAT_DECODER = json.JSONDecoder(parse_float=_no_float)
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _canonical_entry(preimage: bytes) -> dict[str, Any] | None:
     """The unsigned entry if ``preimage`` is already its RFC 8785 form, else ``None``.
 
@@ -189,14 +193,14 @@ def _canonical_entry(preimage: bytes) -> dict[str, Any] | None:
     if not preimage.isascii():
         return None
     try:
-        entry = json.loads(preimage, parse_float=_no_float)
+        entry = _NO_FLOAT_DECODER.decode(preimage.decode("ascii"))
     except (_FloatSeenError, ValueError, RecursionError):
         return None
     if not isinstance(entry, dict) or not (set(entry) <= _UNSIGNED_FIELDS):
         return None
     if "redaction_applied" not in entry:
         return None
-    rendered = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    rendered = _CANONICAL_ENCODER.encode(entry)
     if rendered.encode("ascii") != preimage:
         return None
     return entry
@@ -220,9 +224,11 @@ def _parse_foreign_line(line: bytes) -> ParsedEntry:
     _check_fields(entry)
     signature = entry.pop("signature", None)
     key_id = entry.pop("signing_key_id", None)
-    if signature is not None and (not isinstance(signature, str) or not _B64_RE.match(signature)):
+    if signature is not None and (
+        not isinstance(signature, str) or not _B64_RE.fullmatch(signature)
+    ):
         raise EnvelopeFormatError("signature is not standard padded base64")
-    if key_id is not None and (not isinstance(key_id, str) or not KEY_ID_RE.match(key_id)):
+    if key_id is not None and (not isinstance(key_id, str) or not KEY_ID_RE.fullmatch(key_id)):
         raise EnvelopeFormatError("signing_key_id malformed")
     if signature == "":
         signature = None

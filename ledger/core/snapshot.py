@@ -214,7 +214,7 @@ def _manifest_problem(manifest: Manifest) -> str | None:
     if manifest.entries < 1:
         return "manifest entries must be positive"
     for name in (manifest.chain_file, manifest.checkpoint_file):
-        if not _SIBLING_RE.match(name):
+        if not _SIBLING_RE.fullmatch(name):
             return f"file name {name!r} is not a plain sibling name"
     hashes = (
         manifest.chain_id,
@@ -223,7 +223,7 @@ def _manifest_problem(manifest: Manifest) -> str | None:
         manifest.raw_sha256,
         manifest.checkpoint_sha256,
     )
-    if not all(_HASH_RE.match(value) for value in hashes):
+    if not all(_HASH_RE.fullmatch(value) for value in hashes):
         return "a hash is not lowercase SHA-256 hex"
     try:
         parse_ts(manifest.ts_utc)

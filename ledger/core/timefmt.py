@@ -23,7 +23,7 @@ def parse_ts(text: str) -> dt.datetime:
     Raises:
         ValueError: ``text`` is not in the chain's format.
     """
-    if not isinstance(text, str) or not _TS_RE.match(text):
+    if not isinstance(text, str) or not _TS_RE.fullmatch(text):
         raise ValueError(f"timestamp not in YYYY-MM-DDTHH:MM:SS.ffffffZ form: {text!r}")
     # fromisoformat accepts "Z" from 3.11 on and is much cheaper than strptime.
     return dt.datetime.fromisoformat(text)

@@ -15,7 +15,7 @@ from ledger.core.canonical import canonical_bytes
 from ledger.core.envelope import KEY_ID_RE, ParsedEntry
 from ledger.core.signing import Signer, key_id_for, verify_b64
 from ledger.core.timefmt import format_ts, parse_ts
-from ledger.errors import InputDataError
+from ledger.errors import CanonicalizationError, InputDataError
 
 TRUST_FORMAT = "ledger-trust/1"
 
@@ -148,13 +148,13 @@ class TrustStore:
         return f"unknown signing key {key_id}"
 
 
-def _ts_or_none(value: Any, what: str) -> dt.datetime | None:
+def _ts_or_none(value: Any, what: str, source: str = "trust store") -> dt.datetime | None:
     if value is None:
         return None
     try:
         return parse_ts(value)
     except ValueError as exc:
-        raise TrustStoreError(f"trust store: {what}: {exc}") from exc
+        raise TrustStoreError(f"{source}: {what}: {exc}") from exc
 
 
 def _unsigned_document(store: TrustStore) -> dict[str, Any]:
@@ -218,7 +218,7 @@ def trust_from_document(
         keys = []
         for item in document["keys"]:
             key_id = item["key_id"]
-            if not isinstance(key_id, str) or not KEY_ID_RE.match(key_id):
+            if not isinstance(key_id, str) or not KEY_ID_RE.fullmatch(key_id):
                 raise TrustStoreError(f"{source}: malformed key id {key_id!r}")
             raw = base64.b64decode(item["public_key"], validate=True)
             if len(raw) != 32:  # noqa: PLR2004 - Ed25519 public keys are 32 bytes
@@ -227,22 +227,23 @@ def trust_from_document(
                 TrustedKey(
                     key_id,
                     raw,
-                    _ts_or_none(item.get("valid_from"), f"{key_id} valid_from"),
-                    _ts_or_none(item.get("valid_until"), f"{key_id} valid_until"),
+                    _ts_or_none(item.get("valid_from"), f"{key_id} valid_from", source),
+                    _ts_or_none(item.get("valid_until"), f"{key_id} valid_until", source),
                 )
             )
         revocations = tuple(
             Revocation(
                 str(item["key_id"]),
-                _ts_or_none(item.get("revoked_at"), "revoked_at"),
+                _ts_or_none(item.get("revoked_at"), "revoked_at", source),
                 str(item.get("reason", "")),
             )
             for item in document.get("revocations", [])
         )
-        strict_after = _ts_or_none(document.get("strict_after"), "strict_after")
+        strict_after = _ts_or_none(document.get("strict_after"), "strict_after", source)
     except TrustStoreError:
         raise
-    except (KeyError, TypeError, ValueError, binascii.Error, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, binascii.Error, AttributeError,
+            CanonicalizationError) as exc:  # fmt: skip
         raise TrustStoreError(f"{source}: malformed: {exc}") from exc
     return TrustStore(tuple(keys), revocations, strict_after)
 

@@ -86,8 +86,12 @@ class ChainTransaction:
             self._head_read = True
         return self._head
 
-    def append(self, line: bytes) -> None:
+    def append(self, line: bytes, *, entry_hash: str | None = None, ts_utc: str | None = None,
+               event_type: str | None = None) -> None:  # fmt: skip
         """Write one complete line and fsync it; on failure leave the file as it was.
+
+        A writer that sealed the line passes its hash, time and type so the new
+        head need not be parsed back.
 
         Raises:
             ChainIOError: the write or fsync failed (the partial line is removed).
@@ -112,10 +116,10 @@ class ChainTransaction:
             os.close(fd)
         if created:
             _fsync_dir(self._path.parent)
-        parsed = parse_line(line[:-1])
-        self._head = ChainHead(
-            parsed.entry_hash, parsed.ts_utc, start + len(line), parsed.event_type
-        )
+        if entry_hash is None or ts_utc is None or event_type is None:
+            parsed = parse_line(line[:-1])
+            entry_hash, ts_utc, event_type = parsed.entry_hash, parsed.ts_utc, parsed.event_type
+        self._head = ChainHead(entry_hash, ts_utc, start + len(line), event_type)
 
     def _roll_back(self, fd: int, size: int) -> None:
         # Our own half-written line, under our own lock: cutting it keeps the

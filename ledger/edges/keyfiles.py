@@ -7,6 +7,7 @@ others is refused, as ssh refuses one.
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -31,6 +32,9 @@ class KeyDir:
         self.keys = home / "keys"
         self.trust_path = home / "trust.json"
         self.root_pin_path = home / "trust-root.pub.pem"
+        # Appends read the trust store under the lock each time; re-parse it only
+        # when the file was replaced (atomic writes change inode and mtime).
+        self._trust_cache: tuple[Any, TrustStore] | None = None
 
     def private_path(self, key_id: str) -> Path:
         """Where a writer's private key lives."""
@@ -104,14 +108,20 @@ class KeyDir:
         Raises:
             InputDataError: missing, unreadable or malformed.
         """
+        identity = (_file_identity(self.trust_path), _file_identity(self.root_pin_path))
+        if self._trust_cache is not None and self._trust_cache[0] == identity:
+            return self._trust_cache[1]
         data = read_user_file(self.trust_path, "trust store")
         try:
             document = json.loads(data)
         except ValueError as exc:
             raise KeyFileError(f"trust store {self.trust_path} is not JSON") from exc
-        return trust_from_document(
+        store = trust_from_document(
             document, pinned_root=self.pinned_root(), source=str(self.trust_path)
         )
+        if identity[0] is not None:
+            self._trust_cache = (identity, store)
+        return store
 
     def save_trust(self, store: TrustStore, root: Signer | None = None) -> None:
         """Write the trust store (signed by ``root`` when given).
@@ -120,6 +130,14 @@ class KeyDir:
             ChainIOError: the file cannot be written.
         """
         atomic_write(self.trust_path, canonical_bytes(trust_document(store, root)) + b"\n")
+
+
+def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_size)
 
 
 def load_public_key_file(path: Path) -> bytes:

@@ -48,8 +48,15 @@ class ChainTx(Protocol):
         """The last entry, or ``None`` when the chain is empty."""
         ...
 
-    def append(self, line: bytes) -> None:
-        """Append one complete line durably."""
+    def append(
+        self,
+        line: bytes,
+        *,
+        entry_hash: str | None = None,
+        ts_utc: str | None = None,
+        event_type: str | None = None,
+    ) -> None:
+        """Append one complete line durably (the sealed facts spare a re-parse)."""
         ...
 
 

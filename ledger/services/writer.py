@@ -116,7 +116,9 @@ class Writer:
             prev_hash=head.entry_hash if head else None,
             signer=signer if signer is not None else self.signer(),
         )
-        tx.append(sealed.line)
+        tx.append(
+            sealed.line, entry_hash=sealed.entry_hash, ts_utc=sealed.ts_utc, event_type=event_type
+        )
         return sealed
 
     def append_one(self, event_type: str, payload: dict[str, Any]) -> SealedEntry:
