@@ -20,6 +20,8 @@ from typing import Any
 from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
 
+_DAY_SECONDS = 86_400
+
 
 def _log(message: str) -> None:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: TID251 - log stamps
@@ -140,4 +142,4 @@ def _snapshot_missed(runtime: Runtime, now: dt.datetime) -> bool:
     if not directory.is_dir():
         return runtime.chain.exists()
     newest = max((p.stat().st_mtime for p in directory.iterdir()), default=None)
-    return newest is None or now.timestamp() - newest > 86_400
+    return newest is None or now.timestamp() - newest > _DAY_SECONDS

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +57,10 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_process(
-    args: list[str], env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+    args: list[str],
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
 ) -> Result:
     """Run ``python -m ledger ARGS`` as a real process."""
     proc = subprocess.run(
@@ -99,9 +101,9 @@ def run_inproc(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def home(tmp_path: Path, run_inproc) -> Iterator[Path]:
+def home(tmp_path: Path, run_inproc) -> Path:
     """An initialized home with a $100 daily cap."""
     path = tmp_path / "home"
     result = run_inproc(["--home", str(path), "init", "--daily-cap-usd", "100"])
     assert result.code == 0, result.stderr
-    yield path
+    return path

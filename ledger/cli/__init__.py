@@ -36,11 +36,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
     home, rest = split_global_options(args)
     if rest and rest[0] in FAST_COMMANDS:
-        from ledger.cli.fast import run as run_fast  # noqa: PLC0415 - the lean path
+        from ledger.cli.fast import run as run_fast
 
         code = run_fast(home, rest)
     else:
-        from ledger.cli.app import run as run_app  # noqa: PLC0415 - typer only here
+        from ledger.cli.app import run as run_app
 
         code = run_app(args)
     sys.stdout.flush()

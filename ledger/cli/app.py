@@ -47,7 +47,7 @@ def _global(home: HomeOption = None) -> None:
 
 
 def _runtime() -> Any:
-    from ledger.runtime import build_runtime  # noqa: PLC0415
+    from ledger.runtime import build_runtime
 
     return build_runtime(State.home)
 
@@ -69,7 +69,7 @@ def init(
     """
 
     def body() -> int:
-        from ledger.services.home import init_home  # noqa: PLC0415
+        from ledger.services.home import init_home
 
         runtime = _runtime()
         result = init_home(runtime, daily_cap_usd)
@@ -97,9 +97,9 @@ def keys_rotate(
     """Make a new writer key; the old key signs a ledger.key_rotated naming it."""
 
     def body() -> int:
-        from ledger.core.signing import Signer, private_key_from_pem  # noqa: PLC0415
-        from ledger.edges.files import read_user_file  # noqa: PLC0415
-        from ledger.services.home import rotate_key  # noqa: PLC0415
+        from ledger.core.signing import Signer, private_key_from_pem
+        from ledger.edges.files import read_user_file
+        from ledger.services.home import rotate_key
 
         root = None
         if root_key is not None:
@@ -134,7 +134,7 @@ def verify_chain(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line."""
-    from ledger.cli.verify_command import run_verify  # noqa: PLC0415
+    from ledger.cli.verify_command import run_verify
 
     _exit(
         guarded(
@@ -147,7 +147,7 @@ def verify_chain(
                 strict=strict,
                 allow_markers=allow_markers,
                 as_json=as_json,
-            )  # fmt: skip
+            )
         )
     )
 
@@ -157,7 +157,7 @@ def checkpoint() -> None:
     """Write a signed checkpoint of the verified chain's head."""
 
     def body() -> int:
-        from ledger.services.verify import write_checkpoint  # noqa: PLC0415
+        from ledger.services.verify import write_checkpoint
 
         result = write_checkpoint(_runtime())
         print_json({"path": result.path, "entries": result.entries, "head_hash": result.head_hash})
@@ -168,7 +168,7 @@ def checkpoint() -> None:
 
 def _register_fast_commands() -> None:
     """List the per-call commands in ``--help``; ``ledger.cli.main`` routes them."""
-    from ledger.cli import FAST_COMMANDS  # noqa: PLC0415
+    from ledger.cli import FAST_COMMANDS
 
     helps = {
         "verdict": "Pre-call gate: allow, warn-90, halt-100 or halt-uncertainty.",
@@ -183,7 +183,7 @@ def _register_fast_commands() -> None:
     for name in sorted(FAST_COMMANDS):
 
         def forward(ctx: typer.Context, _name: str = name) -> None:
-            from ledger.cli.fast import run as run_fast  # noqa: PLC0415
+            from ledger.cli.fast import run as run_fast
 
             _exit(run_fast(State.home, [_name, *ctx.args]))
 
@@ -218,9 +218,9 @@ def run(args: list[str]) -> int:
             sys.stderr.write(exc.ctx.get_usage() + "\n")
         print_error(exc.format_message())
         return EXIT_USAGE
-    except click_exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code)
-    except click_exceptions.Abort:
+    except typer.Abort:
         print_error("aborted")
         return 1
     except LedgerError as exc:

@@ -66,7 +66,7 @@ def reconcile_command(
                 }
             )
         print_json(results[0] if len(results) == 1 else {"results": results})
-        codes = {result["exit_code"] for result in results}
+        codes = {int(str(result["exit_code"])) for result in results}
         return 1 if 1 in codes else max(codes)
 
     _exit(guarded(body))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ledger.cli.output import print_json
 from ledger.core.envelope import KEY_ID_RE
-from ledger.core.trust import TrustStore, TrustedKey, trust_from_document
+from ledger.core.trust import TrustedKey, TrustStore, trust_from_document
 from ledger.errors import EXIT_HALT, EXIT_USAGE
 
 
@@ -33,12 +33,12 @@ def run_verify(
     as_json: bool,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
-    from ledger.edges.chainfile import ChainFile  # noqa: PLC0415
-    from ledger.edges.checkpointfiles import load_checkpoint  # noqa: PLC0415
-    from ledger.edges.files import read_json_file  # noqa: PLC0415
-    from ledger.edges.keyfiles import load_public_key_file  # noqa: PLC0415
-    from ledger.runtime import build_runtime  # noqa: PLC0415
-    from ledger.services.verify import verify_store  # noqa: PLC0415
+    from ledger.edges.chainfile import ChainFile
+    from ledger.edges.checkpointfiles import load_checkpoint
+    from ledger.edges.files import read_json_file
+    from ledger.edges.keyfiles import load_public_key_file
+    from ledger.runtime import build_runtime
+    from ledger.services.verify import verify_store
 
     runtime = build_runtime(home)
     if log is not None:

@@ -29,8 +29,10 @@ def _reject_floats(value: Any, path: str) -> None:
 
 
 def _plain(value: Any) -> bool:
-    """Whether ``value`` holds only str-keyed objects, lists, strings, safe integers,
-    booleans and null: the values for which ``json.dumps`` can match RFC 8785."""
+    """Whether ``json.dumps`` can match RFC 8785 for ``value``.
+
+    True for str-keyed objects, lists, strings, safe integers, booleans and null.
+    """
     if isinstance(value, str) or value is None or isinstance(value, bool):
         return True
     if isinstance(value, int):

@@ -5,8 +5,8 @@ verified in constant memory, and so that a long chain can be cut into ranges
 verified side by side and then stitched (``stitch``).
 """
 
-from typing import NamedTuple
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, ParsedEntry, parse_line
 from ledger.core.trust import TrustStore

@@ -82,7 +82,7 @@ def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{source}: malformed checkpoint: {exc}") from exc
-    entries = checkpoint.entries
+    entries: object = checkpoint.entries
     if isinstance(entries, bool) or not isinstance(entries, int) or entries < 1:
         raise CheckpointError(f"{source}: entries must be a positive integer")
     return checkpoint
@@ -117,8 +117,10 @@ def compare_with_checkpoint(
     if report.entries < checkpoint.entries:
         return (
             report.lines + 1,
-            f"entry missing: checkpoint has {checkpoint.entries} entries, "
-            f"log has {report.entries} (truncated)",
+            (
+                f"entry missing: checkpoint has {checkpoint.entries} entries, "
+                f"log has {report.entries} (truncated)"
+            ),
         )
     if hash_at_count != checkpoint.head_hash:
         return (

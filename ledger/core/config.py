@@ -99,7 +99,7 @@ def _number(value: Any, name: str) -> Fraction:
     return number
 
 
-def _convert(kind: str, value: Any, name: str) -> Any:  # noqa: C901, PLR0911, PLR0912
+def _convert(kind: str, value: Any, name: str) -> Any:
     if kind == "cap":
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{name}: must be a number")

@@ -139,7 +139,7 @@ def _check_fields(entry: dict[str, Any]) -> None:
         raise EnvelopeFormatError("prev_hash is neither GENESIS nor lowercase SHA-256 hex")
     if not isinstance(entry.get("payload"), dict):
         raise EnvelopeFormatError("payload is not an object")
-    redaction = entry.get("redaction_applied", None)
+    redaction = entry.get("redaction_applied")
     if redaction is not None and (
         not isinstance(redaction, list) or not all(isinstance(r, str) for r in redaction)
     ):
@@ -218,7 +218,7 @@ def _parse_foreign_line(line: bytes) -> ParsedEntry:
         raise EnvelopeFormatError("not a JSON object")
     unknown = set(entry) - ENVELOPE_FIELDS
     if unknown:
-        raise EnvelopeFormatError(f"unknown top-level field {sorted(unknown)[0]!r}")
+        raise EnvelopeFormatError(f"unknown top-level field {min(unknown)!r}")
     if "redaction_applied" not in entry:
         raise EnvelopeFormatError("redaction_applied missing")
     _check_fields(entry)

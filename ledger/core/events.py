@@ -68,7 +68,7 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | None:  # noqa: C901, PLR0911, PLR0912
+def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | None:
     """The first way ``value`` fails ``schema``, or ``None`` if it conforms."""
     kind = schema.get("type")
     if kind is not None:

@@ -28,7 +28,7 @@ def seal_time(now: dt.datetime, head_ts: str | None) -> dt.datetime:
     if head_ts is None:
         return now
     head = parse_ts(head_ts)
-    return head if head > now else now
+    return max(now, head)
 
 
 def seal(

@@ -74,7 +74,7 @@ def negative_amount(event_type: str, payload: dict[str, Any]) -> str | None:
     return None
 
 
-def apply_usd_event(  # noqa: C901 - one branch per event type reads best
+def apply_usd_event(
     usd: dict[str, Any], event_type: str, ts_utc: str, payload: dict[str, Any], entry_hash: str
 ) -> None:
     """Fold one ``budget.*`` event into the USD state (in place)."""

@@ -17,7 +17,7 @@ def format_ts(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_ts(text: str) -> dt.datetime:
+def parse_ts(text: object) -> dt.datetime:
     """Parse the chain's exact format into an aware UTC datetime.
 
     Raises:

@@ -6,10 +6,10 @@ configuration and ``now`` — and returns a ``Decision``. It never returns
 ``allow`` or ``warn-90`` while any uncertainty holds.
 """
 
-from typing import NamedTuple
 import datetime as dt
 from enum import StrEnum
 from fractions import Fraction
+from typing import NamedTuple
 
 from ledger.core.config import Config
 from ledger.core.spend import ScopeState
@@ -92,7 +92,7 @@ def _near_cap(scope: ScopeState, config: Config) -> bool:
     return pct is not None and pct > config.stale_halt_pct
 
 
-def _uncertainty(  # noqa: PLR0911 - one return per row of the table
+def _uncertainty(
     scopes: list[ScopeState],
     config: Config,
     now: dt.datetime,
@@ -105,9 +105,11 @@ def _uncertainty(  # noqa: PLR0911 - one return per row of the table
         if scope.reconcile_blocking:
             return (
                 Uncertainty.COUNTER_DRIFT,
-                f"{scope.key}: last reconcile found drift {scope.reconcile_drift_pct}% > "
-                f"{float(config.drift_threshold_pct):g}%; reconcile again or "
-                "`ledger reconcile --force-reason`",
+                (
+                    f"{scope.key}: last reconcile found drift {scope.reconcile_drift_pct}% > "
+                    f"{float(config.drift_threshold_pct):g}%; reconcile again or "
+                    "`ledger reconcile --force-reason`"
+                ),
             )
     for scope in scopes:
         if not _near_cap(scope, config):
@@ -117,8 +119,10 @@ def _uncertainty(  # noqa: PLR0911 - one return per row of the table
             age = "never" if reading is None else f"{_seconds(now - reading.fetched_at):.0f} s ago"
             return (
                 Uncertainty.BILLING_STALE,
-                f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and the last "
-                f"successful billing reading was fetched {age} (limit {config.stale_seconds} s)",
+                (
+                    f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and the last "
+                    f"successful billing reading was fetched {age} (limit {config.stale_seconds} s)"
+                ),
             )
     for scope in scopes:
         reading = scope.reading
@@ -128,8 +132,10 @@ def _uncertainty(  # noqa: PLR0911 - one return per row of the table
         if lag >= config.provider_lag_seconds:
             return (
                 Uncertainty.PROVIDER_LAG,
-                f"{scope.key}: billing data is {lag:.0f} s behind its fetch time "
-                f"(limit {config.provider_lag_seconds} s)",
+                (
+                    f"{scope.key}: billing data is {lag:.0f} s behind its fetch time "
+                    f"(limit {config.provider_lag_seconds} s)"
+                ),
             )
     tolerance = config.clock_tolerance_seconds
     for scope in scopes:
@@ -141,8 +147,10 @@ def _uncertainty(  # noqa: PLR0911 - one return per row of the table
             if skew > tolerance:
                 return (
                     Uncertainty.CLOCK_DRIFT,
-                    f"{scope.key}: local clock and provider clock differ by {skew:.0f} s "
-                    f"(tolerance {tolerance} s)",
+                    (
+                        f"{scope.key}: local clock and provider clock differ by {skew:.0f} s "
+                        f"(tolerance {tolerance} s)"
+                    ),
                 )
         ahead = _seconds(reading.billing_ts - reading.fetched_at)
         if ahead > tolerance:
@@ -153,9 +161,11 @@ def _uncertainty(  # noqa: PLR0911 - one return per row of the table
     if head_ts is not None and _seconds(head_ts - now) > tolerance:
         return (
             Uncertainty.CLOCK_DRIFT,
-            f"local time {now.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} is "
-            f"{_seconds(head_ts - now):.0f} s before the chain's newest entry "
-            f"(tolerance {tolerance} s)",
+            (
+                f"local time {now.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} is "
+                f"{_seconds(head_ts - now):.0f} s before the chain's newest entry "
+                f"(tolerance {tolerance} s)"
+            ),
         )
     return None
 

@@ -43,6 +43,6 @@ def clock_from_env(environ: dict[str, str] | None = None) -> SystemClock | Fixed
 
 def monotonic() -> float:
     """Seconds on a clock that never jumps, for timeouts."""
-    import time  # noqa: PLC0415 - only timeouts need it
+    import time
 
     return time.monotonic()

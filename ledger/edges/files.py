@@ -36,7 +36,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = 
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
+        temp.replace(path)
         if durable:
             fsync_dir(path.parent)
     except OSError as exc:

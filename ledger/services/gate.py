@@ -6,12 +6,12 @@ the chain; when it cannot be, the answer is still a halt.
 """
 
 import datetime as dt
-from typing import Any, NamedTuple, Protocol, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
-from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
+from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
     ChainIOError,
     ConfigError,
@@ -270,15 +270,19 @@ def record_call(
         if verdict_ref is not None:
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
             if reservation is None:
-                warning = f"verdict_ref {verdict_ref[:16]}… is unknown or already settled; recorded anyway"
+                warning = (
+                    f"verdict_ref {verdict_ref[:16]}… is unknown or already settled; "
+                    "recorded anyway"
+                )
             elif reservation["expires_at"] <= format_ts(now):
                 warning = f"verdict_ref {verdict_ref[:16]}… has expired; recorded anyway"
             else:
                 settled = True
+        day = utc_day(now)
         payload = {
             "provider": provider,
             "actual_micros": actual_micros,
-            "utc_day": utc_day(now),
+            "utc_day": day,
             "verdict_ref": verdict_ref,
             "settled": settled,
             "model_id": model_id,
@@ -290,7 +294,7 @@ def record_call(
         if counter.problem is None:
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)
-    return RecordOutcome(sealed.entry_hash, payload["utc_day"], settled, warning)
+    return RecordOutcome(sealed.entry_hash, day, settled, warning)
 
 
 class UsageOutcome(NamedTuple):

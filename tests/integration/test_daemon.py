@@ -10,7 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-
 from tests.conftest import clean_env, run_process
 
 
@@ -52,7 +51,9 @@ def test_daemon_runs_reconcile_and_snapshot_then_stops_on_sigterm(home: Path, tm
         LEDGER_RECONCILE_INTERVAL_HOURS="0.0005",  # 1.8 s
         **observer_env(tmp_path),
     )
-    assert run_process(["--home", str(home), "record", "0.5", "--provider", "openai"], env).code == 0
+    assert (
+        run_process(["--home", str(home), "record", "0.5", "--provider", "openai"], env).code == 0
+    )
     notify = tmp_path / "notify.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind(str(notify))

@@ -3,6 +3,7 @@
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,12 +16,11 @@ def observer(tmp_path: Path):
     reply = tmp_path / "reply.json"
     script = tmp_path / "observer.py"
     script.write_text(
-        "#!/usr/bin/env python3\nimport sys\n"
-        f"sys.stdout.write(open({str(reply)!r}).read())\n"
+        f"#!/usr/bin/env python3\nimport sys\nsys.stdout.write(open({str(reply)!r}).read())\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
 
-    def set_reply(**document) -> dict[str, str]:
+    def set_reply(**document: object) -> dict[str, str]:
         reply.write_text(json.dumps(document))
         return {"LEDGER_OBSERVER_COMMAND": json.dumps([str(script)]), "LEDGER_NOW": NOW}
 
@@ -32,7 +32,7 @@ def spend(run, home, usd: str, env) -> None:
     assert result.code == 0, result.stderr
 
 
-def chain_lines(home: Path) -> list[dict]:
+def chain_lines(home: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
 
 
@@ -61,9 +61,9 @@ class TestReconcile:
         assert verdict.code == 1
         assert verdict.json()["uncertainty_reason"] == "counter_drift"
         env = observer(usd_used=10, billing_ts="2026-11-22T11:59:00Z")
-        assert run_inproc(["--home", str(home), "verdict", "1"], env).json()["uncertainty_reason"] == (
-            "counter_drift"
-        )
+        assert run_inproc(["--home", str(home), "verdict", "1"], env).json()[
+            "uncertainty_reason"
+        ] == ("counter_drift")
         assert run_inproc(["--home", str(home), "reconcile"], env).code == 0
         assert run_inproc(["--home", str(home), "verdict", "1"], env).code == 0
 
@@ -103,7 +103,7 @@ class TestReconcile:
         assert entry["payload"]["billing_api_unreachable"] is True
         assert entry["payload"]["reason"] == "dns failure"
 
-    def test_garbage_output_counts_as_unreachable(self, home, run_inproc, observer, tmp_path):
+    def test_garbage_output_counts_as_unreachable(self, home, run_inproc, observer):
         """Anything but the three shapes is unreachable, with a reason."""
         env = observer(usd_used=-5, billing_ts="2026-11-22T11:59:00Z")
         result = run_inproc(["--home", str(home), "reconcile"], env)

@@ -18,7 +18,11 @@ def verdict(usd, ref, micros, provider=None, expires=ts(13), day=DAY, at=ts(11))
         usd,
         "budget.allow",
         at,
-        {"provider": provider, "utc_day": day, "reservation": {"micros": micros, "expires_at": expires}},
+        {
+            "provider": provider,
+            "utc_day": day,
+            "reservation": {"micros": micros, "expires_at": expires},
+        },
         ref,
     )
 

@@ -14,9 +14,7 @@ USD = 1_000_000
 CONFIG = Config(daily_cap_micros=100 * USD)
 
 
-def reading(
-    age: float = 0, lag: float = 0, server_skew: float | None = 0, usd: int = 0
-) -> Reading:
+def reading(age: float = 0, lag: float = 0, server_skew: float | None = 0, usd: int = 0) -> Reading:
     fetched = NOW - dt.timedelta(seconds=age)
     server = None if server_skew is None else fetched + dt.timedelta(seconds=server_skew)
     return Reading(usd, fetched - dt.timedelta(seconds=lag), server, fetched)
@@ -118,7 +116,9 @@ class TestUncertainty:
     def test_counter_problem_halts_first(self):
         """Row 1 beats every other condition."""
         decision = run(
-            [scope(80, blocking=True)], counter_problem="torn tail", head_ts=NOW + dt.timedelta(hours=1)
+            [scope(80, blocking=True)],
+            counter_problem="torn tail",
+            head_ts=NOW + dt.timedelta(hours=1),
         )
         assert decision.reason is Uncertainty.COUNTER_INCONSISTENT
         assert decision.diagnostic == "torn tail"
