@@ -97,15 +97,9 @@ def keys_rotate(
     """Make a new writer key; the old key signs a ledger.key_rotated naming it."""
 
     def body() -> int:
-        from ledger.core.signing import Signer, private_key_from_pem
-        from ledger.edges.files import read_user_file
         from ledger.services.home import rotate_key
 
-        root = None
-        if root_key is not None:
-            root = Signer.from_private_key(
-                private_key_from_pem(read_user_file(root_key, "root key"), str(root_key))
-            )
+        root = _load_root(root_key) if root_key is not None else None
         result = rotate_key(_runtime(), root)
         print_json(
             {
@@ -115,6 +109,71 @@ def keys_rotate(
                 "entry_hash": result.entry_hash,
             }
         )
+        return 0
+
+    _exit(guarded(body))
+
+
+def _load_root(path: Path) -> Any:
+    from ledger.core.signing import Signer, private_key_from_pem
+    from ledger.edges.files import read_user_file
+
+    return Signer.from_private_key(
+        private_key_from_pem(read_user_file(path, "root key"), str(path))
+    )
+
+
+@keys_app.command("pin-root")
+def keys_pin_root(
+    root_key: Annotated[Path, typer.Option("--root-key", help="Offline root private key PEM.")],
+) -> None:
+    """Sign trust.json with an offline root key and pin its public key in the home."""
+
+    def body() -> int:
+        from ledger.core.signing import public_pem
+        from ledger.services.home import pin_root
+
+        runtime = _runtime()
+        root = _load_root(root_key)
+        key_id = pin_root(
+            runtime,
+            root,
+            lambda raw: runtime.write_file(runtime.keys.root_pin_path, public_pem(raw)),
+        )
+        print_json({"root_key_id": key_id, "pinned": str(runtime.keys.root_pin_path)})
+        return 0
+
+    _exit(guarded(body))
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The signing_key_id to revoke.")],
+    reason: Annotated[str, typer.Option("--reason")] = "",
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="Revoke from this ISO-8601 time (default: entirely)."),
+    ] = None,
+    root_key: Annotated[Path | None, typer.Option("--root-key")] = None,
+) -> None:
+    """Revoke a retired writer key: its signatures (from --at on) stop verifying."""
+
+    def body() -> int:
+        from ledger.core.timefmt import format_ts, parse_iso8601
+        from ledger.services.home import revoke_key
+
+        moment = None
+        if at is not None:
+            try:
+                moment = parse_iso8601(at)
+            except ValueError as exc:
+                raise UsageError(f"--at: {exc}") from exc
+        root = _load_root(root_key) if root_key is not None else None
+        revoke_key(_runtime(), key_id, reason, moment, root)
+        print_json(
+            {"revoked": key_id, "revoked_at": format_ts(moment) if moment else None,
+             "reason": reason}
+        )  # fmt: skip
         return 0
 
     _exit(guarded(body))

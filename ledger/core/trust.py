@@ -104,6 +104,12 @@ class TrustStore:
             self.keys, self.revocations, self.strict_after, (*self.any_id_keys, public_raw)
         )
 
+    def with_revocation(self, revocation: Revocation) -> "TrustStore":
+        """A copy with ``revocation`` added."""
+        return TrustStore(
+            self.keys, (*self.revocations, revocation), self.strict_after, self.any_id_keys
+        )
+
     def ends_validity(self, key_id: str, until: dt.datetime) -> "TrustStore":
         """A copy in which ``key_id`` stops being valid after ``until``."""
         old = self.key(key_id)

@@ -1,6 +1,8 @@
 """Creating a home and rotating its writer key."""
 
 import base64
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -8,7 +10,7 @@ from typing import Protocol
 from ledger.core.config import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import parse_ts
-from ledger.core.trust import TrustedKey, TrustStore
+from ledger.core.trust import Revocation, TrustedKey, TrustStore
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
 from ledger.services.writer import Writer, WriterDeps
@@ -127,3 +129,46 @@ def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
         )
         keys.save_trust(rotated, root)
     return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)
+
+
+def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None]) -> str:
+    """Sign the trust store with an offline root key and pin that key in the home.
+
+    From then on the home refuses a trust store without the root's signature.
+
+    Raises:
+        KeyFileError: the home already pins a different root.
+        InputDataError: the trust store is unreadable.
+    """
+    keys = deps.keys
+    pinned = keys.pinned_root()
+    if pinned is not None and pinned != root.public_raw:
+        raise KeyFileError("this home already pins a different root key")
+    keys.save_trust(keys.load_trust(), root)
+    write_pin(root.public_raw)
+    return root.key_id
+
+
+def revoke_key(
+    deps: WriterDeps,
+    key_id: str,
+    reason: str,
+    revoked_at: dt.datetime | None,
+    root: Signer | None = None,
+) -> None:
+    """Revoke a writer key in the trust store (from ``revoked_at``, or entirely).
+
+    Raises:
+        UsageError: the key is unknown, or is the active writer key.
+        KeyFileError: the home pins a root and ``root`` is not it.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    if trust.key(key_id) is None:
+        raise UsageError(f"no key {key_id} in the trust store")
+    if keys.active_signer(trust).key_id == key_id:
+        raise UsageError(f"{key_id} is the active writer key: run `ledger keys rotate` first")
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        raise KeyFileError("this home pins an offline root key: pass --root-key")
+    keys.save_trust(trust.with_revocation(Revocation(key_id, revoked_at, reason)), root)
