@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
+from ledger.edges.files import fsync_dir
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
 
@@ -37,14 +38,6 @@ class ChainHead(NamedTuple):
     ts_utc: str
     size: int
     event_type: str
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_last_line(fd: int, size: int) -> tuple[bytes, int]:
@@ -115,7 +108,7 @@ class ChainTransaction:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self._path.parent)
+            fsync_dir(self._path.parent)
         if entry_hash is None or ts_utc is None or event_type is None:
             parsed = parse_line(line[:-1])
             entry_hash, ts_utc, event_type = parsed.entry_hash, parsed.ts_utc, parsed.event_type
