@@ -57,9 +57,12 @@ def _check_aware(name: str, moment: object) -> None:
         raise ValueError(f"{name} must be a timezone-aware datetime")
 
 
-def _check_reason(reason: object) -> None:
+def _check_signal(provider: object, reason: object, fetched_at: object) -> None:
+    """The invariants of ``Unreachable`` and ``Deferred`` (see their docstrings)."""
+    _check_provider(provider)
     if not isinstance(reason, str) or not reason or len(reason) > MAX_REASON_CHARS:
         raise ValueError(f"reason must be text of 1 to {MAX_REASON_CHARS} characters")
+    _check_aware("fetched_at", fetched_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +116,8 @@ class Unreachable:
     fetched_at: dt.datetime
 
     def __post_init__(self) -> None:
-        """Check the invariants.
-
-        Raises:
-            ValueError: a bad provider id, reason or timestamp.
-        """
-        _check_provider(self.provider)
-        _check_reason(self.reason)
-        _check_aware("fetched_at", self.fetched_at)
+        """Check the invariants (see the class docstring)."""
+        _check_signal(self.provider, self.reason, self.fetched_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +134,8 @@ class Deferred:
     fetched_at: dt.datetime
 
     def __post_init__(self) -> None:
-        """Check the invariants.
-
-        Raises:
-            ValueError: a bad provider id, reason or timestamp.
-        """
-        _check_provider(self.provider)
-        _check_reason(self.reason)
-        _check_aware("fetched_at", self.fetched_at)
+        """Check the invariants (see the class docstring)."""
+        _check_signal(self.provider, self.reason, self.fetched_at)
 
 
 ObserverResult = Reading | Unreachable | Deferred
