@@ -16,6 +16,8 @@ _REF_RE = re.compile(r"^[0-9a-f]{64}$")
 WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
 AGENT_VARIABLE = "LEDGER_AGENT"
 
+_MAX_BUDGET_SECONDS = 36_500 * 86_400
+
 
 def _runtime(home: str | None) -> Any:
     from ledger.runtime import build_runtime
@@ -221,6 +223,8 @@ def time_start(home: str | None, args: argparse.Namespace) -> int:
     end = None
     if args.budget_seconds is not None:
         seconds = _count(args.budget_seconds, "--budget-seconds")
+        if seconds > _MAX_BUDGET_SECONDS:
+            raise UsageError(f"--budget-seconds: at most {_MAX_BUDGET_SECONDS} (a century)")
     else:
         try:
             end = parse_iso8601(args.end)

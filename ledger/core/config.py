@@ -18,6 +18,7 @@ AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
+_CENTURY_DAYS = 36_500
 
 # kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days
 _SCHEMA: dict[str, dict[str, str]] = {
@@ -40,7 +41,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "drift_threshold_pct": "pct",
         "providers": "providers",
     },
-    "snapshot": {"cron": "cron", "keep_days": "seconds"},
+    "snapshot": {"cron": "cron", "keep_days": "days"},
     "chain": {"lock_timeout_seconds": "seconds"},
 }
 _STRUCTURED = {"caps", "argv", "providers"}
@@ -128,11 +129,15 @@ def _convert(kind: str, value: Any, name: str) -> Any:
         if not 0 <= number <= 100:  # noqa: PLR2004
             raise ConfigError(f"{name}: must be a percentage in [0, 100]")
         return number
-    if kind == "seconds":
-        if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+    if kind in {"seconds", "days"}:
+        if isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*", value):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"{name}: must be an integer ≥ 0")
+        # Beyond a century, date arithmetic overflows; no budget needs longer.
+        limit = _CENTURY_DAYS if kind == "days" else _CENTURY_DAYS * 86_400
+        if value > limit:
+            raise ConfigError(f"{name}: must be ≤ {limit}")
         return value
     if kind == "hours":
         number = _number(value, name)

@@ -114,7 +114,7 @@ class KeyDir:
         data = read_user_file(self.trust_path, "trust store")
         try:
             document = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise KeyFileError(f"trust store {self.trust_path} is not JSON") from exc
         store = trust_from_document(
             document, pinned_root=self.pinned_root(), source=str(self.trust_path)

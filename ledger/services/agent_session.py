@@ -9,7 +9,7 @@ across processes, as for the USD gate.
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.agents import ensure_tables
 from ledger.core.config import Config
@@ -18,8 +18,19 @@ from ledger.core.signing import Signer
 from ledger.core.state import empty_state
 from ledger.core.timefmt import format_ts
 from ledger.errors import LedgerError
+
+if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+
 from ledger.services.ports import ChainTx
-from ledger.services.state import Counter, StateStore, fold_sealed, load_counter, save_counter
+from ledger.services.state import (
+    Counter,
+    StateStore,
+    counter_problem,
+    fold_sealed,
+    load_counter,
+    save_counter,
+)
 from ledger.services.writer import Writer, WriterDeps
 
 
@@ -36,20 +47,9 @@ class AgentDeps(WriterDeps, Protocol):
         """The derived-state store."""
         ...
 
-
-def counter_problem(counter: Counter, config: Config) -> str | None:
-    """Why the counter cannot be trusted (SPEC §4 row 1), or ``None``."""
-    if counter.problem is not None:
-        return counter.problem
-    meta = counter.data["meta"]
-    if meta.get("negative"):
-        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
-    if meta.get("max_backstep_us", 0) > config.clock_tolerance_seconds * 1_000_000:
-        return (
-            f"a recorded timestamp is {meta['max_backstep_us'] // 1_000_000} s earlier than "
-            "the entry before it"
-        )
-    return None
+    def newest_checkpoint(self) -> "Checkpoint | None":
+        """The newest signed checkpoint of the chain."""
+        ...
 
 
 class AgentSession(NamedTuple):
@@ -114,7 +114,7 @@ def agent_session(deps: AgentDeps, *, write: bool = True) -> Iterator[AgentSessi
     signer = writer.signer() if writer is not None else None
     with deps.chain.transaction() as tx:
         now = deps.clock.now()
-        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        counter = load_counter(tx, deps)
         session = AgentSession(
             tx, counter, now, counter_problem(counter, deps.config), writer, signer
         )

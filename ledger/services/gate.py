@@ -19,10 +19,18 @@ from ledger.errors import (
     LedgerError,
     LockTimeoutError,
 )
-from ledger.services.state import Counter, StateStore, fold_sealed, load_counter, save_counter
+from ledger.services.state import (
+    Counter,
+    StateStore,
+    counter_problem,
+    fold_sealed,
+    load_counter,
+    save_counter,
+)
 from ledger.services.writer import Writer, WriterDeps
 
 if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
 
     ObserverResult = Reading | Unreachable | Deferred
@@ -39,6 +47,10 @@ class GateDeps(WriterDeps, Protocol):
     @property
     def states(self) -> StateStore:
         """The derived-state store."""
+        ...
+
+    def newest_checkpoint(self) -> "Checkpoint | None":
+        """The newest signed checkpoint of the chain."""
         ...
 
     def observe(self, provider: str) -> "ObserverResult":
@@ -70,20 +82,6 @@ def _scopes(
 
 def _head_time(counter: Counter) -> dt.datetime | None:
     return parse_ts(counter.head.ts_utc) if counter.head is not None else None
-
-
-def _counter_problem(counter: Counter, config: Config) -> str | None:
-    if counter.problem is not None:
-        return counter.problem
-    meta = counter.data["meta"]
-    if meta["negative"]:
-        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
-    if meta["max_backstep_us"] > config.clock_tolerance_seconds * 1_000_000:
-        return (
-            f"a recorded timestamp is {meta['max_backstep_us'] / 1e6:.0f} s earlier than the "
-            "entry before it"
-        )
-    return None
 
 
 def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -> list[str]:
@@ -186,7 +184,7 @@ def _known_scopes(deps: GateDeps, provider: str | None, now: dt.datetime) -> lis
     usd = empty_usd_state()
     try:
         with deps.chain.read_transaction() as tx:
-            counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+            counter = load_counter(tx, deps)
         if counter.problem is None:
             usd = counter.data["usd"]
     except LedgerError:
@@ -208,8 +206,8 @@ def _gate_once(
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
         now = deps.clock.now()
-        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
-        problem = _counter_problem(counter, config)
+        counter = load_counter(tx, deps)
+        problem = counter_problem(counter, config)
         for result in refresh:
             if isinstance(result, Deferred):
                 continue
@@ -264,7 +262,7 @@ def record_call(
     writer.signer()  # fail before the lock when there is no usable key
     with deps.chain.transaction() as tx:
         now = deps.clock.now()
-        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        counter = load_counter(tx, deps)
         warning = None
         settled = False
         if verdict_ref is not None:
@@ -321,7 +319,7 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     config = deps.config
     with deps.chain.read_transaction() as tx:
         now = deps.clock.now()
-        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        counter = load_counter(tx, deps)
     day = utc_day(now)
     usd = counter.data["usd"]
     aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now)
@@ -334,7 +332,7 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         scopes.append(provider_scope)
     decision = decide(
         scopes, 0, config, now, head_ts=_head_time(counter),
-        counter_problem=_counter_problem(counter, config),
+        counter_problem=counter_problem(counter, config),
     )  # fmt: skip
     reason = decision.reason
     return UsageOutcome(

@@ -58,7 +58,7 @@ def reconcile(
         writer.signer()  # fail before the lock when there is no usable key
         with deps.chain.transaction() as tx:
             now = deps.clock.now()
-            counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+            counter = load_counter(tx, deps)
             if counter.problem is not None:
                 return ReconcileOutcome(
                     provider, "untrusted", EXIT_HALT, None, None, None, True,
@@ -150,7 +150,7 @@ def rebuild_state(deps: GateDeps) -> RebuildOutcome:
     with deps.chain.transaction() as tx:
         previous = _previous_state(deps, tx)
         deps.states.delete()
-        counter = load_counter(tx, deps.chain, deps.states, deps.keys.load_trust)
+        counter = load_counter(tx, deps)
         if counter.problem is not None:
             raise LedgerError(f"cannot rebuild derived state: {counter.problem}")
         head = counter.head

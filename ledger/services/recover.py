@@ -161,6 +161,8 @@ def _damage(data: bytes | None, chain_name: str, check: ChainCheck, cps: _Checkp
 
 
 def _explicit_snapshot(files: SnapshotStore, given: Path) -> tuple[Path, Manifest]:
+    if not given.name:
+        raise InputDataError(f"--snapshot {str(given)!r}: not a snapshot file")
     path = given.with_name(manifest_name_for(given.name))
     return path, manifest_from_bytes(files.read(path, "snapshot"), str(path))
 

@@ -7,7 +7,6 @@ rebuilt from the verified chain.
 """
 
 import copy
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.envelope import GENESIS
@@ -17,6 +16,9 @@ from ledger.errors import ChainIOError, InputDataError, StateMismatchError
 from ledger.services.ports import ChainStore, ChainTx, Head
 
 if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.config import Config
+    from ledger.core.envelope import ParsedEntry
     from ledger.core.trust import TrustStore
 
 
@@ -82,14 +84,17 @@ def _fold_range(
     end: int,
     expected_prev: str,
     first_line: int = 1,
+    remember: tuple[int, dict[int, str]] | None = None,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
+    def fold(parsed: "ParsedEntry") -> None:
+        apply_parsed(data, parsed)
+        if remember is not None and data["meta"]["entries"] == remember[0]:
+            remember[1][remember[0]] = parsed.entry_hash
+
     verifier = ChainVerifier(
-        trust,
-        expected_prev=expected_prev,
-        first_line=first_line,
-        on_entry=lambda parsed: apply_parsed(data, parsed),
+        trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
     )
     for raw in store.iter_lines(start, end):
         if not verifier.feed(raw):
@@ -101,13 +106,46 @@ def _fold_range(
     return f"chain does not verify{where}: line {report.line}: {report.reason}"
 
 
-def load_counter(
-    tx: ChainTx, store: ChainStore, states: StateStore, trust: Callable[[], "TrustStore"]
-) -> Counter:
+class CounterDeps(Protocol):
+    """What loading the counter needs."""
+
+    @property
+    def chain(self) -> ChainStore:
+        """The chain."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived-state store."""
+        ...
+
+    @property
+    def keys(self) -> "TrustSource":
+        """Where the trust store comes from."""
+        ...
+
+    def newest_checkpoint(self) -> "Checkpoint | None":
+        """The newest signed checkpoint of the chain."""
+        ...
+
+
+class TrustSource(Protocol):
+    """Loads the trust store."""
+
+    def load_trust(self) -> "TrustStore":
+        """The trust store."""
+        ...
+
+
+def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     """The counter state matching the chain head, or one marked untrustworthy.
 
     Never raises for a damaged chain or state: the damage becomes ``problem``.
+    A missing state is rebuilt from the chain, which must verify and must still
+    hold everything its newest checkpoint vouches for: without that check a cut
+    chain plus a deleted state file would quietly forget spend.
     """
+    store, states, trust = deps.chain, deps.states, deps.keys.load_trust
     try:
         head = tx.head()
     except ChainIOError as exc:
@@ -119,8 +157,17 @@ def load_counter(
     try:
         if stored is None:
             data = empty_state()
+            checkpoint = deps.newest_checkpoint()
+            hashes: dict[int, str] = {}
             if head is not None:
-                problem = _fold_range(store, data, trust(), 0, head.size, GENESIS)
+                problem = _fold_range(
+                    store, data, trust(), 0, head.size, GENESIS,
+                    remember=(checkpoint.entries, hashes) if checkpoint else None,
+                )  # fmt: skip
+                if problem:
+                    return Counter(data, head, problem + "; run `ledger recover`")
+            if checkpoint is not None:
+                problem = _checkpoint_problem(data, head, checkpoint, hashes, trust())
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
             return Counter(data, head, None, dirty=True)
@@ -146,6 +193,48 @@ def load_counter(
     return Counter(empty_state(), head, _mismatch())
 
 
+def counter_problem(counter: Counter, config: "Config") -> str | None:
+    """Why the counter cannot be trusted (SPEC §4 row 1), or ``None``.
+
+    Beyond damage found while loading: a negative amount, or a timestamp more
+    than ``clock_tolerance_seconds`` earlier than the entry before it.
+    """
+    if counter.problem is not None:
+        return counter.problem
+    meta = counter.data["meta"]
+    if meta.get("negative"):
+        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
+    if meta.get("max_backstep_us", 0) > config.clock_tolerance_seconds * 1_000_000:
+        return (
+            f"a recorded timestamp is {meta['max_backstep_us'] // 1_000_000} s earlier than "
+            "the entry before it"
+        )
+    return None
+
+
+def _checkpoint_problem(
+    data: dict[str, Any],
+    head: Head | None,
+    checkpoint: "Checkpoint",
+    hashes: dict[int, str],
+    trust: "TrustStore",
+) -> str | None:
+    from ledger.core.checkpoint import checkpoint_signature_problem
+
+    signature = checkpoint_signature_problem(checkpoint, trust)
+    if signature is not None:
+        return signature
+    entries = int(data["meta"]["entries"]) if head is not None else 0
+    if entries < checkpoint.entries:
+        return (
+            f"chain has {entries} entries but its newest checkpoint vouches for "
+            f"{checkpoint.entries} (truncated or deleted)"
+        )
+    if hashes.get(checkpoint.entries) != checkpoint.head_hash:
+        return f"entry {checkpoint.entries} differs from the newest checkpoint's head"
+    return None
+
+
 def _mismatch() -> str:
     return "derived state does not match the chain head; run `ledger rebuild-state`"
 
@@ -161,8 +250,18 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
 
 
 def save_counter(counter: Counter, states: StateStore) -> None:
-    """Store the counter if it changed and is trustworthy."""
+    """Store the counter if it changed and is trustworthy.
+
+    The state is a cache: when it cannot be written (a full disk) the old file
+    stays, lags the chain, and is caught up on the next call. The entry already
+    appended is what counts, so the caller's call still succeeded.
+    """
     if counter.problem is None and counter.dirty:
         head = counter.head
-        states.save_state(head.entry_hash if head else None, head.size if head else 0, counter.data)
+        try:
+            states.save_state(
+                head.entry_hash if head else None, head.size if head else 0, counter.data
+            )
+        except ChainIOError:
+            return
         counter.dirty = False

@@ -1,0 +1,361 @@
+"""Run every benchmark in bench/ and print one table of figures against their limits.
+
+    python bench/run_all.py [--quick] [--only append|verify|gate]... [--show-output]
+                            [--pycache DIR] [--timeout S]
+
+Each ``bench/bench_*.py`` runs as its own process (``--quick`` is passed through;
+without it they run their default, larger sizes). Their text output is parsed;
+anything that could not be parsed is listed under the table, never guessed. The
+limits the ratios are taken against are measured in this same run: a bare
+``flock`` + ``write`` + ``fsync`` loop on the benchmarks' disk and the single-core
+Ed25519 verify rate (each script measures its own; this runner also measures both
+itself, beside the scripts, as a cross-check). Goals (from the issues):
+
+* append: ``Writer`` appends/s >= 60 % of the bare fsync loop;
+* verify: lines/s >= 80 % of cores x the single-core Ed25519 verify rate;
+* verify peak memory flat from the small chain to the 10x one (here: <= 1.25x);
+* cold ``ledger verdict`` process p50 <= 50 ms;
+* verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x.
+"""
+
+import argparse
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+SCRIPTS = {"append": "bench_append.py", "verify": "bench_verify.py", "gate": "bench_gate.py"}
+NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+MEMORY_FLAT = 1.25
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@dataclass
+class Figures:
+    """Parsed figures of one script, and what could not be parsed."""
+
+    name: str
+    code: int | None = None
+    seconds: float = 0.0
+    values: dict[str, float] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    output: str = ""
+    error: str = ""
+
+    def grab(self, key: str, pattern: str, group: int = 1) -> float | None:
+        match = re.search(pattern, self.output)
+        if match is None or match.group(group) is None:
+            self.missing.append(f"{key} (/{pattern}/)")
+            return None
+        value = number(match.group(group))
+        self.values[key] = value
+        return value
+
+
+# --- limits measured here -------------------------------------------------------------------
+
+
+def bare_fsync_rate(directory: Path, count: int) -> float:
+    """Appends/s of the minimum durable append: flock, write one 700-byte line, fsync, unlock."""
+    scratch = Path(tempfile.mkdtemp(dir=directory))
+    line = b"x" * 699 + b"\n"
+    lock_fd = os.open(scratch / "bare.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(scratch / "bare.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        began = time.perf_counter()
+        for _ in range(count):
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+            os.fsync(fd)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        return count / (time.perf_counter() - began)
+    finally:
+        os.close(fd)
+        os.close(lock_fd)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ed25519_rate(samples: int) -> float:
+    """Single-core Ed25519 verifications/s on entry-sized (~600-byte) messages, best of 3."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    public = key.public_key()
+    messages = [os.urandom(600) for _ in range(samples)]
+    signatures = [key.sign(message) for message in messages]
+    best = 0.0
+    for _ in range(3):
+        began = time.perf_counter()
+        for message, signature in zip(messages, signatures, strict=True):
+            public.verify(signature, message)
+        best = max(best, samples / (time.perf_counter() - began))
+    return best
+
+
+# --- running and parsing the scripts ----------------------------------------------------------
+
+
+def run_script(name: str, quick: bool, timeout: float, env: dict[str, str]) -> Figures:
+    figures = Figures(name)
+    argv = [sys.executable, str(BENCH / SCRIPTS[name]), *(["--quick"] if quick else [])]
+    began = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=BENCH.parent,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        figures.error = f"timed out after {timeout:.0f} s"
+        partial = exc.stdout
+        figures.output = partial.decode(errors="replace") if isinstance(partial, bytes) else ""
+        return figures
+    figures.seconds = time.perf_counter() - began
+    figures.code = proc.returncode
+    figures.output = proc.stdout
+    if proc.returncode != 0:
+        figures.error = f"exit {proc.returncode}: " + " | ".join(
+            proc.stderr.strip().splitlines()[-3:]
+        )
+    return figures
+
+
+def parse_append(f: Figures) -> None:
+    f.grab("bare_rate", rf"bare flock\+write\+fsync\s*:\s*{NUM}\s*appends/s")
+    f.grab("writer_rate", rf"Writer\.append_one\s*:\s*{NUM}\s*appends/s")
+    f.grab("ratio_pct", rf"ratio Writer/bare\s*:\s*{NUM}\s*%")
+    f.grab("tmpfs_us", rf"Writer on tmpfs\s*:\s*{NUM}\s*us per append")
+
+
+def parse_verify(f: Figures) -> None:
+    f.grab("entries", rf"chain:\s*{NUM}\s*entries")
+    f.grab("ed25519_rate", rf"Ed25519 verify, one core\s*:\s*{NUM}\s*/s")
+    f.grab("serial_rate", rf"verify, one process\s*:\s*{NUM}\s*lines/s")
+    f.grab("cores", r"ChainFile\.verify \((\d+) cores\)")
+    f.grab("parallel_rate", rf"ChainFile\.verify \(\d+ cores\)\s*:\s*{NUM}\s*lines/s")
+    f.grab("ratio_pct", rf"ratio vs \d+ x Ed25519 rate\s*:\s*{NUM}\s*%")
+    rows = re.findall(
+        rf"peak RSS at\s+{NUM} entries\s*:\s*VmHWM main\s+{NUM} MiB,\s*"
+        rf"(?:largest worker\s+{NUM} MiB|no workers)",
+        f.output,
+    )
+    if len(rows) < 2:
+        f.missing.append("peak RSS rows (/peak RSS at N entries : VmHWM main X MiB, .../)")
+        return
+    for label, (entries, main, worker) in zip(("small", "large"), rows[:2], strict=True):
+        f.values[f"rss_{label}_entries"] = number(entries)
+        f.values[f"rss_{label}_main"] = number(main)
+        f.values[f"rss_{label}_worker"] = number(worker) if worker else 0.0
+
+
+def parse_gate(f: Figures) -> None:
+    f.grab("cold_p50_ms", rf"ledger verdict\s+p50\s+{NUM}\s*ms")
+    f.grab("cold_p90_ms", rf"ledger verdict\s+p50\s+[\d.]+\s*ms\s+p90\s+{NUM}\s*ms")
+    f.grab("python_floor_ms", rf"python -c pass\s+p50\s+{NUM}\s*ms")
+    f.grab("inproc_rate", rf"check_verdict:\s*{NUM}\s*calls/s")
+    f.grab("record_rate", rf"record_call:\s*{NUM}\s*calls/s")
+    f.grab("disk_floor", rf"bare write\+fsync of a 700-byte line:\s*{NUM}\s*/s")
+    match = re.search(
+        rf"ratio {NUM}/{NUM}: p50 {NUM}x\s+mean {NUM}x\s+cold process {NUM}x", f.output
+    )
+    if match is None:
+        f.missing.append("scale ratio (/ratio BIG/SMALL: p50 Xx  mean Xx  cold process Xx/)")
+    else:
+        keys = ("scale_big", "scale_small", "scale_p50", "scale_mean", "scale_cold")
+        for key, value in zip(keys, match.groups(), strict=True):
+            f.values[key] = number(value)
+    verifies = re.findall(r"verify-chain: (.*)", f.output)
+    f.values["scale_verify_ok"] = float(sum(line.startswith("OK") for line in verifies))
+    if len(verifies) < 2:
+        f.missing.append("verify-chain lines of the scale section")
+
+
+PARSERS: dict[str, Callable[[Figures], None]] = {
+    "append": parse_append,
+    "verify": parse_verify,
+    "gate": parse_gate,
+}
+
+
+# --- the table -------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    figure: str
+    value: str
+    limit: str
+    ratio: str
+    goal: str
+    status: str
+
+
+def fmt(value: float | None, unit: str = "", digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def status(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "NOT met")
+
+
+def append_rows(f: Figures, own_bare: float) -> list[Row]:
+    v = f.values
+    writer, bare = v.get("writer_rate"), v.get("bare_rate")
+    ratio = writer / bare if writer and bare else None
+    cross = writer / own_bare if writer else None
+    return [
+        Row("append: Writer.append_one (fsync each)", fmt(writer, " /s"),
+            f"bare loop {fmt(bare, ' /s')}", fmt(ratio and 100 * ratio, " %", 1), ">= 60 %",
+            status(None if ratio is None else ratio >= 0.6)),
+        Row("  cross-check vs run_all's own bare loop", fmt(writer, " /s"),
+            f"bare loop {fmt(own_bare, ' /s')}", fmt(cross and 100 * cross, " %", 1), ">= 60 %",
+            status(None if cross is None else cross >= 0.6)),
+        Row("  Writer CPU cost (tmpfs, no real fsync)", fmt(v.get("tmpfs_us"), " us"), "", "", "", ""),
+    ]  # fmt: skip
+
+
+def verify_rows(f: Figures, own_ed: float, cores: int) -> list[Row]:
+    v = f.values
+    rate, ed = v.get("parallel_rate"), v.get("ed25519_rate")
+    n = int(v.get("cores", cores))
+    ideal = n * ed if ed else None
+    ratio = rate / ideal if rate and ideal else None
+    cross = rate / (n * own_ed) if rate else None
+    rows = [
+        Row(f"verify: ChainFile.verify, {fmt(v.get('entries'))} entries", fmt(rate, " lines/s"),
+            f"{n} x {fmt(ed, ' /s')}", fmt(ratio and 100 * ratio, " %", 1), ">= 80 %",
+            status(None if ratio is None else ratio >= 0.8)),
+        Row("  cross-check vs run_all's own Ed25519 rate", fmt(rate, " lines/s"),
+            f"{n} x {fmt(own_ed, ' /s')}", fmt(cross and 100 * cross, " %", 1), ">= 80 %",
+            status(None if cross is None else cross >= 0.8)),
+        Row("  one process", fmt(v.get("serial_rate"), " lines/s"), f"1 x {fmt(ed, ' /s')}",
+            fmt(v.get("serial_rate", 0) / ed * 100 if ed else None, " %", 1), "", ""),
+    ]  # fmt: skip
+    if "rss_large_main" in v:
+        span = f"{fmt(v['rss_small_entries'])} -> {fmt(v['rss_large_entries'])} entries"
+        for part in ("main", "worker"):
+            small, large = v[f"rss_small_{part}"], v[f"rss_large_{part}"]
+            growth = large / small if small and large else None
+            note = "" if growth is not None else "(one side ran without workers)"
+            rows.append(
+                Row(f"verify peak RSS, {'main process' if part == 'main' else 'largest worker'}, {span}",
+                    f"{large:.1f} MiB", f"{small:.1f} MiB", fmt(growth, "x", 2) if growth else note,
+                    f"flat (<= {MEMORY_FLAT}x)", status(None if growth is None else growth <= MEMORY_FLAT))
+            )  # fmt: skip
+    return rows
+
+
+def gate_rows(f: Figures) -> list[Row]:
+    v = f.values
+    cold, floor = v.get("cold_p50_ms"), v.get("python_floor_ms")
+    scale = v.get("scale_p50")
+    big, small = v.get("scale_big"), v.get("scale_small")
+    return [
+        Row("cold `ledger verdict` process p50", fmt(cold, " ms", 1),
+            f"python -c pass {fmt(floor, ' ms', 1)}", fmt(cold / floor if cold and floor else None, "x", 2),
+            "<= 50 ms", status(None if cold is None else cold <= 50)),
+        Row(f"verdict p50 at {fmt(small)} vs {fmt(big)} entries", fmt(scale, "x", 2),
+            "", f"mean {fmt(v.get('scale_mean'), 'x', 2)}, cold {fmt(v.get('scale_cold'), 'x', 2)}",
+            "<= 1.2x", status(None if scale is None else scale <= 1.2)),
+        Row("in-process check_verdict (fsync each)", fmt(v.get("inproc_rate"), " /s"),
+            f"disk write+fsync {fmt(v.get('disk_floor'), ' /s')}",
+            fmt(100 * v["inproc_rate"] / v["disk_floor"] if v.get("inproc_rate") and v.get("disk_floor") else None, " %", 1),
+            "", ""),
+    ]  # fmt: skip
+
+
+def print_table(rows: list[Row]) -> None:
+    headers = Row("figure", "value", "limit (same run)", "ratio", "goal", "status")
+    table = [headers, *rows]
+    widths = [max(len(getattr(row, name)) for row in table) for name in Row.__dataclass_fields__]
+    for index, row in enumerate(table):
+        cells = [getattr(row, name) for name in Row.__dataclass_fields__]
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+        )
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
+    parser.add_argument("--only", choices=sorted(SCRIPTS), action="append", default=None)
+    parser.add_argument("--show-output", action="store_true", help="print each script's output")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per script")
+    parser.add_argument(
+        "--pycache",
+        metavar="DIR",
+        default=None,
+        help="let the benchmarks cache compiled bytecode under DIR (PYTHONPYCACHEPREFIX), as an "
+        "installed package has its .pyc files; by default the environment is left as it is",
+    )
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if args.pycache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(args.pycache).resolve())
+    timeout = args.timeout or (900.0 if args.quick else 7200.0)
+    names = args.only or list(SCRIPTS)
+    out = BENCH / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    print(
+        f"run_all: {'quick' if args.quick else 'full'} run of {', '.join(names)}; {cores} cores, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    own_bare = bare_fsync_rate(out, 300 if args.quick else 2000)
+    own_ed = ed25519_rate(3000 if args.quick else 10000)
+    print(f"limits measured here: bare flock+write+fsync {own_bare:,.0f} /s; "
+          f"Ed25519 verify, one core {own_ed:,.0f} /s")  # fmt: skip
+    results: dict[str, Figures] = {}
+    for name in names:
+        print(f"running {SCRIPTS[name]}{' --quick' if args.quick else ''} ...", flush=True)
+        figures = run_script(name, args.quick, timeout, env)
+        PARSERS[name](figures)
+        results[name] = figures
+        if args.show_output:
+            print(figures.output)
+    rows: list[Row] = []
+    if "append" in results:
+        rows += append_rows(results["append"], own_bare)
+    if "verify" in results:
+        rows += verify_rows(results["verify"], own_ed, cores)
+    if "gate" in results:
+        rows += gate_rows(results["gate"])
+    print()
+    print_table(rows)
+    print()
+    for name, figures in results.items():
+        state = figures.error or f"ok in {figures.seconds:.1f} s"
+        print(f"{SCRIPTS[name]}: {state}")
+        for item in figures.missing:
+            print(f"  could not parse: {item}")
+    if env.get("PYTHONDONTWRITEBYTECODE"):
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set and no --pycache was given, so every cold "
+            "`ledger` process compiled its modules from source"
+        )
+    not_met = [row.figure for row in rows if row.status == "NOT met"]
+    if not_met:
+        print("goals not met: " + "; ".join(name.strip() for name in not_met))
+    return 1 if any(f.error for f in results.values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Auditor's batteries: large seeded runs that print one summary line each."""
