@@ -77,6 +77,13 @@ def _scopes(
     scopes = [scope_state(usd, None, config.daily_cap_micros, day, now)]
     if provider is not None and provider in config.provider_caps_micros:
         scopes.append(scope_state(usd, provider, config.provider_caps_micros[provider], day, now))
+    elif provider is not None:
+        # No sub-cap, but a reconcile may have found this provider's counter
+        # drifting: its calls halt counter_drift all the same (fail closed). The
+        # scope carries the aggregate cap, so it never decides anything else.
+        own = scope_state(usd, provider, config.daily_cap_micros, day, now)
+        if own.reconcile_blocking:
+            scopes.append(own)
     return scopes
 
 

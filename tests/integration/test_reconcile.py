@@ -67,6 +67,21 @@ class TestReconcile:
         assert run_inproc(["--home", str(home), "reconcile"], env).code == 0
         assert run_inproc(["--home", str(home), "verdict", "1"], env).code == 0
 
+    def test_provider_drift_halts_that_providers_calls_without_a_sub_cap(
+        self, home, run_inproc, observer
+    ):
+        """A drifting provider halts its own calls even when it has no sub-cap."""
+        env = observer(usd_used=20, billing_ts="2026-11-22T11:59:00Z")
+        spend(run_inproc, home, "10", env)
+        blocked = run_inproc(["--home", str(home), "reconcile", "--provider", "openai"], env)
+        assert blocked.code == 1
+        verdict = run_inproc(["--home", str(home), "verdict", "1", "--provider", "openai"], env)
+        assert verdict.code == 1
+        assert verdict.json()["uncertainty_reason"] == "counter_drift"
+        assert "provider:openai" in verdict.json()["diagnostic"]
+        other = run_inproc(["--home", str(home), "verdict", "1", "--provider", "anthropic"], env)
+        assert other.code == 0, other.stdout
+
     def test_force_reason_rebases_the_counter(self, home, run_inproc, observer):
         """--force-reason records the reason, re-bases to the bill and clears counter_drift."""
         env = observer(usd_used=4, billing_ts="2026-11-22T11:59:00Z")
