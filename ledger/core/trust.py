@@ -129,19 +129,24 @@ class TrustStore:
         An unsigned entry is acceptable only before ``strict_after`` and when not
         ``strict``.
         """
-        moment = parse_ts(parsed.ts_utc)
         if parsed.signature is None or parsed.signing_key_id is None:
             if strict:
                 return "entry is unsigned (--strict)"
-            if self.strict_after is not None and moment >= self.strict_after:
+            if self.strict_after is not None and parse_ts(parsed.ts_utc) >= self.strict_after:
                 return "entry is unsigned at or after strict_after"
             return None
         key_id = parsed.signing_key_id
-        if self._revoked(key_id, moment):
-            return f"signing key {key_id} is revoked"
         known = self.key(key_id)
+        # The entry's time matters only for revocations and validity windows;
+        # most verifications need neither, and parsing it per line shows.
+        timed = bool(self.revocations) or (
+            known is not None and (known.valid_from is not None or known.valid_until is not None)
+        )
+        moment = parse_ts(parsed.ts_utc) if timed else None
+        if moment is not None and self._revoked(key_id, moment):
+            return f"signing key {key_id} is revoked"
         if known is not None:
-            if not known.covers(moment):
+            if moment is not None and not known.covers(moment):
                 return f"signing key {key_id} is not valid at {parsed.ts_utc}"
             if verify_b64(known.public_raw, parsed.signature, parsed.preimage):
                 return None

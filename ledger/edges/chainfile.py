@@ -239,7 +239,7 @@ class ChainFile:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        bounds = self._split(size, workers * 8)
+        bounds = self._split(size, workers * 32)
         jobs = [
             (str(self.path), trust, strict, allow_markers, start, end, index == 0)
             for index, (start, end) in enumerate(bounds)
