@@ -7,6 +7,7 @@ tool use of an agent and pays only for what it touches.
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ledger.cli.output import print_error, print_json
@@ -139,15 +140,32 @@ def turns_record(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns record WORKFLOW [--type tool_use|file_change|delegation]``."""
     from ledger.services.agents import turns_record as record
 
-    print_json(record(_runtime(home), _id(args.workflow, "WORKFLOW"), args.type))
-    return 0
+    workflow = _id(args.workflow, "WORKFLOW")
+    return _advisory(workflow, lambda: record(_runtime(home), workflow, args.type))
 
 
 def turns_check(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns check WORKFLOW``: advisory, exit 0 always."""
     from ledger.services.agents import turns_check as check
 
-    print_json(check(_runtime(home), _id(args.workflow, "WORKFLOW")))
+    workflow = _id(args.workflow, "WORKFLOW")
+    return _advisory(workflow, lambda: check(_runtime(home), workflow))
+
+
+def _advisory(workflow: str, action: Callable[[], dict[str, Any]]) -> int:
+    """Turn budgets are advisory (seed 000): exit 0 even when nothing can be recorded.
+
+    A bad command line is still exit 2 (raised before this); any other failure
+    prints the no-budget advice with the reason, plus the one stderr line.
+    """
+    from ledger.core.agent_turns import no_budget
+    from ledger.errors import LedgerError
+
+    try:
+        print_json(action())
+    except LedgerError as exc:
+        print_error(f"turn not recorded: {exc}")
+        print_json({**no_budget(workflow), "check_ref": None, "diagnostic": str(exc)})
     return 0
 
 

@@ -81,7 +81,9 @@ class AgentSession(NamedTuple):
         """
         assert self.writer is not None  # noqa: S101 - read-only sessions never append
         assert self.tx is not None  # noqa: S101 - a writing session holds the lock
-        sealed = self.writer.append(self.tx, event_type, payload, now=self.now, signer=self.signer)
+        # The writer looks the active key up under the lock: a rotation by
+        # another process since this session started is never raced.
+        sealed = self.writer.append(self.tx, event_type, payload, now=self.now)
         if self.counter.problem is None:
             fold_sealed(self.counter, sealed, self.tx.head())
         return sealed

@@ -48,14 +48,14 @@ def reconcile(
         LockTimeoutError: a lock stayed busy.
         ChainIOError: the chain cannot be appended to.
     """
+    writer = Writer(deps)
+    writer.signer()  # no usable key: fail before creating any lock file
     with deps.exclusive("reconcile"):
         result = deps.observe(provider)
         if isinstance(result, Deferred):
             return ReconcileOutcome(
                 provider, "defer", EXIT_USAGE, None, None, None, False, result.reason, None
             )
-        writer = Writer(deps)
-        writer.signer()  # fail before the lock when there is no usable key
         with deps.chain.transaction() as tx:
             now = deps.clock.now()
             counter = load_counter(tx, deps)
