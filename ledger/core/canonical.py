@@ -9,8 +9,6 @@ import hashlib
 import json
 from typing import Any
 
-import rfc8785
-
 from ledger.errors import CanonicalizationError
 
 _MAX_SAFE = 2**53 - 1
@@ -65,6 +63,8 @@ def canonical_bytes(value: Any, *, allow_floats: bool = False) -> bytes:
             return text.encode("ascii")
     elif not allow_floats:
         _reject_floats(value, "$")
+    import rfc8785  # only non-ASCII or float-bearing values need the full scheme
+
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
