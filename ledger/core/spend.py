@@ -32,14 +32,21 @@ def _previous_day(day: str) -> str:
     return (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
 
 
-def _prune(usd: dict[str, Any], day: str) -> None:
+def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
     keep = {day, _previous_day(day)}
     for table in ("spend", "last_spend", "rebase"):
         for old in [d for d in usd[table] if d not in keep and d < day]:
             del usd[table][old]
-    for ref in [r for r, res in usd["reservations"].items() if res["utc_day"] not in keep]:
-        if usd["reservations"][ref]["utc_day"] < day:
-            del usd["reservations"][ref]
+    # Reservations from older days, or already expired when this entry was
+    # sealed, count for nothing: dropping them keeps the state (and so every
+    # verdict) small even when calls are never recorded.
+    stale = [
+        ref
+        for ref, res in usd["reservations"].items()
+        if (res["utc_day"] < day and res["utc_day"] not in keep) or res["expires_at"] <= ts_utc
+    ]
+    for ref in stale:
+        del usd["reservations"][ref]
 
 
 def _newer_reading(usd: dict[str, Any], reading: dict[str, Any]) -> None:
@@ -79,7 +86,7 @@ def apply_usd_event(
 ) -> None:
     """Fold one ``budget.*`` event into the USD state (in place)."""
     day = utc_day(parse_ts(ts_utc))
-    _prune(usd, day)
+    _prune(usd, day, ts_utc)
     if event_type in VERDICT_EVENTS:
         reservation = payload.get("reservation")
         if isinstance(reservation, dict):

@@ -276,7 +276,7 @@ def record_call(
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
             if reservation is None:
                 warning = (
-                    f"verdict_ref {verdict_ref[:16]}… is unknown or already settled; "
+                    f"verdict_ref {verdict_ref[:16]}… is unknown, expired or already settled; "
                     "recorded anyway"
                 )
             elif reservation["expires_at"] <= format_ts(now):

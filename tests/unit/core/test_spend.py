@@ -128,3 +128,13 @@ class TestMeta:
         assert state["meta"]["negative"]
         apply_entry(state, "ledger.state_rebuilt", ts(13), {}, "b")
         assert state["meta"]["negative"] is None
+
+
+class TestPruning:
+    def test_expired_reservations_are_dropped_as_the_chain_moves_on(self):
+        """Unrecorded calls do not make the state grow past their reservations' expiry."""
+        usd = empty_usd_state()
+        for hour in range(1, 11):
+            verdict(usd, f"r{hour}", 1, expires=ts(hour + 1), at=ts(hour))
+        # Each new verdict drops the reservations that expired at or before it.
+        assert set(usd["reservations"]) == {"r10"}
