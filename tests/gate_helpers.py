@@ -262,15 +262,20 @@ def verdict_worker(home: str, env: dict[str, str], calls: int, go: str) -> dict[
         pause.wait(0.002)
     counts: dict[str, int] = {}
     for _ in range(calls):
-        outcome = check_verdict(runtime, 1_000_000)
-        decision = outcome.decision
-        key = decision.verdict.value
-        if decision.reason is not None:
-            key += "/" + decision.reason.value
-        if outcome.verdict_ref is None:
-            key += "/unrecorded"
+        key = outcome_key(check_verdict(runtime, 1_000_000))
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def outcome_key(outcome: Any) -> str:
+    """``verdict[/reason][/unrecorded]``: how worker processes tally verdicts."""
+    decision = outcome.decision
+    key = str(decision.verdict.value)
+    if decision.reason is not None:
+        key += "/" + decision.reason.value
+    if outcome.verdict_ref is None:
+        key += "/unrecorded"
+    return key
 
 
 def merge_counts(parts: list[dict[str, int]]) -> dict[str, int]:

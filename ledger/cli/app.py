@@ -1,5 +1,6 @@
 """Operator commands, on typer. Each command parses, calls one service, prints."""
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -262,8 +263,6 @@ for _module in (
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
 ):
-    import importlib
-
     importlib.import_module(_module).register(app)
 
 

@@ -69,19 +69,24 @@ class VerdictOutcome(NamedTuple):
     recording_error: str | None = None
 
 
+def _daily_cap(config: Config) -> int:
+    if config.daily_cap_micros is None:
+        raise ConfigError("usd.daily_cap: not set; `ledger verdict` needs a daily cap")
+    return config.daily_cap_micros
+
+
 def _scopes(
     usd: dict[str, Any], config: Config, provider: str | None, day: str, now: dt.datetime
 ) -> list[ScopeState]:
-    if config.daily_cap_micros is None:
-        raise ConfigError("usd.daily_cap: not set; `ledger verdict` needs a daily cap")
-    scopes = [scope_state(usd, None, config.daily_cap_micros, day, now)]
+    cap = _daily_cap(config)
+    scopes = [scope_state(usd, None, cap, day, now)]
     if provider is not None and provider in config.provider_caps_micros:
         scopes.append(scope_state(usd, provider, config.provider_caps_micros[provider], day, now))
     elif provider is not None:
         # No sub-cap, but a reconcile may have found this provider's counter
         # drifting: its calls halt counter_drift all the same (fail closed). The
         # scope carries the aggregate cap, so it never decides anything else.
-        own = scope_state(usd, provider, config.daily_cap_micros, day, now)
+        own = scope_state(usd, provider, cap, day, now)
         if own.reconcile_blocking:
             scopes.append(own)
     return scopes
@@ -156,7 +161,7 @@ def check_verdict(
     """
     config = deps.config
     now = deps.clock.now()
-    _scopes(empty_usd_state(), config, provider, utc_day(now), now)  # no cap: ConfigError now
+    _daily_cap(config)  # a config error is reported before anything is touched
     writer = Writer(deps)
     try:
         writer.signer()

@@ -18,6 +18,7 @@ from threading import Event
 from typing import Any
 
 from ledger.runtime import Runtime
+from tests.gate_helpers import outcome_key
 
 
 def _wait_for(path: Path, limit: float = 60.0) -> None:
@@ -82,13 +83,7 @@ def verdict_worker(
     for _ in range(calls):
         estimate = rng.choice([250_000, 500_000, 1_000_000, 1_500_000, 2_750_000])
         provider = rng.choice([None, "openai", "anthropic"])
-        outcome = check_verdict(runtime, estimate, provider)
-        decision = outcome.decision
-        key = decision.verdict.value
-        if decision.reason is not None:
-            key += "/" + decision.reason.value
-        if outcome.verdict_ref is None:
-            key += "/unrecorded"
+        key = outcome_key(check_verdict(runtime, estimate, provider))
         counts[key] = counts.get(key, 0) + 1
     return counts
 
