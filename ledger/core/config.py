@@ -34,6 +34,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "stale_seconds": "seconds",
         "provider_lag_seconds": "seconds",
         "clock_tolerance_seconds": "seconds",
+        "poll_seconds": "seconds",
     },
     "observer": {"command": "argv", "timeout_seconds": "seconds"},
     "reconcile": {
@@ -59,6 +60,7 @@ class Config(NamedTuple):
     stale_seconds: int = 900
     provider_lag_seconds: int = 300
     clock_tolerance_seconds: int = 60
+    poll_seconds: int = 240
     observer_command: tuple[str, ...] | None = None
     observer_timeout_seconds: int = 30
     interval_hours: Fraction = Fraction(6)
@@ -79,6 +81,7 @@ _FIELD_FOR = {
     ("billing", "stale_seconds"): "stale_seconds",
     ("billing", "provider_lag_seconds"): "provider_lag_seconds",
     ("billing", "clock_tolerance_seconds"): "clock_tolerance_seconds",
+    ("billing", "poll_seconds"): "poll_seconds",
     ("observer", "command"): "observer_command",
     ("observer", "timeout_seconds"): "observer_timeout_seconds",
     ("reconcile", "interval_hours"): "interval_hours",
@@ -232,6 +235,8 @@ stale_halt_pct = 75
 stale_seconds = 900
 provider_lag_seconds = 300
 clock_tolerance_seconds = 60
+# `ledger daemon` reads each reconciled provider's bill this often (0: off)
+poll_seconds = 240
 
 [observer]
 # command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]

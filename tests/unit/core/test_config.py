@@ -20,6 +20,38 @@ class TestDefaults:
         assert config.lock_timeout_seconds == 10
 
 
+class TestPollSeconds:
+    def test_default_is_240(self):
+        """billing.poll_seconds defaults to 240 s (SPEC §1)."""
+        assert from_mapping({}, {}).poll_seconds == 240
+
+    @pytest.mark.parametrize("value", [0, 1, 3600])
+    def test_zero_and_positive_integers_are_accepted(self, value):
+        """Seconds are integers ≥ 0; 0 turns polling off."""
+        assert from_mapping({"billing": {"poll_seconds": value}}, {}).poll_seconds == value
+
+    def test_environment_overrides_the_file(self):
+        """LEDGER_BILLING_POLL_SECONDS beats the file."""
+        config = from_mapping(
+            {"billing": {"poll_seconds": 600}}, {"LEDGER_BILLING_POLL_SECONDS": "0"}
+        )
+        assert config.poll_seconds == 0
+
+    @pytest.mark.parametrize("value", [-1, 1.5, 240.0, "soon", "4m", True, [240]])
+    def test_malformed_value_names_the_key(self, value):
+        """A negative, fractional or non-numeric value is a ConfigError naming the key."""
+        with pytest.raises(ConfigError, match=r"billing\.poll_seconds") as raised:
+            from_mapping({"billing": {"poll_seconds": value}}, {})
+        assert raised.value.exit_code == 78
+
+    @pytest.mark.parametrize("value", ["-1", "1.5", "soon", ""])
+    def test_malformed_environment_value_names_the_variable(self, value):
+        """A bad override is a ConfigError naming LEDGER_BILLING_POLL_SECONDS."""
+        with pytest.raises(ConfigError, match="LEDGER_BILLING_POLL_SECONDS") as raised:
+            from_mapping({}, {"LEDGER_BILLING_POLL_SECONDS": value})
+        assert raised.value.exit_code == 78
+
+
 class TestOverrides:
     def test_env_beats_file(self):
         """LEDGER_<SECTION>_<KEY> overrides the file."""
