@@ -35,7 +35,7 @@ MAX_USD_USED_MICROS: Final = 2**53 - 1
 MAX_REASON_CHARS: Final = 500
 """Reasons are cut to this length before they reach the chain."""
 
-SOURCES: Final = ("verdict", "reconcile", "manual")
+SOURCES: Final = ("verdict", "reconcile", "manual", "poll")
 """Who took a recorded reading (the optional ``source`` payload field)."""
 
 _MIN_YEAR: Final = 1970
@@ -314,7 +314,8 @@ def reading_payload(
 
     Args:
         result: a reading or an unreachable observer.
-        source: who took the reading (``verdict``, ``reconcile`` or ``manual``);
+        source: who took the reading (``verdict``, ``reconcile``, ``manual`` or
+            ``poll``, the daemon's or ``ledger poll``'s periodic read of the bill);
             omitted from the payload when ``None``.
 
     Returns:

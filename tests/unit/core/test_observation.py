@@ -239,6 +239,15 @@ def test_payload_from_parsed_output_round_trips():
     assert result_from_payload(payload) == result
 
 
+def test_poll_source_is_recorded_and_valid():
+    """A reading taken by a poll carries source poll, which the schema admits."""
+    reading = Reading("openai", 49_000_000, BILLING, None, FETCHED)
+    payload = reading_payload(reading, source="poll")
+    assert payload["source"] == "poll"
+    assert schema_errors(payload, load_schema("budget.observation")) is None
+    assert result_from_payload(payload) == reading
+
+
 def test_deferred_and_bad_source_are_not_payloads():
     with pytest.raises(ValueError, match="deferred"):
         reading_payload(Deferred("aggregate", "rate_limited", FETCHED))
