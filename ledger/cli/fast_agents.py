@@ -103,7 +103,12 @@ def tokens_record(home: str | None, args: argparse.Namespace) -> int:
     tokens_out = _count(args.output, "OUTPUT")
     if args.check_ref is not None and not _REF_RE.fullmatch(args.check_ref):
         raise UsageError("--check-ref: must be a 64-digit lowercase hex hash")
-    result, warning = record(_runtime(home), convoy, agent, tokens_in, tokens_out, args.check_ref)
+    from ledger.cli.fast_budget import idempotency_key
+
+    key = idempotency_key(args.idempotency_key)
+    result, warning = record(
+        _runtime(home), convoy, agent, tokens_in, tokens_out, args.check_ref, key
+    )
     if warning:
         print_error(f"warning: {warning}")
     print_json(result)
@@ -345,88 +350,328 @@ def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
 
 
 def _build_tokens(actions: Any) -> None:
-    create = actions.add_parser("create", help="create a convoy budget")
-    create.add_argument("convoy", metavar="CONVOY")
-    create.add_argument("--convoy-max", default="500000", metavar="N")
-    create.add_argument("--agent-max", default="100000", metavar="N")
-    create.add_argument("--warn-pct", default="80", metavar="P")
+    create = actions.add_parser(
+        "create",
+        help="create a convoy budget",
+        description=(
+            "Create (or replace) the token budget of a convoy of agents: a limit for the\n"
+            "whole convoy and one for each agent in it. Exit 0; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger tokens create release-7 --convoy-max 500000 --agent-max 100000",
+    )
+    create.add_argument(
+        "convoy",
+        metavar="CONVOY",
+        help="the convoy's name: letters, digits and . _ : - (up to 128)",
+    )
+    create.add_argument(
+        "--convoy-max",
+        default="500000",
+        metavar="N",
+        help="most tokens the whole convoy may use (default 500000)",
+    )
+    create.add_argument(
+        "--agent-max",
+        default="100000",
+        metavar="N",
+        help="most tokens any one agent of the convoy may use (default 100000)",
+    )
+    create.add_argument(
+        "--warn-pct",
+        default="80",
+        metavar="P",
+        help="usage percentage from which checks answer warning_threshold (default 80)",
+    )
     create.set_defaults(handler=tokens_create)
-    listing = actions.add_parser("list", help="list convoy budgets")
+    listing = actions.add_parser(
+        "list",
+        help="list convoy budgets",
+        description="List every convoy budget with its limits and use so far. Exit 0.",
+        epilog="Example:\n  ledger tokens list",
+    )
     listing.set_defaults(handler=tokens_list)
-    delete = actions.add_parser("delete", help="delete a convoy budget")
-    delete.add_argument("convoy", metavar="CONVOY")
+    delete = actions.add_parser(
+        "delete",
+        help="delete a convoy budget",
+        description=(
+            "Delete a convoy budget; its history stays in the chain.\nExit 0; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger tokens delete release-7",
+    )
+    delete.add_argument("convoy", metavar="CONVOY", help="the convoy whose budget to delete")
     delete.set_defaults(handler=tokens_delete)
-    report = actions.add_parser("report", help="a convoy's usage report")
-    report.add_argument("convoy", metavar="CONVOY")
+    report = actions.add_parser(
+        "report",
+        help="a convoy's usage report",
+        description=(
+            "Report a convoy's use: totals, reservations and each agent's share.\n"
+            "Writes nothing. Exit 0; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger tokens report release-7",
+    )
+    report.add_argument("convoy", metavar="CONVOY", help="the convoy to report on")
     report.set_defaults(handler=tokens_report)
-    check = actions.add_parser("check", help="check and reserve before a call")
-    check.add_argument("convoy", metavar="CONVOY")
-    check.add_argument("agent", metavar="AGENT")
-    check.add_argument("projected", metavar="PROJECTED")
+    check = actions.add_parser(
+        "check",
+        help="check and reserve before a call",
+        description=(
+            "Before a call: check that PROJECTED more tokens keep the convoy and the agent\n"
+            "within their limits (reaching a limit exactly is allowed) and reserve them.\n"
+            "Prints check_ref, allowed, reason, remaining_tokens and usage_pct.\n"
+            "Exit 0 allowed; 1 not allowed or not recorded; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger tokens check release-7 builder-1 4000",
+    )
+    check.add_argument("convoy", metavar="CONVOY", help="the convoy the agent belongs to")
+    check.add_argument(
+        "agent", metavar="AGENT", help="the agent about to call (a name like CONVOY's)"
+    )
+    check.add_argument(
+        "projected",
+        metavar="PROJECTED",
+        help="tokens the coming call is expected to use (a whole number, 0 or more)",
+    )
     check.set_defaults(handler=tokens_check)
-    record = actions.add_parser("record", help="record actual use after a call")
-    record.add_argument("convoy", metavar="CONVOY")
-    record.add_argument("agent", metavar="AGENT")
-    record.add_argument("input", metavar="INPUT")
-    record.add_argument("output", metavar="OUTPUT")
-    record.add_argument("--check-ref", metavar="R")
+    record = actions.add_parser(
+        "record",
+        help="record actual use after a call",
+        description=(
+            "After a call: record the tokens it actually used and settle the reservation\n"
+            "made by `ledger tokens check` (unsettled ones expire after\n"
+            "usd.reservation_ttl_seconds). Exit 0; 2 bad command line."
+        ),
+        epilog=(
+            "Example:\n"
+            "  REF=$(ledger tokens check release-7 builder-1 4000 | jq -r .check_ref)\n"
+            '  ledger tokens record release-7 builder-1 3100 650 --check-ref "$REF" \\\n'
+            "      --idempotency-key msg-01HZX3"
+        ),
+    )
+    record.add_argument("convoy", metavar="CONVOY", help="the convoy the agent belongs to")
+    record.add_argument("agent", metavar="AGENT", help="the agent that made the call")
+    record.add_argument("input", metavar="INPUT", help="input tokens the call used (0 or more)")
+    record.add_argument(
+        "output", metavar="OUTPUT", help="output tokens the call produced (0 or more)"
+    )
+    record.add_argument(
+        "--check-ref",
+        metavar="R",
+        help="the check_ref printed by `ledger tokens check` (64 hex digits); "
+        "settles that reservation",
+    )
+    record.add_argument(
+        "--idempotency-key",
+        metavar="K",
+        help="repeat-safe key; a second record with the same key writes nothing and prints "
+        "the first result with duplicate: true; matches ^[A-Za-z0-9._:-]{1,128}$",
+    )
     record.set_defaults(handler=tokens_record)
 
 
 def _build_turns(actions: Any) -> None:
-    create = actions.add_parser("create", help="create (or reset) a workflow budget")
-    create.add_argument("workflow", metavar="WORKFLOW")
-    create.add_argument("--total", required=True, metavar="N")
-    create.add_argument("--phase", required=True, metavar="N")
+    create = actions.add_parser(
+        "create",
+        help="create (or reset) a workflow budget",
+        description=(
+            "Create (or reset) a workflow's turn budget: a limit for all its turns and one\n"
+            "for the current phase. Exit 0; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger turns create fix-login --total 40 --phase 15",
+    )
+    create.add_argument(
+        "workflow",
+        metavar="WORKFLOW",
+        help="the workflow's name: letters, digits and . _ : - (up to 128)",
+    )
+    create.add_argument(
+        "--total", required=True, metavar="N", help="most turns in the whole workflow (1 or more)"
+    )
+    create.add_argument(
+        "--phase", required=True, metavar="N", help="most turns in each phase (1 or more)"
+    )
     create.set_defaults(handler=turns_create)
-    phase = actions.add_parser("phase", help="start a new phase")
-    phase.add_argument("workflow", metavar="WORKFLOW")
-    phase.add_argument("name", metavar="NAME")
-    phase.add_argument("--phase", metavar="N", help="a new phase limit (default: keep)")
+    phase = actions.add_parser(
+        "phase",
+        help="start a new phase",
+        description=(
+            "Start a new phase of a workflow: its phase turn count starts again from 0.\n"
+            "Exit 0; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger turns phase fix-login implement --phase 20",
+    )
+    phase.add_argument("workflow", metavar="WORKFLOW", help="the workflow entering a new phase")
+    phase.add_argument(
+        "name", metavar="NAME", help="the new phase's name (1 to 128 printable characters)"
+    )
+    phase.add_argument(
+        "--phase",
+        metavar="N",
+        help="a new turn limit for this and later phases (default: keep the current one)",
+    )
     phase.set_defaults(handler=turns_phase)
-    record = actions.add_parser("record", help="count one turn")
-    record.add_argument("workflow", metavar="WORKFLOW")
+    record = actions.add_parser(
+        "record",
+        help="count one turn",
+        description=(
+            "Count one turn of a workflow and print the advisory verdict: 80% of the total\n"
+            "or phase limit warns, 100% is exceeded. Advisory: exit 0 always (2 for a bad\n"
+            "command line); the verdict is in the JSON."
+        ),
+        epilog="Example:\n  ledger turns record fix-login --type file_change",
+    )
+    record.add_argument("workflow", metavar="WORKFLOW", help="the workflow taking the turn")
     record.add_argument(
-        "--type", default="tool_use", choices=("tool_use", "file_change", "delegation")
+        "--type",
+        default="tool_use",
+        choices=("tool_use", "file_change", "delegation"),
+        help="what kind of turn it was (default tool_use)",
     )
     record.set_defaults(handler=turns_record)
-    check = actions.add_parser("check", help="advisory check")
-    check.add_argument("workflow", metavar="WORKFLOW")
+    check = actions.add_parser(
+        "check",
+        help="advisory check",
+        description=(
+            "Show a workflow's turn verdict without counting a turn. Advisory: exit 0\n"
+            "always (2 for a bad command line); the verdict is in the JSON."
+        ),
+        epilog="Example:\n  ledger turns check fix-login",
+    )
+    check.add_argument("workflow", metavar="WORKFLOW", help="the workflow to check")
     check.set_defaults(handler=turns_check)
 
 
 def _build_tools(actions: Any) -> None:
-    create = actions.add_parser("create", help="assign a budget by role")
-    create.add_argument("agent", metavar="AGENT")
-    create.add_argument(
-        "--role", required=True, choices=("explorer", "planner", "builder", "observer")
+    create = actions.add_parser(
+        "create",
+        help="assign a budget by role",
+        description=(
+            "Give an agent a tool-call budget by role: explorer 4, observer 10, planner\n"
+            "unlimited, builder min(9, 5 + (files - 1) + 2 if prior failures or framework\n"
+            "confidence >= 0.6). Exit 0; 2 bad command line."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger tools create scout-1 --role explorer\n"
+            "  ledger tools create builder-1 --role builder --files 3 --framework-confidence 0.7"
+        ),
     )
-    create.add_argument("--files", default="1", metavar="N")
-    create.add_argument("--prior-failures", action="store_true")
-    create.add_argument("--framework-confidence", metavar="X")
+    create.add_argument(
+        "agent", metavar="AGENT", help="the agent's name: letters, digits and . _ : - (up to 128)"
+    )
+    create.add_argument(
+        "--role",
+        required=True,
+        choices=("explorer", "planner", "builder", "observer"),
+        help="the agent's role, which sets its budget",
+    )
+    create.add_argument(
+        "--files",
+        default="1",
+        metavar="N",
+        help="files the builder's task touches; each beyond the first adds a call (default 1)",
+    )
+    create.add_argument(
+        "--prior-failures",
+        action="store_true",
+        help="the task failed before: a builder gets 2 more calls",
+    )
+    create.add_argument(
+        "--framework-confidence",
+        metavar="X",
+        help="the planner's confidence in the framework, 0 to 1; "
+        "0.6 or more gives a builder 2 more calls",
+    )
     create.set_defaults(handler=tools_create)
-    use = actions.add_parser("use", help="use one tool call")
-    use.add_argument("agent", metavar="AGENT")
-    use.add_argument("--exempt", action="store_true")
+    use = actions.add_parser(
+        "use",
+        help="use one tool call",
+        description=(
+            "Count one tool call of an agent, printing Budget: used/total.\n"
+            "Exit 0 allowed; 1 refused (budget exhausted); 2 bad command line."
+        ),
+        epilog="Examples:\n  ledger tools use builder-1\n  ledger tools use builder-1 --exempt",
+    )
+    use.add_argument("agent", metavar="AGENT", help="the agent making the call")
+    use.add_argument(
+        "--exempt",
+        action="store_true",
+        help="an exempt action (preflight, memory, phase transition): admitted and not counted",
+    )
     use.set_defaults(handler=tools_use)
-    check = actions.add_parser("check", help="check the budget")
-    check.add_argument("agent", metavar="AGENT")
+    check = actions.add_parser(
+        "check",
+        help="check the budget",
+        description=(
+            "Show an agent's tool-call budget without using a call.\n"
+            "Exit 0 calls left; 1 exhausted; 2 bad command line."
+        ),
+        epilog="Example:\n  ledger tools check builder-1",
+    )
+    check.add_argument("agent", metavar="AGENT", help="the agent to check")
     check.set_defaults(handler=tools_check)
 
 
 def _build_time(actions: Any) -> None:
-    start = actions.add_parser("start", help="start the countdown")
-    start.add_argument("--budget-seconds", metavar="N")
-    start.add_argument("--end", metavar="ISO")
+    start = actions.add_parser(
+        "start",
+        help="start the countdown",
+        description=(
+            "Start a wall-clock countdown; give exactly one of --budget-seconds and --end.\n"
+            "LEDGER_BUDGET_END (Unix seconds), when set, overrides it for that process.\n"
+            "Exit 0; 2 bad command line."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger time start --budget-seconds 3600\n"
+            "  ledger time start --end 2026-06-01T18:00:00Z"
+        ),
+    )
+    start.add_argument("--budget-seconds", metavar="N", help="seconds from now until the deadline")
+    start.add_argument("--end", metavar="ISO", help="the deadline as an ISO-8601 time with a zone")
     start.set_defaults(handler=time_start)
-    status = actions.add_parser("status", help="remaining time and urgency tier")
+    status = actions.add_parser(
+        "status",
+        help="remaining time and urgency tier",
+        description=(
+            "Show the time left before the deadline and its urgency tier (continue,\n"
+            "wrap_up, commit_now, expired). Advisory: exit 0; 78 for a malformed\n"
+            "LEDGER_BUDGET_END."
+        ),
+        epilog="Examples:\n  ledger time status\n  LEDGER_BUDGET_END=1780336800 ledger time status",
+    )
     status.set_defaults(handler=time_status)
 
 
 def _build_hook(actions: Any) -> None:
-    pre = actions.add_parser("pre-tool-use", help="PreToolUse: count and decide")
+    pre = actions.add_parser(
+        "pre-tool-use",
+        help="PreToolUse: count and decide",
+        description=(
+            "Claude Code PreToolUse hook: reads the hook JSON on stdin, counts the turn\n"
+            "(LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints the JSON Claude\n"
+            "Code reads: permissionDecision deny when the agent's tool-call budget is\n"
+            "exhausted. Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PreToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook pre-tool-use"
+        ),
+    )
     pre.set_defaults(handler=hook_pre_tool_use)
-    post = actions.add_parser("post-tool-use", help="PostToolUse: countdown and budget lines")
+    post = actions.add_parser(
+        "post-tool-use",
+        help="PostToolUse: countdown and budget lines",
+        description=(
+            "Claude Code PostToolUse hook: reads the hook JSON on stdin and prints\n"
+            "additionalContext with the countdown tier (LEDGER_BUDGET_END or\n"
+            "`ledger time start`) and the budget lines. Exit 0 (malformed stdin: one stderr\n"
+            "line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PostToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook post-tool-use"
+        ),
+    )
     post.set_defaults(handler=hook_post_tool_use)
 
 
@@ -465,15 +710,31 @@ def register(commands: Any) -> None:
 
     Each family's actions are parsed by a second parser built only when that
     family runs: the hook, called before every tool use, does not pay for
-    building the 25 parsers of the other families.
+    building the 25 parsers of the other families. The ``family_parser``
+    default builds it on request, so help and documentation can list every
+    action.
     """
+    examples = {
+        "tokens": "ledger tokens check release-7 builder-1 4000",
+        "turns": "ledger turns record fix-login --type tool_use",
+        "tools": "ledger tools use builder-1",
+        "time": "ledger time start --budget-seconds 3600",
+        "hook": "ledger hook pre-tool-use < pre-tool-use.json",
+    }
     for name, (help_text, _build, actions) in _FAMILIES.items():
         parser = commands.add_parser(
             name,
             help=help_text,
-            description=help_text,
+            description=f"{help_text[:1].upper()}{help_text[1:]}.",
             usage=f"ledger {name} ACTION ...",
-            epilog=f"actions: {actions} (`ledger {name} ACTION --help` for each)",
+            epilog=(
+                f"Actions: {actions}\n"
+                f"  (`ledger {name} ACTION --help` explains each)\n\n"
+                f"Example:\n  {examples.get(name, f'ledger {name} ACTION --help')}"
+            ),
         )
         parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        parser.set_defaults(handler=_dispatch(name))
+        parser.set_defaults(
+            handler=_dispatch(name),
+            family_parser=lambda name=name: _family_parser(name),
+        )

@@ -31,6 +31,21 @@ def seal_time(now: dt.datetime, head_ts: str | None) -> dt.datetime:
     return max(now, head)
 
 
+def chain_time(now: dt.datetime, head_ts: str | None) -> dt.datetime:
+    """The time a step under the chain lock decides at: the time it will seal with.
+
+    Every deadline a step writes (reservation expiry, a countdown's end) and
+    every deadline it compares is taken on this one clock, the one folds use
+    (each entry's own ``ts_utc``). A writer whose clock runs behind the head
+    would otherwise write reservations that are born expired. A head whose
+    time cannot be read leaves ``now`` (the chain itself is then reported).
+    """
+    try:
+        return seal_time(now, head_ts)
+    except ValueError:
+        return now
+
+
 def seal(
     event_type: str,
     payload: dict[str, Any],

@@ -61,6 +61,31 @@ def apply_entry(
         apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
 
 
+IDEMPOTENT_EVENTS = frozenset({"budget.record_call", "tokens.record"})
+
+
+def idempotency_record(
+    event_type: str, payload: dict[str, Any], entry_hash: str, number: int
+) -> dict[str, Any] | None:
+    """What the key index keeps for an entry sealed with an idempotency key, or ``None``.
+
+    ``number`` is the entry's position in the chain (from 1): a later command
+    that finds the key holds the record against the chain it sees.
+    """
+    if event_type not in IDEMPOTENT_EVENTS:
+        return None
+    key = payload.get("idempotency_key")
+    if not isinstance(key, str) or not key:
+        return None
+    return {
+        "key": key,
+        "entry_hash": entry_hash,
+        "event_type": event_type,
+        "entry": number,
+        "payload": payload,
+    }
+
+
 def apply_parsed(state: dict[str, Any], parsed: ParsedEntry) -> None:
     """Fold a verified chain entry."""
     apply_entry(state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash)

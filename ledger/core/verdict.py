@@ -98,6 +98,7 @@ def _uncertainty(
     now: dt.datetime,
     head_ts: dt.datetime | None,
     counter_problem: str | None,
+    local_now: dt.datetime,
 ) -> tuple[Uncertainty, str] | None:
     if counter_problem is not None:
         return Uncertainty.COUNTER_INCONSISTENT, counter_problem
@@ -158,12 +159,12 @@ def _uncertainty(
                 Uncertainty.CLOCK_DRIFT,
                 f"{scope.key}: billing_ts is {ahead:.0f} s in the future (tolerance {tolerance} s)",
             )
-    if head_ts is not None and _seconds(head_ts - now) > tolerance:
+    if head_ts is not None and _seconds(head_ts - local_now) > tolerance:
         return (
             Uncertainty.CLOCK_DRIFT,
             (
-                f"local time {now.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} is "
-                f"{_seconds(head_ts - now):.0f} s before the chain's newest entry "
+                f"local time {local_now.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} is "
+                f"{_seconds(head_ts - local_now):.0f} s before the chain's newest entry "
                 f"(tolerance {tolerance} s)"
             ),
         )
@@ -178,6 +179,7 @@ def decide(
     *,
     head_ts: dt.datetime | None = None,
     counter_problem: str | None = None,
+    local_now: dt.datetime | None = None,
 ) -> Decision:
     """Answer one pre-call check.
 
@@ -185,13 +187,18 @@ def decide(
         scopes: the applicable caps' scopes (aggregate first, then the provider's).
         estimate_micros: the call's estimated cost (≥ 0).
         config: thresholds.
-        now: the current time (aware).
+        now: the time the step decides at (aware): the chain's time, which is
+            the local clock but never before the head (``seal.chain_time``).
         head_ts: the chain's newest entry time.
+        local_now: the local clock itself, when it differs from ``now``: row 5
+            compares it with the head (defaults to ``now``).
         counter_problem: why the local counter cannot be trusted, if it cannot.
     """
     deciding = deciding_scope(scopes, estimate_micros)
     projected = usage_pct(deciding, estimate_micros)
-    uncertain = _uncertainty(scopes, config, now, head_ts, counter_problem)
+    uncertain = _uncertainty(
+        scopes, config, now, head_ts, counter_problem, now if local_now is None else local_now
+    )
     if uncertain is not None:
         reason, diagnostic = uncertain
         return Decision(

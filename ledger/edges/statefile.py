@@ -13,12 +13,13 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
 from ledger.edges.files import atomic_write, exclusive_create
-from ledger.errors import StateMismatchError
+from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
 
@@ -101,3 +102,63 @@ class StateFile:
         """Remove the stored state (it is rebuilt from the chain on next use)."""
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+    # Idempotency keys: one small MAC'd file per key under ``state/keys/``, named
+    # by the SHA-256 of the key, so a lookup reads one file whatever the chain's
+    # length. Like the state, the index is derived: rebuilt with it from the chain.
+
+    def _key_path(self, key: str) -> Path:
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+        return self.keys_dir / digest[:2] / f"{digest}.json"
+
+    @property
+    def keys_dir(self) -> Path:
+        """Where the idempotency-key index lives."""
+        return self.path.parent / "keys"
+
+    def load_key(self, key: str) -> dict[str, Any] | None:
+        """The index record of ``key``; ``None`` when absent, unreadable or edited."""
+        try:
+            raw = self._key_path(key).read_bytes()
+            mac_key = self._mac_key(create=False)
+        except OSError:
+            return None
+        if mac_key is None:
+            return None
+        body, _, mac = raw.rstrip(b"\n").rpartition(b"\n")
+        expected = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
+        if not hmac.compare_digest(expected, mac):
+            return None
+        try:
+            record = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or record.get("key") != key:
+            return None
+        return record
+
+    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Add idempotency-key records; the first record of a key wins.
+
+        Raises:
+            ChainIOError: a file cannot be written.
+        """
+        if replace and self.keys_dir.exists():
+            doomed = self.keys_dir.with_name(f"keys.old-{os.getpid()}")
+            self.keys_dir.replace(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        mac_key = self._mac_key(create=True)
+        assert mac_key is not None  # noqa: S101 - create=True always yields a key
+        for record in records:
+            path = self._key_path(record["key"])
+            if path.exists():
+                continue
+            body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
+            mac = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ChainIOError(f"cannot write the idempotency index: {exc}") from exc
+            # A key sealed by a call is made durable with it; a bulk rebuild is not
+            # (a lost file is refolded from the chain when the state lags).
+            atomic_write(path, body + b"\n" + mac + b"\n", 0o600, durable=not replace)

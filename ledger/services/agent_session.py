@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.agents import ensure_tables
 from ledger.core.config import Config
-from ledger.core.seal import SealedEntry
+from ledger.core.seal import SealedEntry, chain_time
 from ledger.core.signing import Signer
 from ledger.core.state import empty_state
 from ledger.core.timefmt import format_ts
@@ -57,7 +57,7 @@ class AgentSession(NamedTuple):
 
     tx: ChainTx | None
     counter: Counter
-    now: dt.datetime
+    now: dt.datetime  # the chain's time: the local clock, never before the head
     problem: str | None
     writer: Writer | None
     signer: Signer | None
@@ -84,8 +84,7 @@ class AgentSession(NamedTuple):
         # The writer looks the active key up under the lock: a rotation by
         # another process since this session started is never raced.
         sealed = self.writer.append(self.tx, event_type, payload, now=self.now)
-        if self.counter.problem is None:
-            fold_sealed(self.counter, sealed, self.tx.head())
+        fold_sealed(self.counter, sealed, self.tx.head())
         return sealed
 
 
@@ -115,8 +114,9 @@ def agent_session(deps: AgentDeps, *, write: bool = True) -> Iterator[AgentSessi
     writer = Writer(deps) if write else None
     signer = writer.signer() if writer is not None else None
     with deps.chain.transaction() as tx:
-        now = deps.clock.now()
         counter = load_counter(tx, deps)
+        head = counter.head
+        now = chain_time(deps.clock.now(), head.ts_utc if head is not None else None)
         session = AgentSession(
             tx, counter, now, counter_problem(counter, deps.config), writer, signer
         )

@@ -18,6 +18,7 @@ from ledger.core.agent_tokens import TokenReason
 from ledger.core.timefmt import format_ts
 from ledger.errors import ChainIOError, InputDataError, LockTimeoutError, UsageError
 from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
+from ledger.services.state import find_duplicate, remember_keys_untrusted
 
 # --------------------------------------------------------------------------- tokens
 
@@ -214,7 +215,7 @@ def _clip(text: str | None, limit: int = 1024) -> str | None:
 
 def tokens_record(
     deps: AgentDeps, convoy: str, agent: str, tokens_in: int, tokens_out: int,
-    check_ref: str | None,
+    check_ref: str | None, idempotency_key: str | None = None,
 ) -> tuple[dict[str, Any], str | None]:  # fmt: skip
     """Record actual use and settle its reservation. Use is never refused.
 
@@ -224,6 +225,10 @@ def tokens_record(
     with a warning (the second element).
     """
     with agent_session(deps) as session:
+        if idempotency_key is not None:
+            first = find_duplicate(session.counter, deps, idempotency_key, "tokens.record")
+            if first is not None:
+                return _token_record_result(first["entry_hash"], first["payload"], None, True), None
         state = session.agents["convoys"].get(convoy)
         warning = None
         settled = None
@@ -253,26 +258,35 @@ def tokens_record(
             "check_ref": check_ref,
             "settled_ref": settled,
             "known_convoy": state is not None,
+            "idempotency_key": idempotency_key,
         }
         sealed = session.append("tokens.record", payload)
+        remember_keys_untrusted(session.counter, deps.states)
         after = session.agents["convoys"].get(convoy)
         used = agent_tokens.agent_used(after, agent) if after is not None else None
-    return (
-        {
-            "recorded": True,
-            "entry_hash": sealed.entry_hash,
-            "convoy": convoy,
-            "agent": agent,
-            "input_tokens": tokens_in,
-            "output_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-            "check_ref": check_ref,
-            "settled": settled is not None,
-            "settled_ref": settled,
-            "agent_used_tokens": used,
-        },
-        warning,
-    )
+    return _token_record_result(sealed.entry_hash, payload, used, False), warning
+
+
+def _token_record_result(
+    entry_hash: str, payload: dict[str, Any], used: int | None, duplicate: bool
+) -> dict[str, Any]:
+    tokens_in, tokens_out = int(payload["input_tokens"]), int(payload["output_tokens"])
+    settled = payload.get("settled_ref")
+    return {
+        "recorded": True,
+        "entry_hash": entry_hash,
+        "convoy": payload["convoy"],
+        "agent": payload["agent"],
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "total_tokens": tokens_in + tokens_out,
+        "check_ref": payload.get("check_ref"),
+        "settled": settled is not None,
+        "settled_ref": settled,
+        "agent_used_tokens": used,
+        "idempotency_key": payload.get("idempotency_key"),
+        "duplicate": duplicate,
+    }
 
 
 # --------------------------------------------------------------------------- turns

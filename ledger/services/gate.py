@@ -9,6 +9,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
+from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
@@ -23,8 +24,10 @@ from ledger.services.state import (
     Counter,
     StateStore,
     counter_problem,
+    find_duplicate,
     fold_sealed,
     load_counter,
+    remember_keys_untrusted,
     save_counter,
 )
 from ledger.services.writer import Writer, WriterDeps
@@ -92,8 +95,15 @@ def _scopes(
     return scopes
 
 
+def _head_ts_text(counter: Counter) -> str | None:
+    return counter.head.ts_utc if counter.head is not None else None
+
+
 def _head_time(counter: Counter) -> dt.datetime | None:
-    return parse_ts(counter.head.ts_utc) if counter.head is not None else None
+    try:
+        return parse_ts(counter.head.ts_utc) if counter.head is not None else None
+    except ValueError:
+        return None
 
 
 def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -> list[str]:
@@ -112,11 +122,13 @@ def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -
 
 def _verdict_payload(
     decision: Decision, provider: str | None, cycle_id: str | None, agent: str | None,
-    day: str, now: dt.datetime, config: Config,
+    day: str, now: dt.datetime, config: Config, local_now: dt.datetime,
 ) -> dict[str, Any]:  # fmt: skip
     scope = decision.deciding
     reservation = None
     if decision.admits:
+        # ``now`` is the time this verdict is sealed with, the clock every fold
+        # judges expiry by: the reservation lives its full TTL on that clock.
         expires = now + dt.timedelta(seconds=config.reservation_ttl_seconds)
         reservation = {"micros": decision.estimate_micros, "expires_at": format_ts(expires)}
     projected = decision.projected_pct
@@ -134,7 +146,7 @@ def _verdict_payload(
         "usage_pct": None if projected is None else f"{float(projected):.4f}",
         "uncertainty_reason": decision.reason.value if decision.reason else None,
         "diagnostic": decision.diagnostic,
-        "local_time": format_ts(now),
+        "local_time": format_ts(local_now),
         "reservation": reservation,
     }
 
@@ -217,8 +229,9 @@ def _gate_once(
     if refresh:
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
-        now = deps.clock.now()
+        local_now = deps.clock.now()
         counter = load_counter(tx, deps)
+        now = chain_time(local_now, _head_ts_text(counter))
         problem = counter_problem(counter, config)
         for result in refresh:
             if isinstance(result, Deferred):
@@ -235,9 +248,9 @@ def _gate_once(
                 return wanted
         decision = decide(
             scopes, estimate_micros, config, now,
-            head_ts=_head_time(counter), counter_problem=problem,
+            head_ts=_head_time(counter), counter_problem=problem, local_now=local_now,
         )  # fmt: skip
-        payload = _verdict_payload(decision, provider, cycle_id, agent, day, now, config)
+        payload = _verdict_payload(decision, provider, cycle_id, agent, day, now, config, local_now)
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
             fold_sealed(counter, sealed, tx.head())
@@ -246,12 +259,14 @@ def _gate_once(
 
 
 class RecordOutcome(NamedTuple):
-    """A recorded call."""
+    """A recorded call (or, for a repeated idempotency key, the first one)."""
 
     entry_hash: str
     utc_day: str
     settled: bool
     warning: str | None
+    duplicate: bool = False
+    payload: dict[str, Any] | None = None
 
 
 def record_call(
@@ -263,8 +278,13 @@ def record_call(
     cycle_id: str | None = None,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    idempotency_key: str | None = None,
 ) -> RecordOutcome:
     """Record actual spend and settle its reservation. Spend is never refused.
+
+    With ``idempotency_key``, a key already sealed in the chain writes nothing
+    and returns the first record (``duplicate``): the lookup and the append
+    are one step under the chain lock, so concurrent repeats seal exactly one.
 
     Raises:
         LockTimeoutError: the chain lock stayed busy.
@@ -273,8 +293,18 @@ def record_call(
     writer = Writer(deps)
     writer.signer()  # fail before the lock when there is no usable key
     with deps.chain.transaction() as tx:
-        now = deps.clock.now()
         counter = load_counter(tx, deps)
+        if idempotency_key is not None:
+            first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
+            if first is not None:
+                save_counter(counter, deps.states)
+                body = first["payload"]
+                return RecordOutcome(
+                    first["entry_hash"], str(body.get("utc_day")), bool(body.get("settled")),
+                    None, duplicate=True, payload=body,
+                )  # fmt: skip
+        now = chain_time(deps.clock.now(), _head_ts_text(counter))
+        day = utc_day(now)
         warning = None
         settled = False
         if verdict_ref is not None:
@@ -288,7 +318,10 @@ def record_call(
                 warning = f"verdict_ref {verdict_ref[:16]}… has expired; recorded anyway"
             else:
                 settled = True
-        day = utc_day(now)
+                # SPEC §4: a settled record counts on its reservation's budget
+                # day, so a call admitted before midnight and recorded after it
+                # never pushes the new day past its cap.
+                day = reservation["utc_day"]
         payload = {
             "provider": provider,
             "actual_micros": actual_micros,
@@ -299,12 +332,13 @@ def record_call(
             "cycle_id": cycle_id,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
+            "idempotency_key": idempotency_key,
         }
         sealed = writer.append(tx, "budget.record_call", payload, now=now)
-        if counter.problem is None:
-            fold_sealed(counter, sealed, tx.head())
-            save_counter(counter, deps.states)
-    return RecordOutcome(sealed.entry_hash, day, settled, warning)
+        fold_sealed(counter, sealed, tx.head())
+        save_counter(counter, deps.states)
+        remember_keys_untrusted(counter, deps.states)
+    return RecordOutcome(sealed.entry_hash, day, settled, warning, payload=payload)
 
 
 class UsageOutcome(NamedTuple):
@@ -330,8 +364,9 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     """
     config = deps.config
     with deps.chain.read_transaction() as tx:
-        now = deps.clock.now()
+        local_now = deps.clock.now()
         counter = load_counter(tx, deps)
+    now = chain_time(local_now, _head_ts_text(counter))
     day = utc_day(now)
     usd = counter.data["usd"]
     aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now)
@@ -344,7 +379,7 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         scopes.append(provider_scope)
     decision = decide(
         scopes, 0, config, now, head_ts=_head_time(counter),
-        counter_problem=counter_problem(counter, config),
+        counter_problem=counter_problem(counter, config), local_now=local_now,
     )  # fmt: skip
     reason = decision.reason
     return UsageOutcome(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
-from ledger.core.state import apply_entry, apply_parsed, empty_state
+from ledger.core.state import apply_entry, apply_parsed, empty_state, idempotency_record
 from ledger.errors import ChainIOError, InputDataError, StateMismatchError
 from ledger.services.ports import ChainStore, ChainTx, Head
 
@@ -56,11 +56,22 @@ class StateStore(Protocol):
         """Remove the stored state."""
         ...
 
+    def load_key(self, key: str) -> dict[str, Any] | None:
+        """The index record of an idempotency key, or ``None`` (never raises)."""
+        ...
+
+    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Add idempotency-key records (the first record of a key wins).
+
+        ``replace`` drops every record first: the index is rebuilt from a full fold.
+        """
+        ...
+
 
 class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
-    __slots__ = ("data", "dirty", "head", "problem")
+    __slots__ = ("data", "dirty", "head", "new_keys", "problem", "rebuilt")
 
     def __init__(
         self,
@@ -69,11 +80,18 @@ class Counter:
         problem: str | None = None,
         *,
         dirty: bool = False,
+        new_keys: list[dict[str, Any]] | None = None,
+        rebuilt: bool = False,
     ) -> None:
         self.data = data
         self.head = head
         self.problem = problem
         self.dirty = dirty
+        # Idempotency keys folded since the state was stored; the key index
+        # receives them before the state is saved, so an index that lags the
+        # state can only happen with a state that lags the chain (caught up).
+        self.new_keys = new_keys if new_keys is not None else []
+        self.rebuilt = rebuilt
 
 
 def _fold_range(
@@ -85,13 +103,21 @@ def _fold_range(
     expected_prev: str,
     first_line: int = 1,
     remember: tuple[int, dict[int, str]] | None = None,
+    keys: list[dict[str, Any]] | None = None,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
     def fold(parsed: "ParsedEntry") -> None:
         apply_parsed(data, parsed)
-        if remember is not None and data["meta"]["entries"] == remember[0]:
+        number = data["meta"]["entries"]
+        if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
+        if keys is not None:
+            record = idempotency_record(
+                parsed.event_type, parsed.payload, parsed.entry_hash, number
+            )
+            if record is not None:
+                keys.append(record)
 
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
@@ -159,10 +185,11 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             data = empty_state()
             checkpoint = deps.newest_checkpoint()
             hashes: dict[int, str] = {}
+            keys: list[dict[str, Any]] = []
             if head is not None:
                 problem = _fold_range(
                     store, data, trust(), 0, head.size, GENESIS,
-                    remember=(checkpoint.entries, hashes) if checkpoint else None,
+                    remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
                 )  # fmt: skip
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
@@ -170,7 +197,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
                 problem = _checkpoint_problem(data, head, checkpoint, hashes, trust())
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
-            return Counter(data, head, None, dirty=True)
+            return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
         if head is None:
             if stored.head_hash is None:
                 return Counter(stored.data, None)
@@ -182,12 +209,14 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             # Line numbers count from the top of the chain, as verify-chain's do
             # (our own writer never writes markers, so entries equal lines).
             first_line = int(stored.data["meta"]["entries"]) + 1
+            keys = []
             problem = _fold_range(
-                store, data, trust(), stored.size, head.size, stored.head_hash, first_line
-            )
+                store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
+                keys=keys,
+            )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
-            return Counter(data, head, None, dirty=True)
+            return Counter(data, head, None, dirty=True, new_keys=keys)
     except (InputDataError, ChainIOError) as exc:
         return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
     return Counter(empty_state(), head, _mismatch())
@@ -240,13 +269,89 @@ def _mismatch() -> str:
 
 
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:
-    """Fold an entry this process just appended (already trusted: we sealed it)."""
+    """Fold an entry this process just appended (already trusted: we sealed it).
+
+    An untrusted counter is not folded (it is never saved); only the entry's
+    idempotency key is noted, so a repeat is still found in the chain.
+    """
     entry = sealed.entry
-    apply_entry(
-        counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash
-    )
+    if counter.problem is None:
+        apply_entry(
+            counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash
+        )
+        number = int(counter.data["meta"]["entries"])
+    else:
+        number = 0  # unknown here: lookups on an untrusted counter search the chain
+    record = idempotency_record(entry["event_type"], entry["payload"], sealed.entry_hash, number)
+    if record is not None:
+        counter.new_keys.append(record)
     counter.head = head
     counter.dirty = True
+
+
+def find_duplicate(
+    counter: Counter, deps: "DuplicateDeps", key: str, event_type: str
+) -> dict[str, Any] | None:
+    """The first entry sealed with idempotency ``key``, if the chain holds one.
+
+    Looked up in the key index (one file), or among the keys folded by this
+    load and not yet saved. A trusted counter vouches for the index up to its
+    own length; an untrusted one does not, so the entry is then checked in the
+    chain itself (slow, but only a damaged home takes that path). A key used by
+    another event type is not a duplicate of this one.
+    """
+    record = next((r for r in counter.new_keys if r["key"] == key), None)
+    if record is None:
+        record = deps.states.load_key(key)
+    if record is None or record.get("event_type") != event_type:
+        return None
+    number = record.get("entry")
+    if counter.problem is None and isinstance(number, int) and number >= 1:
+        return record if number <= int(counter.data["meta"]["entries"]) else None
+    return record if _chain_holds(deps.chain, str(record.get("entry_hash"))) else None
+
+
+def _chain_holds(store: ChainStore, entry_hash: str) -> bool:
+    from ledger.core.envelope import parse_line
+
+    try:
+        for raw in store.iter_lines():
+            try:
+                if parse_line(raw.rstrip(b"\n")).entry_hash == entry_hash:
+                    return True
+            except (ValueError, InputDataError):
+                continue
+    except ChainIOError:
+        return False
+    return False
+
+
+class DuplicateDeps(Protocol):
+    """What a duplicate lookup needs."""
+
+    @property
+    def chain(self) -> ChainStore:
+        """The chain."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived-state store."""
+        ...
+
+
+def remember_keys_untrusted(counter: Counter, states: StateStore) -> None:
+    """Index keys sealed while the counter is untrusted (the state is not saved then).
+
+    Lookups on an untrusted counter check each indexed key in the chain, so an
+    index that runs ahead of the stored state is safe.
+    """
+    if counter.problem is not None and counter.new_keys:
+        try:
+            states.save_keys(counter.new_keys)
+        except ChainIOError:
+            return
+        counter.new_keys = []
 
 
 def save_counter(counter: Counter, states: StateStore) -> None:
@@ -259,6 +364,10 @@ def save_counter(counter: Counter, states: StateStore) -> None:
     if counter.problem is None and counter.dirty:
         head = counter.head
         try:
+            if counter.new_keys or counter.rebuilt:
+                states.save_keys(counter.new_keys, replace=counter.rebuilt)
+                counter.new_keys = []
+                counter.rebuilt = False
             states.save_state(
                 head.entry_hash if head else None, head.size if head else 0, counter.data
             )

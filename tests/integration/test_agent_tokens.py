@@ -100,7 +100,18 @@ def test_bad_command_lines_exit_2(home, run_inproc):
 
 
 def test_check_reserves_and_reaching_the_limit_exactly_is_allowed(home, run_inproc):
-    cli(run_inproc, home, "tokens", "create", "c", "--convoy-max", "1000", "--agent-max", "500")
+    cli(
+        run_inproc,
+        home,
+        "tokens",
+        "create",
+        "c",
+        "--convoy-max",
+        "1000",
+        "--agent-max",
+        "500",
+        env=at(0),
+    )
     first = cli(run_inproc, home, "tokens", "check", "c", "a", "300", env=at(0))
     assert first.code == 0
     body = first.json()
@@ -136,10 +147,32 @@ def test_check_reserves_and_reaching_the_limit_exactly_is_allowed(home, run_inpr
 
 
 def test_warning_threshold_at_79_and_80_percent(home, run_inproc):
-    cli(run_inproc, home, "tokens", "create", "c", "--convoy-max", "1000", "--agent-max", "1000")
+    cli(
+        run_inproc,
+        home,
+        "tokens",
+        "create",
+        "c",
+        "--convoy-max",
+        "1000",
+        "--agent-max",
+        "1000",
+        env=at(0),
+    )
     assert cli(run_inproc, home, "tokens", "check", "c", "a", "790").json()["reason"] == "ok"
     cli(run_inproc, home, "tokens", "delete", "c")
-    cli(run_inproc, home, "tokens", "create", "c", "--convoy-max", "1000", "--agent-max", "1000")
+    cli(
+        run_inproc,
+        home,
+        "tokens",
+        "create",
+        "c",
+        "--convoy-max",
+        "1000",
+        "--agent-max",
+        "1000",
+        env=at(0),
+    )
     warn = cli(run_inproc, home, "tokens", "check", "c", "a", "800")
     assert (warn.code, warn.json()["reason"], warn.json()["usage_pct"]) == (
         0,
@@ -149,7 +182,18 @@ def test_warning_threshold_at_79_and_80_percent(home, run_inproc):
 
 
 def test_record_settles_the_named_reservation(home, run_inproc):
-    cli(run_inproc, home, "tokens", "create", "c", "--convoy-max", "1000", "--agent-max", "500")
+    cli(
+        run_inproc,
+        home,
+        "tokens",
+        "create",
+        "c",
+        "--convoy-max",
+        "1000",
+        "--agent-max",
+        "500",
+        env=at(0),
+    )
     ref = cli(run_inproc, home, "tokens", "check", "c", "a", "400", env=at(0)).json()["check_ref"]
     assert not cli(run_inproc, home, "tokens", "check", "c", "a", "150", env=at(1)).json()[
         "allowed"
@@ -175,7 +219,7 @@ def test_record_settles_the_named_reservation(home, run_inproc):
 
 
 def test_record_without_ref_settles_the_oldest_open_reservation(home, run_inproc):
-    cli(run_inproc, home, "tokens", "create", "c", "--agent-max", "1000")
+    cli(run_inproc, home, "tokens", "create", "c", "--agent-max", "1000", env=at(0))
     first = cli(run_inproc, home, "tokens", "check", "c", "a", "100", env=at(0)).json()["check_ref"]
     second = cli(run_inproc, home, "tokens", "check", "c", "a", "100", env=at(1)).json()[
         "check_ref"

@@ -33,7 +33,7 @@ def post(run_inproc, home, env, stdin=POST):
 
 
 def test_pre_counts_the_tool_call_and_denies_when_exhausted(home, run_inproc):
-    cli(run_inproc, home, "tools", "create", "explorer-1", "--role", "explorer")
+    cli(run_inproc, home, "tools", "create", "explorer-1", "--role", "explorer", env=NOW_ENV)
     env = {"LEDGER_AGENT": "explorer-1"}
     for name in (
         "pre_tool_use_bash.json",
@@ -58,13 +58,13 @@ def test_pre_counts_the_tool_call_and_denies_when_exhausted(home, run_inproc):
     assert [p["decision"] for p in sealed] == ["allow"] * 4 + ["deny"]
     assert [p["tool_name"] for p in sealed][:3] == ["Bash", "Edit", "mcp__github__create_issue"]
     assert sealed[0]["session_id"] == "8c3f2a51-6f0e-4d7b-9a61-2b9f4d1e7c30"
-    check = cli(run_inproc, home, "tools", "check", "explorer-1")
+    check = cli(run_inproc, home, "tools", "check", "explorer-1", env=NOW_ENV)
     assert (check.code, check.json()["budget_used"], check.json()["refused_calls"]) == (1, 4, 1)
     assert_chain_verifies(run_inproc, home)
 
 
 def test_pre_counts_turns_and_warns_without_deciding(home, run_inproc):
-    cli(run_inproc, home, "turns", "create", "wf", "--total", "100", "--phase", "5")
+    cli(run_inproc, home, "turns", "create", "wf", "--total", "100", "--phase", "5", env=NOW_ENV)
     env = {"LEDGER_WORKFLOW": "wf"}
     for _ in range(3):
         assert pre(run_inproc, home, env).json() == {}
@@ -77,22 +77,22 @@ def test_pre_counts_turns_and_warns_without_deciding(home, run_inproc):
     exceeded = pre(run_inproc, home, env).json()
     assert exceeded["hookSpecificOutput"]["additionalContext"].startswith("BUDGET EXCEEDED:")
     assert "permissionDecision" not in exceeded["hookSpecificOutput"]
-    check = cli(run_inproc, home, "turns", "check", "wf").json()
+    check = cli(run_inproc, home, "turns", "check", "wf", env=NOW_ENV).json()
     assert (check["effective_total"], check["effective_phase"]) == (5, 5)
     assert event_types(home).count("hook.pre_tool_use") == 5
 
 
 def test_pre_with_both_scopes_seals_one_envelope_per_call(home, run_inproc):
-    cli(run_inproc, home, "turns", "create", "wf", "--total", "10", "--phase", "10")
-    cli(run_inproc, home, "tools", "create", "b", "--role", "builder")
+    cli(run_inproc, home, "turns", "create", "wf", "--total", "10", "--phase", "10", env=NOW_ENV)
+    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", env=NOW_ENV)
     before = len(event_types(home))
     env = {"LEDGER_WORKFLOW": "wf", "LEDGER_AGENT": "b"}
     for _ in range(6):
         pre(run_inproc, home, env)
     assert len(event_types(home)) == before + 6
     # The sixth call was denied: it is neither a counted tool call nor a turn.
-    assert cli(run_inproc, home, "turns", "check", "wf").json()["effective_total"] == 5
-    assert cli(run_inproc, home, "tools", "check", "b").json()["budget_used"] == 5
+    assert cli(run_inproc, home, "turns", "check", "wf", env=NOW_ENV).json()["effective_total"] == 5
+    assert cli(run_inproc, home, "tools", "check", "b", env=NOW_ENV).json()["budget_used"] == 5
 
 
 def test_pre_expired_countdown_warns(home, run_inproc):
@@ -106,8 +106,8 @@ def test_pre_expired_countdown_warns(home, run_inproc):
 
 
 def test_post_reports_countdown_and_budget_lines(home, run_inproc):
-    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", "--files", "2")
-    cli(run_inproc, home, "turns", "create", "wf", "--total", "50", "--phase", "10")
+    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", "--files", "2", env=NOW_ENV)
+    cli(run_inproc, home, "turns", "create", "wf", "--total", "50", "--phase", "10", env=NOW_ENV)
     env = {
         "LEDGER_AGENT": "b",
         "LEDGER_WORKFLOW": "wf",
@@ -155,7 +155,7 @@ def test_post_uses_time_start_when_no_variable(home, run_inproc):
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("malformed_*")))
 @pytest.mark.parametrize("command", ["pre-tool-use", "post-tool-use"])
 def test_malformed_stdin_is_one_stderr_line_exit_0_no_decision(home, run_inproc, name, command):
-    cli(run_inproc, home, "tools", "create", "b", "--role", "builder")
+    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", env=NOW_ENV)
     result = cli(
         run_inproc,
         home,
@@ -172,7 +172,7 @@ def test_malformed_stdin_is_one_stderr_line_exit_0_no_decision(home, run_inproc,
 
 
 def test_untrusted_counter_denies(home, run_inproc):
-    cli(run_inproc, home, "tools", "create", "b", "--role", "builder")
+    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", env=NOW_ENV)
     pre(run_inproc, home, {"LEDGER_AGENT": "b"})
     state = home / "state" / "derived.json"
     state.write_bytes(state.read_bytes().replace(b'"used":1', b'"used":0'))
@@ -182,8 +182,8 @@ def test_untrusted_counter_denies(home, run_inproc):
 
 
 def test_lock_timeout_denies_for_an_agent_and_warns_otherwise(home, run_inproc):
-    cli(run_inproc, home, "tools", "create", "b", "--role", "builder")
-    cli(run_inproc, home, "turns", "create", "wf", "--total", "9", "--phase", "9")
+    cli(run_inproc, home, "tools", "create", "b", "--role", "builder", env=NOW_ENV)
+    cli(run_inproc, home, "turns", "create", "wf", "--total", "9", "--phase", "9", env=NOW_ENV)
     env = {"LEDGER_CHAIN_LOCK_TIMEOUT_SECONDS": "0"}
     with (home / "events.jsonl.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -212,7 +212,7 @@ def test_no_scope_prints_an_empty_object(home, run_inproc):
 
 
 def test_real_processes(home, run_inproc):
-    cli(run_inproc, home, "tools", "create", "e", "--role", "explorer")
+    cli(run_inproc, home, "tools", "create", "e", "--role", "explorer", env=NOW_ENV)
     env = process_env(LEDGER_AGENT="e", LEDGER_HOME=str(home))
     outputs = []
     for _ in range(5):

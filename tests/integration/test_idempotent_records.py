@@ -1,0 +1,119 @@
+"""``record`` and ``tokens record`` with ``--idempotency-key`` (SPEC §3)."""
+
+import json
+
+import pytest
+
+from tests.integration.test_agent_helpers import (
+    assert_chain_verifies,
+    cli,
+    event_types,
+    payloads,
+    popen_ledger,
+    process_env,
+)
+
+NOW = {"LEDGER_NOW": "2026-06-01T12:00:00Z"}
+LATER = {"LEDGER_NOW": "2026-06-09T08:00:00Z"}  # another day entirely
+
+
+def _record(run_inproc, home, amount, key, env=NOW):
+    return cli(run_inproc, home, "record", amount, "--provider", "openai",
+               "--idempotency-key", key, env=env)  # fmt: skip
+
+
+def test_a_repeat_writes_nothing_and_prints_the_first_result(home, run_inproc):
+    first = _record(run_inproc, home, "1.25", "req-1")
+    assert first.code == 0, first.stderr
+    body = first.json()
+    assert body["duplicate"] is False
+    size = (home / "events.jsonl").stat().st_size
+    again = _record(run_inproc, home, "9.99", "req-1", env=LATER)
+    assert again.code == 0
+    assert (home / "events.jsonl").stat().st_size == size
+    assert again.json() == body | {"duplicate": True}
+    assert again.json()["actual_micros"] == 1_250_000
+    other = _record(run_inproc, home, "2", "req-2")
+    assert other.json()["duplicate"] is False
+    assert [p["idempotency_key"] for p in payloads(home, "budget.record_call")] == [
+        "req-1",
+        "req-2",
+    ]
+    assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 3_250_000
+
+
+def test_the_key_survives_rebuild_state_and_a_lost_state(home, run_inproc):
+    _record(run_inproc, home, "1", "k:1")
+    assert cli(run_inproc, home, "rebuild-state", env=NOW).code == 0
+    assert _record(run_inproc, home, "1", "k:1").json()["duplicate"] is True
+    # Derived state and the key index gone: both are rebuilt from the chain.
+    import shutil
+
+    shutil.rmtree(home / "state")
+    assert _record(run_inproc, home, "1", "k:1").json()["duplicate"] is True
+    assert len(payloads(home, "budget.record_call")) == 1
+
+
+def test_an_edited_index_file_is_not_trusted(home, run_inproc):
+    _record(run_inproc, home, "1", "real")
+    index = next((home / "state" / "keys").rglob("*.json"))
+    forged = index.with_name("0" * 64 + ".json")
+    forged.write_bytes(index.read_bytes().replace(b'"real"', b'"fake"'))
+    assert _record(run_inproc, home, "1", "fake").json()["duplicate"] is False
+
+
+@pytest.mark.parametrize(
+    "key", ["", "has space", "x" * 129, "semi;colon", "slash/x", "ünï", "new\nline"]
+)
+def test_bad_keys_are_a_bad_command_line_and_write_nothing(home, run_inproc, key):
+    result = _record(run_inproc, home, "1", key)
+    assert result.code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1].startswith("ledger: --idempotency-key")
+    assert not (home / "events.jsonl").exists()
+    tokens = cli(run_inproc, home, "tokens", "record", "c", "a", "1", "1",
+                 "--idempotency-key", key, env=NOW)  # fmt: skip
+    assert tokens.code == 2
+    assert not (home / "events.jsonl").exists()
+
+
+def test_the_longest_key_is_accepted(home, run_inproc):
+    key = "A-z.0:_" * 18 + "ab"
+    assert len(key) == 128
+    assert _record(run_inproc, home, "1", key).json()["duplicate"] is False
+    assert _record(run_inproc, home, "1", key).json()["duplicate"] is True
+
+
+def test_eight_processes_with_one_key_seal_exactly_one_record(home, run_inproc):
+    env = process_env(**NOW)
+    procs = [
+        popen_ledger(
+            home, "record", "1", "--provider", "openai", "--idempotency-key", "once", env=env
+        )
+        for _ in range(8)
+    ]
+    outputs = [proc.communicate(timeout=60) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 8, outputs
+    bodies = [json.loads(out) for out, _ in outputs]
+    assert sorted(b["duplicate"] for b in bodies) == [False] + [True] * 7
+    assert len({b["entry_hash"] for b in bodies}) == 1
+    assert event_types(home).count("budget.record_call") == 1
+    assert_chain_verifies(run_inproc, home)
+
+
+def test_tokens_record_is_idempotent_by_key(home, run_inproc):
+    cli(run_inproc, home, "tokens", "create", "c", "--agent-max", "1000", env=NOW)
+    args = ("tokens", "record", "c", "a", "100", "50", "--idempotency-key", "t-1")
+    first = cli(run_inproc, home, *args, env=NOW)
+    assert first.code == 0
+    assert first.json()["duplicate"] is False
+    again = cli(run_inproc, home, *args, env=LATER)
+    assert again.code == 0
+    body = again.json()
+    assert body["duplicate"] is True
+    assert body["entry_hash"] == first.json()["entry_hash"]
+    assert event_types(home).count("tokens.record") == 1
+    # A key used by a USD record is not a duplicate of a token record.
+    assert _record(run_inproc, home, "1", "t-1").json()["duplicate"] is False
+    report = cli(run_inproc, home, "tokens", "report", "c", env=NOW).json()
+    assert report["total_consumed"] == 150
