@@ -20,14 +20,22 @@ from ledger.errors import EXIT_USAGE, LedgerError, UsageError
 
 app = typer.Typer(
     name="ledger",
-    help="A tamper-evident, fail-closed spend guard for autonomous agents.",
+    help=(
+        "A tamper-evident, fail-closed spend guard for autonomous agents.\n\n"
+        "`ledger COMMAND --help` explains each command.\n\n"
+        "Example: ledger --home ./.ledger verdict 0.25 --provider openai"
+    ),
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
 )
-keys_app = typer.Typer(help="Writer keys.", no_args_is_help=True, rich_markup_mode=None)
+keys_app = typer.Typer(
+    help="Writer keys: rotate, pin an offline root, revoke.\n\nExample: ledger keys rotate",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 app.add_typer(keys_app, name="keys")
 
 HomeOption = Annotated[
@@ -95,7 +103,10 @@ def keys_rotate(
         typer.Option("--root-key", help="Offline root private key, when the home pins one."),
     ] = None,
 ) -> None:
-    """Make a new writer key; the old key signs a ledger.key_rotated naming it."""
+    """Make a new writer key; the old key signs a ledger.key_rotated naming it.
+
+    Example: ledger --home ./.ledger keys rotate
+    """
 
     def body() -> int:
         from ledger.services.home import rotate_key
@@ -128,7 +139,10 @@ def _load_root(path: Path) -> Any:
 def keys_pin_root(
     root_key: Annotated[Path, typer.Option("--root-key", help="Offline root private key PEM.")],
 ) -> None:
-    """Sign trust.json with an offline root key and pin its public key in the home."""
+    """Sign trust.json with an offline root key and pin its public key in the home.
+
+    Example: ledger --home ./.ledger keys pin-root --root-key /media/offline/root.pem
+    """
 
     def body() -> int:
         from ledger.core.signing import public_pem
@@ -150,14 +164,22 @@ def keys_pin_root(
 @keys_app.command("revoke")
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The signing_key_id to revoke.")],
-    reason: Annotated[str, typer.Option("--reason")] = "",
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why the key is revoked, kept in the trust store.")
+    ] = "",
     at: Annotated[
         str | None,
         typer.Option("--at", help="Revoke from this ISO-8601 time (default: entirely)."),
     ] = None,
-    root_key: Annotated[Path | None, typer.Option("--root-key")] = None,
+    root_key: Annotated[
+        Path | None,
+        typer.Option("--root-key", help="Offline root private key, when the home pins one."),
+    ] = None,
 ) -> None:
-    """Revoke a retired writer key: its signatures (from --at on) stop verifying."""
+    """Revoke a retired writer key: its signatures (from --at on) stop verifying.
+
+    Example: ledger keys revoke 3f9a0c1d2e4b5a69 --reason 'laptop lost'
+    """
 
     def body() -> int:
         from ledger.core.timefmt import format_ts, parse_iso8601
@@ -187,13 +209,34 @@ def verify_chain(
         list[str] | None,
         typer.Option("--key", help="Trust a public key PEM, as [ID=]PEM. Repeatable."),
     ] = None,
-    trust_store: Annotated[Path | None, typer.Option("--trust-store")] = None,
-    checkpoint: Annotated[Path | None, typer.Option("--checkpoint")] = None,
+    trust_store: Annotated[
+        Path | None,
+        typer.Option("--trust-store", help="Trust the keys of this trust.json file."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Hold the chain against this signed checkpoint file."),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Every entry must be signed.")] = False,
-    allow_markers: Annotated[bool, typer.Option("--allow-markers")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    allow_markers: Annotated[
+        bool,
+        typer.Option(
+            "--allow-markers", help="Skip unauthenticated '[' marker lines instead of failing."
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object: ok, entries, line, reason.")
+    ] = False,
 ) -> None:
-    """Verify every entry's JSON, link and signature; print OK or the first BROKEN line."""
+    """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
+
+    Exit 0 verified; 1 broken; 2 no such chain file; 65 an unreadable key,
+    trust store or checkpoint file.
+
+    Example: ledger --home ./.ledger verify-chain --json
+
+    Example: ledger verify-chain events.jsonl --key writer.pub.pem --strict
+    """
     from ledger.cli.verify_command import run_verify
 
     _exit(
@@ -214,7 +257,10 @@ def verify_chain(
 
 @app.command()
 def checkpoint() -> None:
-    """Write a signed checkpoint of the verified chain's head."""
+    """Write a signed checkpoint of the verified chain's head.
+
+    Example: ledger --home ./.ledger checkpoint
+    """
 
     def body() -> int:
         from ledger.services.verify import write_checkpoint

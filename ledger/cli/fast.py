@@ -8,7 +8,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ledger.cli.output import guarded, print_error
 from ledger.errors import EXIT_USAGE
@@ -19,7 +19,15 @@ Handler = Callable[[str | None, argparse.Namespace], int]
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors end in one ``ledger: …`` line and exit 2."""
+    """argparse whose errors end in one ``ledger: …`` line and exit 2.
+
+    Descriptions and epilogs keep their line breaks, so the examples in
+    ``--help`` can be copied and pasted as they are.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print usage and one ``ledger:`` line; exit 2."""

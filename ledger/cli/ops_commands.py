@@ -26,10 +26,24 @@ def _exit(code: int) -> None:
 
 
 def reconcile_command(
-    provider: Annotated[str | None, typer.Option("--provider")] = None,
-    force_reason: Annotated[str | None, typer.Option("--force-reason")] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider", help="Reconcile only this provider (default: reconcile.providers)."
+        ),
+    ] = None,
+    force_reason: Annotated[
+        str | None,
+        typer.Option(
+            "--force-reason",
+            help="Re-base the counter to the bill and clear drift, recording this reason.",
+        ),
+    ] = None,
 ) -> None:
-    """Hold the local counter against the bill: exit 0 ok, 1 blocker, 2 defer/unreachable."""
+    """Hold the local counter against the bill: exit 0 ok, 1 blocker, 2 defer/unreachable.
+
+    Example: ledger --home ./.ledger reconcile --provider openai
+    """
 
     def body() -> int:
         from ledger.core.config import PROVIDER_RE
@@ -73,7 +87,10 @@ def reconcile_command(
 
 
 def rebuild_state_command() -> None:
-    """Rebuild derived state from the verified chain; records ledger.state_rebuilt."""
+    """Rebuild derived state from the verified chain; records ledger.state_rebuilt.
+
+    Example: ledger --home ./.ledger rebuild-state
+    """
 
     def body() -> int:
         from ledger.services.reconcile import rebuild_state
@@ -93,7 +110,10 @@ def rebuild_state_command() -> None:
 
 
 def daemon_command() -> None:
-    """Run the scheduler in the foreground: reconcile and snapshot jobs; stops on SIGTERM."""
+    """Run the scheduler in the foreground: reconcile and snapshot jobs; stops on SIGTERM.
+
+    Example: ledger --home /var/lib/ledger daemon
+    """
 
     def body() -> int:
         from ledger.daemon import run_daemon
