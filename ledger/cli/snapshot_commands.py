@@ -30,6 +30,9 @@ def _exit(code: int) -> None:
 def snapshot() -> None:
     """Write a signed, compressed snapshot of the verified chain and prune old ones.
 
+    Prints path (the manifest), entries, head_hash and files: every file the
+    snapshot wrote, the compressed chain among them, as absolute paths.
+
     Example: ledger --home /var/lib/ledger snapshot
     """
 
@@ -37,7 +40,14 @@ def snapshot() -> None:
         from ledger.services.snapshot import take_snapshot
 
         result = take_snapshot(_runtime())
-        print_json({"path": result.path, "entries": result.entries, "head_hash": result.head_hash})
+        print_json(
+            {
+                "path": str(Path(result.path).absolute()),
+                "entries": result.entries,
+                "head_hash": result.head_hash,
+                "files": [str(Path(name).absolute()) for name in result.files],
+            }
+        )
         return 0
 
     _exit(guarded(body))

@@ -112,18 +112,24 @@ class SnapshotFiles:
 
     def write_snapshot(
         self, stem: str, chain_gz: bytes, checkpoint: bytes, manifest: bytes
-    ) -> Path:
-        """Write a snapshot's three files, the manifest last; returns the manifest's path.
+    ) -> tuple[Path, Path, Path]:
+        """Write a snapshot's three files, the manifest last.
+
+        Returns:
+            The files written, in order: the compressed chain, the checkpoint,
+            the manifest.
 
         Raises:
             ChainIOError: a file cannot be written.
         """
         self.snapshots_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.snapshots_dir / (stem + CHAIN_SUFFIX), chain_gz, _CHAIN_MODE)
-        atomic_write(self.snapshots_dir / (stem + CHECKPOINT_SUFFIX), checkpoint)
-        path = self.snapshots_dir / (stem + MANIFEST_SUFFIX)
-        atomic_write(path, manifest)
-        return path
+        chain_path = self.snapshots_dir / (stem + CHAIN_SUFFIX)
+        atomic_write(chain_path, chain_gz, _CHAIN_MODE)
+        checkpoint_path = self.snapshots_dir / (stem + CHECKPOINT_SUFFIX)
+        atomic_write(checkpoint_path, checkpoint)
+        manifest_path = self.snapshots_dir / (stem + MANIFEST_SUFFIX)
+        atomic_write(manifest_path, manifest)
+        return chain_path, checkpoint_path, manifest_path
 
     def snapshot_manifests(self) -> list[Path]:
         """Every snapshot manifest in the home, by name (oldest first)."""

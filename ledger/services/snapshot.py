@@ -69,8 +69,12 @@ class SnapshotStore(Protocol):
 
     def write_snapshot(
         self, stem: str, chain_gz: bytes, checkpoint: bytes, manifest: bytes
-    ) -> Path:
-        """Write a snapshot's files atomically, the manifest last; returns the manifest."""
+    ) -> tuple[Path, Path, Path]:
+        """Write a snapshot's files atomically, the manifest last.
+
+        Returns:
+            The files written: the compressed chain, the checkpoint, the manifest.
+        """
         ...
 
     def snapshot_manifests(self) -> list[Path]:
@@ -129,7 +133,12 @@ class SnapshotDeps(CheckpointDeps, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SnapshotResult:
-    """A written snapshot."""
+    """A written snapshot.
+
+    ``path`` is its manifest; ``files`` every file the snapshot wrote, in the
+    order written: the checkpoint copy in ``checkpoints/``, then the compressed
+    chain, the checkpoint and the manifest in the snapshot folder.
+    """
 
     path: str
     relative_path: str
@@ -137,14 +146,15 @@ class SnapshotResult:
     head_hash: str
     entry_hash: str
     pruned: tuple[str, ...]
+    files: tuple[str, ...]
 
 
 def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     """Snapshot the verified chain, prune old snapshots, record ``ledger.snapshot``.
 
     Returns:
-        The manifest's path, and the entry count and head hash of the chain
-        snapshotted (before the ``ledger.snapshot`` entry).
+        The manifest's path, every file written, and the entry count and head
+        hash of the chain snapshotted (before the ``ledger.snapshot`` entry).
 
     Raises:
         SnapshotRefusedError: the chain is empty or does not verify (nothing written).
@@ -186,8 +196,9 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
             checkpoint_file=checkpoint_file,
         )
         manifest_file = document_bytes(manifest.to_document())
-        deps.write_checkpoint(checkpoint)
-        path = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
+        checkpoint_copy = deps.write_checkpoint(checkpoint)
+        written = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
+        path = written[-1]
         pruned = prune_snapshots(files, now, deps.config.snapshot_keep_days, keep=path)
         relative = files.relative(path)
         sealed = writer.append(
@@ -205,7 +216,13 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
             signer=signer,
         )
     return SnapshotResult(
-        str(path), relative, check.entries, check.head_hash, sealed.entry_hash, pruned
+        str(path),
+        relative,
+        check.entries,
+        check.head_hash,
+        sealed.entry_hash,
+        pruned,
+        tuple(str(name) for name in (checkpoint_copy, *written)),
     )
 
 

@@ -19,6 +19,9 @@ from ledger.services.snapshot import load_snapshot
 from ledger.services.writer import Writer
 from tests.conftest import clean_env, run_process
 
+FIXED_NOW = "2026-06-01T12:00:00Z"
+LATER = "2026-06-01T13:00:00Z"
+
 PAYLOAD = {
     "provider": "openai",
     "actual_micros": 1000,
@@ -79,7 +82,7 @@ class TestSnapshotOutput:
         assert result.code == 0, result.stderr
         assert result.stderr == ""
         out = result.json()
-        assert set(out) == {"path", "entries", "head_hash"}
+        assert set(out) == {"path", "entries", "head_hash", "files"}
         assert out["entries"] == 3
         assert out["head_hash"] == entry(before.splitlines(keepends=True)[-1]).entry_hash
 
@@ -100,6 +103,51 @@ class TestSnapshotOutput:
         checkpoint = json.loads(stored[0].read_bytes())
         assert (checkpoint["entries"], checkpoint["head_hash"]) == (3, out["head_hash"])
         assert not list((home / "snapshots").glob(".*.tmp"))
+
+    def test_files_lists_every_file_it_wrote_and_nothing_else(
+        self, tmp_path, run_inproc, monkeypatch
+    ):
+        """`files`: absolute paths that exist, the compressed chain among them, and no
+        other file in the snapshot folder created or changed by that snapshot."""
+        at = {"LEDGER_NOW": FIXED_NOW}
+        home = tmp_path / "fixed"
+        init = run_inproc(["--home", str(home), "init", "--daily-cap-usd", "100"], env=at)
+        assert init.code == 0, init.stderr
+        writer = Writer(Runtime(home, environ=at))
+        writer.append_one("budget.record_call", PAYLOAD)
+        assert snapshot(run_inproc, home, FIXED_NOW).code == 0  # an earlier one stays
+        writer.append_one("budget.record_call", PAYLOAD)
+        folder = home / "snapshots"
+        before = tree(folder)
+        chain = (home / "events.jsonl").read_bytes()
+
+        monkeypatch.chdir(tmp_path)  # a relative --home still gives absolute paths
+        result = run_inproc(["--home", "fixed", "snapshot"], env={"LEDGER_NOW": LATER})
+        assert result.code == 0, result.stderr
+        out = result.json()
+        files = [Path(name) for name in out["files"]]
+        assert files
+        assert len(set(files)) == len(files)
+        for path in files:
+            assert path.is_absolute(), path
+            assert path.is_file(), path
+        assert Path(out["path"]).is_absolute()
+        assert Path(out["path"]) in files
+
+        manifest_path = Path(out["path"])
+        manifest = manifest_from_bytes(manifest_path.read_bytes(), str(manifest_path))
+        chain_gz = manifest_path.parent / manifest.chain_file
+        assert chain_gz in files
+        assert gzip.decompress(chain_gz.read_bytes()) == chain
+
+        after = tree(folder)
+        assert set(before) <= set(after)  # nothing pruned
+        written = {name for name, data in after.items() if before.get(name) != data}
+        assert written == {str(path.relative_to(folder)) for path in files if path.parent == folder}
+        # Outside the snapshot folder it writes only the checkpoint copy.
+        outside = [path for path in files if path.parent != folder]
+        assert [path.parent for path in outside] == [home / "checkpoints"]
+        assert outside[0].read_bytes() == (folder / manifest.checkpoint_file).read_bytes()
 
     def test_the_signature_verifies_with_the_home_trust_store(self, home, run_inproc):
         """The manifest is signed by the writer key; a changed manifest no longer verifies."""
