@@ -81,9 +81,16 @@ class Runtime:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
         return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)
 
-    def exclusive(self, name: str) -> AbstractContextManager[None]:
-        """A named lock in the home, e.g. so two reconciles never interleave."""
-        return exclusive_lock(self.home / f"{name}.lock", float(self.config.lock_timeout_seconds))
+    def exclusive(
+        self, name: str, wait_seconds: float | None = None
+    ) -> AbstractContextManager[None]:
+        """A named lock in the home, e.g. so two reconciles never interleave.
+
+        It waits ``wait_seconds`` (0: not at all), by default
+        ``chain.lock_timeout_seconds``.
+        """
+        timeout = self.config.lock_timeout_seconds if wait_seconds is None else wait_seconds
+        return exclusive_lock(self.home / f"{name}.lock", float(timeout))
 
     def schema(self, event_type: str) -> dict[str, Any]:
         """The JSON Schema of an event type."""

@@ -306,6 +306,7 @@ _register_fast_commands()
 # Operator commands that live in their own modules; each exposes register(app).
 for _module in (
     "ledger.cli.ops_commands",
+    "ledger.cli.poll_command",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
 ):

@@ -9,16 +9,13 @@ from ledger.core.spend import scope_state
 from ledger.core.timefmt import utc_day
 from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
 from ledger.services.gate import GateDeps
+from ledger.services.poll import PollDeps, billing_lock
 from ledger.services.state import Counter, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer
 
 
-class ReconcileDeps(GateDeps, Protocol):
-    """What reconciling needs beyond the gate."""
-
-    def exclusive(self, name: str) -> Any:
-        """A named cross-process lock (a context manager)."""
-        ...
+class ReconcileDeps(PollDeps, Protocol):
+    """What reconciling needs: the gate's ports and named locks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +38,9 @@ def reconcile(
 ) -> ReconcileOutcome:
     """Run the observer for one scope and record how far the counter drifted.
 
-    Holds the reconcile lock throughout so two reconciles never interleave; the
-    chain lock is taken only to append, never while the observer runs.
+    Holds the reconcile lock throughout so two reconciles never interleave, and
+    the provider's billing lock so a poll never reads the same bill meanwhile;
+    the chain lock is taken only to append, never while the observer runs.
 
     Raises:
         LockTimeoutError: a lock stayed busy.
@@ -50,7 +48,7 @@ def reconcile(
     """
     writer = Writer(deps)
     writer.signer()  # no usable key: fail before creating any lock file
-    with deps.exclusive("reconcile"):
+    with deps.exclusive("reconcile"), billing_lock(deps, deps.config, provider, wait=True):
         result = deps.observe(provider)
         if isinstance(result, Deferred):
             return ReconcileOutcome(
