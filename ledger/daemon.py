@@ -1,11 +1,14 @@
 """``ledger daemon``: APScheduler 3 in the foreground, running the same jobs as cron.
 
 Jobs: reconcile every ``reconcile.interval_hours`` for each provider in
-``reconcile.providers`` (first run at start), and a snapshot on
-``snapshot.cron`` (UTC). A daily snapshot missed while the daemon was down is
-taken at start. Missed runs coalesce into one, a job never runs twice at once,
-each run is logged as one line on stderr, and SIGTERM/SIGINT stop it cleanly.
-Under systemd (``NOTIFY_SOCKET`` set) it reports ``READY=1`` once scheduled.
+``reconcile.providers`` (first run at start); a poll of each of those providers'
+bill every ``billing.poll_seconds`` (first run one interval after start; none when
+it is 0 or no ``observer.command`` is set), so spend made outside ``ledger``
+reaches every verdict within one poll; and a snapshot on ``snapshot.cron`` (UTC).
+A daily snapshot missed while the daemon was down is taken at start. Missed runs
+coalesce into one, a job never runs twice at once, each run is logged as one line
+on stderr, and SIGTERM/SIGINT stop it cleanly. Under systemd (``NOTIFY_SOCKET``
+set) it reports ``READY=1`` once scheduled.
 """
 
 import datetime as dt
@@ -60,6 +63,21 @@ def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None
     )
 
 
+def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
+    """One scheduled poll of a provider's bill; failures are logged, never raised."""
+    from ledger.services.poll import poll
+
+    try:
+        outcome = poll(runtime_factory(), provider)
+    except LedgerError as exc:
+        _log(f"poll {provider}: error: {exc}")
+        return
+    if outcome.billing_micros is not None:
+        _log(f"poll {provider}: {outcome.status} billing={outcome.billing_micros}")
+    else:
+        _log(f"poll {provider}: {outcome.status} reason={outcome.reason}")
+
+
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
     from ledger.services.snapshot import take_snapshot
@@ -106,6 +124,17 @@ def run_daemon(home_runtime: Runtime) -> int:
             reconcile_job, interval, args=[fresh_runtime, provider],
             id=f"reconcile-{provider}", next_run_time=now,
         )  # fmt: skip
+    polling = config.poll_seconds > 0 and config.observer_command is not None
+    if polling:
+        # One job per provider; max_instances=1 skips a poll while the last one
+        # still runs, and a poll a busy scheduler could not start within its own
+        # interval is dropped: the next one is due anyway.
+        every = IntervalTrigger(seconds=config.poll_seconds, timezone=dt.UTC)
+        for provider in config.reconcile_providers:
+            scheduler.add_job(
+                poll_job, every, args=[fresh_runtime, provider], id=f"poll-{provider}",
+                misfire_grace_time=config.poll_seconds,
+            )  # fmt: skip
     snapshot_kwargs: dict[str, Any] = {}
     if _snapshot_missed(home_runtime, now):
         snapshot_kwargs["next_run_time"] = now
@@ -120,9 +149,16 @@ def run_daemon(home_runtime: Runtime) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     scheduler.start()
+    if polling:
+        poll_text = f"poll every {config.poll_seconds} s"
+    elif config.poll_seconds > 0:
+        poll_text = "polling off (no observer.command)"
+    else:
+        poll_text = "polling off (billing.poll_seconds = 0)"
     _log(
         f"started: reconcile every {float(config.interval_hours):g} h for "
-        f"{', '.join(config.reconcile_providers)}; snapshot on '{config.snapshot_cron}' UTC"
+        f"{', '.join(config.reconcile_providers)}; {poll_text}; "
+        f"snapshot on '{config.snapshot_cron}' UTC"
     )
     notify_systemd("READY=1")
     try:
