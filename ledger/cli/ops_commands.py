@@ -110,7 +110,7 @@ def rebuild_state_command() -> None:
 
 
 def daemon_command() -> None:
-    """Run the scheduler in the foreground: reconcile and snapshot jobs; stops on SIGTERM.
+    """Run the scheduler in the foreground: reconcile, poll and snapshot jobs; stops on SIGTERM.
 
     Example: ledger --home /var/lib/ledger daemon
     """
