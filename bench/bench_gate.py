@@ -355,7 +355,7 @@ def fold_state(home: Path) -> None:
     with (home / "events.jsonl").open("rb") as handle:
         for raw in handle:
             parsed = parse_line(raw.rstrip(b"\n"))
-            apply_parsed(data, parsed)
+            apply_parsed(data, parsed, runtime.schema)
             size += len(raw)
     if parsed is None:
         raise SystemExit("bench_gate: empty chain")

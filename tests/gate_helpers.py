@@ -190,7 +190,7 @@ def append_raw_entry(
     With ``validate=False`` the payload is not checked against its schema (a
     writer that does not validate could write a negative amount).
     """
-    from ledger.core.canonical import canonical_bytes, sha256_hex
+    from ledger.core.canonical import sha256_hex
     from ledger.core.envelope import render_line, unsigned_entry
     from ledger.core.timefmt import format_ts
     from ledger.edges.schemas import load_schema
@@ -215,8 +215,11 @@ def append_raw_entry(
             )
             tx.append(sealed.line)
             return sealed.entry_hash
+        import rfc8785
+
         entry = unsigned_entry(event_type, payload, format_ts(moment), prev)
-        preimage = canonical_bytes(entry)
+        # rfc8785 itself, so a faulty writer can seal floats our writer refuses.
+        preimage = rfc8785.dumps(entry)
         tx.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
         return sha256_hex(preimage)
 

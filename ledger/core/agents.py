@@ -1,8 +1,8 @@
 """Agent budgets (tokens, turns, tool calls, time) as a fold over chain events.
 
 The state is a replay of the chain: ``apply_agent_event`` is pure and
-deterministic, ignores event types it does not know and entries whose payload
-does not have the expected shape (old or foreign writers), and keeps the state
+deterministic, folds payloads already checked against their schemas
+(``core.foldable``), and keeps the state
 small — counts, not lists of calls; settled and expired reservations are
 dropped (expiry is judged by the folded entry's own ``ts_utc``).
 
@@ -200,14 +200,12 @@ def apply_agent_event(
     """Fold one agent-budget event into the state (in place).
 
     Check events (``*.check``) change nothing but are part of the audit trail.
-    An entry of a known type whose payload lacks a field or has a wrong type
-    is skipped: derived state never makes a chain unreadable.
+    Payloads read from the chain are checked before they get here
+    (``core.foldable``); a fold that still fails raises, and the caller halts
+    the counter rather than skip the entry (skipping could forget use).
     """
     handler = _HANDLERS.get(event_type)
     if handler is None:
         return
     ensure_tables(agents)
-    try:
-        handler(agents, ts_utc, payload, entry_hash)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return
+    handler(agents, ts_utc, payload, entry_hash)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
 from ledger.core.envelope import ParsedEntry
+from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
 from ledger.core.spend import apply_usd_event, empty_usd_state, negative_amount
 from ledger.core.timefmt import parse_ts
 
@@ -19,7 +20,13 @@ OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
 def empty_state() -> dict[str, Any]:
     """The state of an empty chain."""
     return {
-        "meta": {"entries": 0, "last_ts": None, "max_backstep_us": 0, "negative": None},
+        "meta": {
+            "entries": 0,
+            "last_ts": None,
+            "max_backstep_us": 0,
+            "negative": None,
+            "unfoldable": None,
+        },
         "usd": empty_usd_state(),
         "agents": empty_agents_state(),
     }
@@ -38,7 +45,25 @@ def apply_entry(
     before it and whether any amount was negative: both make the counter
     untrustworthy (``counter_inconsistent``).
     """
-    meta = state["meta"]
+    meta = _count_entry(state, ts_utc)
+    if meta["negative"] is None:
+        meta["negative"] = negative_amount(event_type, payload)
+    if event_type in OPERATOR_RESETS:
+        # The operator has looked at the chain (recover, rebuild-state): what was
+        # flagged before this point no longer halts the gate. An entry that
+        # could not be folded is not cleared: only `recover` removes it.
+        meta["max_backstep_us"] = 0
+        meta["negative"] = None
+    family = event_type.split(".", 1)[0]
+    if family == "budget":
+        apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash)
+    elif family in AGENT_EVENT_PREFIXES:
+        apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
+
+
+def _count_entry(state: dict[str, Any], ts_utc: str) -> dict[str, Any]:
+    """Count one entry and note how far its time stepped back; returns the meta table."""
+    meta: dict[str, Any] = state["meta"]
     meta["entries"] += 1
     last = meta["last_ts"]
     if last is not None and ts_utc < last:
@@ -47,18 +72,54 @@ def apply_entry(
         meta["max_backstep_us"] = max(meta["max_backstep_us"], backstep)
     if last is None or ts_utc > last:
         meta["last_ts"] = ts_utc
-    if meta["negative"] is None:
-        meta["negative"] = negative_amount(event_type, payload)
-    if event_type in OPERATOR_RESETS:
-        # The operator has looked at the chain (recover, rebuild-state): what was
-        # flagged before this point no longer halts the gate.
-        meta["max_backstep_us"] = 0
-        meta["negative"] = None
-    family = event_type.split(".", 1)[0]
-    if family == "budget":
-        apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash)
-    elif family in AGENT_EVENT_PREFIXES:
-        apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
+    return meta
+
+
+def fold_verified(
+    state: dict[str, Any],
+    event_type: str,
+    ts_utc: str,
+    payload: Any,
+    entry_hash: str,
+    schema_for: SchemaFor,
+) -> None:
+    """Fold an entry read from the chain (verified, but written by anyone holding a key).
+
+    Never raises: an entry of our namespaces that cannot be folded is counted,
+    not folded, and recorded in ``meta.unfoldable`` (the first one, by line),
+    which halts the gate until ``recover`` removes it (SPEC §5).
+    """
+    errors = (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError)
+    try:
+        checked = check_entry(event_type, ts_utc, payload, schema_for)
+    except errors as exc:
+        checked = f"payload unreadable ({type(exc).__name__})"
+    if isinstance(checked, Foldable):
+        try:
+            apply_entry(state, event_type, ts_utc, checked.payload, entry_hash)
+        except errors as exc:
+            # Checked, yet the fold failed (apply_entry counted it first): a halt,
+            # never a crash.
+            meta = state["meta"]
+            problem = f"cannot be folded ({type(exc).__name__})"
+        else:
+            return
+    else:
+        meta = _count_entry(state, ts_utc)
+        problem = checked
+    if problem != IGNORED and meta.get("unfoldable") is None:
+        meta["unfoldable"] = f"line {meta['entries']}: {event_type}: {problem}"
+
+
+def unfoldable_problem(state: dict[str, Any]) -> str | None:
+    """Why the counter cannot be trusted because of an entry it could not fold."""
+    found = state["meta"].get("unfoldable")
+    if not found:
+        return None
+    return (
+        f"verified entry cannot be folded: {found}; revoke the key that signed it from its "
+        "time (`ledger keys revoke KEY --at TS`) and run `ledger recover`"
+    )
 
 
 IDEMPOTENT_EVENTS = frozenset({"budget.record_call", "tokens.record"})
@@ -86,6 +147,8 @@ def idempotency_record(
     }
 
 
-def apply_parsed(state: dict[str, Any], parsed: ParsedEntry) -> None:
-    """Fold a verified chain entry."""
-    apply_entry(state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash)
+def apply_parsed(state: dict[str, Any], parsed: ParsedEntry, schema_for: SchemaFor) -> None:
+    """Fold a verified chain entry (checked first, see ``fold_verified``)."""
+    fold_verified(
+        state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash, schema_for
+    )

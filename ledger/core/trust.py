@@ -9,9 +9,10 @@ trust store without a valid root signature.
 import base64
 import binascii
 import datetime as dt
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ledger.core.canonical import canonical_bytes
+from ledger.core.canonical import canonical_bytes, sha256_hex
 from ledger.core.envelope import KEY_ID_RE, ParsedEntry
 from ledger.core.signing import Signer, key_id_for, verify_b64
 from ledger.core.timefmt import format_ts, parse_ts
@@ -190,6 +191,18 @@ def _unsigned_document(store: TrustStore) -> dict[str, Any]:
             for r in store.revocations
         ],
     }
+
+
+@lru_cache(maxsize=8)
+def trust_fingerprint(store: TrustStore) -> str:
+    """A digest of everything in ``store`` that decides which entries verify.
+
+    Derived state remembers the fingerprint of the trust store it was verified
+    under; a different one means entries must be verified again (SPEC §4).
+    """
+    document = _unsigned_document(store)
+    document["any_id_keys"] = sorted(key.hex() for key in store.any_id_keys)
+    return sha256_hex(canonical_bytes(document))
 
 
 def trust_document(store: TrustStore, root: Signer | None = None) -> dict[str, Any]:

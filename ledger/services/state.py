@@ -11,14 +11,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
-from ledger.core.state import apply_entry, apply_parsed, empty_state, idempotency_record
-from ledger.errors import ChainIOError, InputDataError, StateMismatchError
+from ledger.core.state import (
+    apply_entry,
+    apply_parsed,
+    empty_state,
+    idempotency_record,
+    unfoldable_problem,
+)
+from ledger.core.trust import trust_fingerprint
+from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
 from ledger.services.ports import ChainStore, ChainTx, Head
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.config import Config
     from ledger.core.envelope import ParsedEntry
+    from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
 
 
@@ -104,11 +112,15 @@ def _fold_range(
     first_line: int = 1,
     remember: tuple[int, dict[int, str]] | None = None,
     keys: list[dict[str, Any]] | None = None,
+    schema_for: "SchemaFor | None" = None,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
+    if schema_for is None:
+        schema_for = _no_schemas
+
     def fold(parsed: "ParsedEntry") -> None:
-        apply_parsed(data, parsed)
+        apply_parsed(data, parsed, schema_for)
         number = data["meta"]["entries"]
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
@@ -132,8 +144,28 @@ def _fold_range(
     return f"chain does not verify{where}: line {report.line}: {report.reason}"
 
 
+def _no_schemas(_event_type: str) -> None:
+    return None
+
+
+def schema_lookup(deps: "CounterDeps") -> "SchemaFor":
+    """The deps' schema loader, answering ``None`` for an event type with no schema."""
+
+    def schema_for(event_type: str) -> dict[str, Any] | None:
+        try:
+            return deps.schema(event_type)
+        except LedgerError:
+            return None
+
+    return schema_for
+
+
 class CounterDeps(Protocol):
     """What loading the counter needs."""
+
+    def schema(self, event_type: str) -> dict[str, Any]:
+        """An event type's payload schema (raises when there is none)."""
+        ...
 
     @property
     def chain(self) -> ChainStore:
@@ -181,6 +213,11 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     except StateMismatchError as exc:
         return Counter(empty_state(), head, f"{exc}; run `ledger rebuild-state`")
     try:
+        fingerprint = trust_fingerprint(trust())
+        if stored is not None and stored.data["meta"].get("trust") != fingerprint:
+            # Verified under another trust store (a revocation, a rotation, an
+            # edit): every entry is verified again before the next decision.
+            stored = None
         if stored is None:
             data = empty_state()
             checkpoint = deps.newest_checkpoint()
@@ -190,6 +227,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
                 problem = _fold_range(
                     store, data, trust(), 0, head.size, GENESIS,
                     remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
+                    schema_for=schema_lookup(deps),
                 )  # fmt: skip
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
@@ -197,13 +235,15 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
                 problem = _checkpoint_problem(data, head, checkpoint, hashes, trust())
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
+                data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+            data["meta"]["trust"] = fingerprint
             return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
         if head is None:
             if stored.head_hash is None:
                 return Counter(stored.data, None)
             return Counter(empty_state(), None, _mismatch())
         if stored.size == head.size and stored.head_hash == head.entry_hash:
-            return Counter(stored.data, head)
+            return _held_against_checkpoint(Counter(stored.data, head), deps)
         if stored.size < head.size and stored.head_hash is not None:
             data = copy.deepcopy(stored.data)
             # Line numbers count from the top of the chain, as verify-chain's do
@@ -212,14 +252,59 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             keys = []
             problem = _fold_range(
                 store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
-                keys=keys,
+                keys=keys, schema_for=schema_lookup(deps),
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
-            return Counter(data, head, None, dirty=True, new_keys=keys)
+            return _held_against_checkpoint(
+                Counter(data, head, None, dirty=True, new_keys=keys), deps
+            )
     except (InputDataError, ChainIOError) as exc:
         return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
     return Counter(empty_state(), head, _mismatch())
+
+
+def _held_against_checkpoint(counter: Counter, deps: CounterDeps) -> Counter:
+    """The counter, or the same marked untrustworthy if the newest checkpoint disowns it.
+
+    SPEC §4: a stored state is trusted only while the chain is at least as long
+    as the newest checkpoint and agrees with it. A state restored beside a cut
+    chain matches that chain's head, so the head alone proves nothing. The
+    checkpoint last found in agreement is remembered in the state; a new one
+    is checked once (a scan for its entry when it is not the head).
+
+    Raises:
+        InputDataError: the newest checkpoint is unreadable.
+        ChainIOError: the chain cannot be read.
+    """
+    checkpoint = deps.newest_checkpoint()
+    if checkpoint is None:
+        return counter
+    meta = counter.data["meta"]
+    if meta.get("checkpoint") == [checkpoint.entries, checkpoint.head_hash]:
+        return counter
+    from ledger.core.checkpoint import checkpoint_signature_problem
+
+    problem = checkpoint_signature_problem(checkpoint, deps.keys.load_trust())
+    entries = int(meta["entries"])
+    if problem is None and entries < checkpoint.entries:
+        problem = (
+            f"chain has {entries} entries but its newest checkpoint vouches for "
+            f"{checkpoint.entries} (truncated or deleted)"
+        )
+    if problem is None:
+        head = counter.head
+        if entries == checkpoint.entries and head is not None:
+            found: str | None = head.entry_hash
+        else:
+            found = deps.chain.hash_of_entry(checkpoint.entries)
+        if found != checkpoint.head_hash:
+            problem = f"entry {checkpoint.entries} differs from the newest checkpoint's head"
+    if problem is not None:
+        return Counter(counter.data, counter.head, problem + "; run `ledger recover`")
+    meta["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+    counter.dirty = True
+    return counter
 
 
 def counter_problem(counter: Counter, config: "Config") -> str | None:
@@ -230,6 +315,9 @@ def counter_problem(counter: Counter, config: "Config") -> str | None:
     """
     if counter.problem is not None:
         return counter.problem
+    unfoldable = unfoldable_problem(counter.data)
+    if unfoldable is not None:
+        return unfoldable
     meta = counter.data["meta"]
     if meta.get("negative"):
         return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"

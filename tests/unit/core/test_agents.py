@@ -3,6 +3,8 @@
 import copy
 import json
 
+import pytest
+
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
 from ledger.core.state import apply_entry, empty_state
 
@@ -189,18 +191,15 @@ def test_tool_calls_are_counts_not_lists():
     assert len(json.dumps(state)) < 500
 
 
-def test_unknown_events_and_malformed_payloads_are_ignored():
+def test_unknown_event_types_change_nothing_and_malformed_payloads_raise():
     state = empty_agents_state()
     before = copy.deepcopy(state)
     apply_agent_event(state, "tokens.future_thing", T0, {"x": 1}, "0" * 64)
-    apply_agent_event(
-        state, "tokens.budget_created", T0, {"convoy": "c"}, "0" * 64
-    )  # fields missing
-    apply_agent_event(
-        state, "tools.use", T0, {"agent": ["not", "hashable"], "outcome": "counted"}, "0" * 64
-    )
-    apply_agent_event(state, "time.started", T0, {}, "0" * 64)
     assert state == before
+    # The fold never skips silently what it cannot read: the caller halts instead
+    # (core.state.fold_verified turns this into counter_inconsistent).
+    with pytest.raises(KeyError):
+        apply_agent_event(state, "tokens.budget_created", T0, {"convoy": "c"}, "0" * 64)
 
 
 def test_the_fold_is_deterministic_and_replays_identically():
