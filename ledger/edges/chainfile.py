@@ -5,16 +5,23 @@ read-tail, hash, sign, append and fsync (SPEC §2). Reading the tail costs the
 same at any chain length: the last line is found by reading backwards from the
 end. A torn last line is reported, never repaired here: ``ledger recover`` owns
 repairs.
+
+The chain path must be a regular file. Every open is non-blocking and checked
+with ``fstat`` first, so a FIFO, a directory or a device at the path is an I/O
+failure found at once (SPEC §4), never a read that waits forever. The home's
+chain is never reached through a symbolic link: its lock lives beside the path,
+so a link to another home's chain would let two homes append under two locks.
 """
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
-from ledger.edges.files import fsync_dir
+from ledger.edges.files import describe_mode, fsync_dir, open_regular
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
 
@@ -61,8 +68,9 @@ def read_last_line(fd: int, size: int) -> tuple[bytes, int]:
 class ChainTransaction:
     """The chain while its lock is held: read the head, append whole lines."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, follow_symlinks: bool = False) -> None:
         self._path = path
+        self._follow = follow_symlinks
         self._head: ChainHead | None = None
         self._head_read = False
 
@@ -75,7 +83,7 @@ class ChainTransaction:
             ChainIOError: the file cannot be read.
         """
         if not self._head_read:
-            self._head = read_head(self._path)
+            self._head = read_head(self._path, follow_symlinks=self._follow)
             self._head_read = True
         return self._head
 
@@ -91,9 +99,11 @@ class ChainTransaction:
         """
         head = self.head()
         start = head.size if head else 0
-        created = not self._path.exists()
+        created = not os.path.lexists(self._path)
         try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = open_regular(
+                self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow_symlinks=self._follow
+            )
         except OSError as exc:
             raise ChainIOError(f"cannot open {self._path}: {exc.strerror}") from exc
         try:
@@ -123,16 +133,16 @@ class ChainTransaction:
             os.fsync(fd)
 
 
-def read_head(path: Path) -> ChainHead | None:
+def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
     """The chain's last entry, read backwards from the end.
 
     Raises:
         TornTailError: the last line has no newline.
         CorruptTailError: the last line is not a valid entry.
-        ChainIOError: the file cannot be read.
+        ChainIOError: the file cannot be read, or is not a regular file.
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -142,6 +152,8 @@ def read_head(path: Path) -> ChainHead | None:
         if size == 0:
             return None
         line, _start = read_last_line(fd, size)
+    except OSError as exc:
+        raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
     if not line.endswith(b"\n"):
@@ -158,10 +170,22 @@ def read_head(path: Path) -> ChainHead | None:
 class ChainFile:
     """The chain as a local file plus its lock file."""
 
-    def __init__(self, path: Path, lock_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: Path, lock_timeout: float = 10.0, *, follow_symlinks: bool = False
+    ) -> None:
+        """A chain at ``path``.
+
+        Args:
+            path: the chain file.
+            lock_timeout: seconds to wait for ``<path>.lock``.
+            follow_symlinks: read through a symbolic link at ``path`` (an
+                auditor's ``verify-chain LOG``); a home's chain refuses one.
+        """
         self.path = path
-        self.lock_path = path.with_name(path.name + ".lock")
+        # Beside the chain; a path with no name (``.``, ``/``) is refused when read.
+        self.lock_path = path.parent / f"{path.name}.lock"
         self.lock_timeout = lock_timeout
+        self.follow_symlinks = follow_symlinks
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[ChainTransaction]:
@@ -169,10 +193,12 @@ class ChainFile:
 
         Raises:
             LockTimeoutError: the lock was not free within ``lock_timeout``.
-            ChainIOError: the lock file cannot be opened.
+            ChainIOError: the chain path holds something other than a regular
+                file, or the lock file cannot be opened.
         """
+        self.check_path()
         with exclusive_lock(self.lock_path, self.lock_timeout):
-            yield ChainTransaction(self.path)
+            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[ChainTransaction]:
@@ -180,17 +206,46 @@ class ChainFile:
 
         Raises:
             LockTimeoutError: a writer held the lock longer than ``lock_timeout``.
+            ChainIOError: the chain path holds something other than a regular file.
         """
+        self.check_path()
         with shared_lock(self.lock_path, self.lock_timeout):
-            yield ChainTransaction(self.path)
+            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
 
     def head(self) -> ChainHead | None:
         """The last entry without taking the lock (a read-only view)."""
-        return read_head(self.path)
+        return read_head(self.path, follow_symlinks=self.follow_symlinks)
 
     def exists(self) -> bool:
-        """Whether the chain file exists."""
-        return self.path.exists()
+        """Whether anything is at the chain path (a dangling link counts: it is reported)."""
+        if self.follow_symlinks:
+            return self.path.exists()
+        return os.path.lexists(self.path)
+
+    def check_path(self) -> None:
+        """Refuse, without waiting for the lock, a chain path that cannot be a chain.
+
+        Nothing there is fine (an empty chain); a FIFO, a directory, a device
+        or (for a home's chain) a symbolic link is an I/O failure (SPEC §4),
+        whatever the lock says.
+
+        Raises:
+            ChainIOError: something other than a regular file is at the path.
+        """
+        try:
+            mode = self.path.stat(follow_symlinks=self.follow_symlinks).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
+        if not stat.S_ISREG(mode):
+            raise ChainIOError(f"cannot read {self.path}: {describe_mode(mode)}")
+
+    def _open(self) -> int:
+        try:
+            return open_regular(self.path, follow_symlinks=self.follow_symlinks)
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
 
     def iter_lines(self, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         """Raw lines (each with its ``\\n`` unless torn) from byte ``start`` to ``end``.
@@ -198,20 +253,20 @@ class ChainFile:
         Raises:
             ChainIOError: the file cannot be read.
         """
-        try:
-            handle = self.path.open("rb")
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
+        handle = os.fdopen(self._open(), "rb")
         with handle:
-            handle.seek(start)
-            remaining = None if end is None else end - start
-            while remaining is None or remaining > 0:
-                line = handle.readline() if remaining is None else handle.readline(remaining)
-                if not line:
-                    return
-                if remaining is not None:
-                    remaining -= len(line)
-                yield line
+            try:
+                handle.seek(start)
+                remaining = None if end is None else end - start
+                while remaining is None or remaining > 0:
+                    line = handle.readline() if remaining is None else handle.readline(remaining)
+                    if not line:
+                        return
+                    if remaining is not None:
+                        remaining -= len(line)
+                    yield line
+            except OSError as exc:
+                raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
 
     def verify(
         self,
@@ -229,10 +284,11 @@ class ChainFile:
         """
         from ledger.core.chain import stitch
 
+        fd = self._open()
         try:
-            size = self.path.stat().st_size
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
         workers = workers or os.cpu_count() or 1
         if size < _PARALLEL_MIN_BYTES or workers == 1:
             return self.verify_range(trust, strict, allow_markers, 0, None, from_genesis=True)
@@ -241,7 +297,16 @@ class ChainFile:
 
         bounds = self._split(size, workers * 32)
         jobs = [
-            (str(self.path), trust, strict, allow_markers, start, end, index == 0)
+            (
+                str(self.path),
+                trust,
+                strict,
+                allow_markers,
+                start,
+                end,
+                index == 0,
+                self.follow_symlinks,
+            )
             for index, (start, end) in enumerate(bounds)
         ]
         reports: list[ChainReport] = []
@@ -281,7 +346,7 @@ class ChainFile:
     def _split(self, size: int, parts: int) -> list[tuple[int, int]]:
         """Byte ranges that start and end on line boundaries."""
         cuts = [0]
-        with self.path.open("rb") as handle:
+        with os.fdopen(self._open(), "rb") as handle:
             for index in range(1, parts):
                 handle.seek(size * index // parts)
                 handle.readline()
@@ -306,8 +371,10 @@ class ChainFile:
         return None
 
 
-def _verify_job(job: tuple[str, "TrustStore", bool, bool, int, int, bool]) -> "ChainReport":
-    path, trust, strict, allow_markers, start, end, from_genesis = job
-    return ChainFile(Path(path)).verify_range(
+def _verify_job(
+    job: tuple[str, "TrustStore", bool, bool, int, int, bool, bool],
+) -> "ChainReport":
+    path, trust, strict, allow_markers, start, end, from_genesis, follow = job
+    return ChainFile(Path(path), follow_symlinks=follow).verify_range(
         trust, strict, allow_markers, start, end, from_genesis=from_genesis
     )

@@ -5,6 +5,7 @@ import tomllib
 from pathlib import Path
 
 from ledger.core.config import Config, from_mapping
+from ledger.edges.files import read_regular
 from ledger.errors import ConfigError
 
 
@@ -18,7 +19,7 @@ def load_config(path: Path, environ: dict[str, str] | None = None) -> Config:
     """
     environ = dict(os.environ) if environ is None else environ
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # never blocks on a FIFO
     except FileNotFoundError:
         document = {}
     except OSError as exc:

@@ -1,12 +1,86 @@
 """Whole-file writes that never leave a half-written file behind."""
 
 import contextlib
+import errno
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import ChainIOError, InputDataError
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def describe_mode(mode: int) -> str:
+    """Words for what a non-regular ``st_mode`` is, fit for a message."""
+    for test, name in _KINDS:
+        if test(mode):
+            return f"{name}, not a regular file"
+    return "not a regular file"
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, *, follow_symlinks: bool = True) -> int:
+    """Open ``path`` only if it is a regular file, without ever blocking.
+
+    ``O_NONBLOCK`` keeps a FIFO from stalling the open (a reader would wait for
+    a writer forever); the ``fstat`` after it refuses a FIFO, a directory or a
+    device before anything is read or written. With ``follow_symlinks=False`` a
+    symbolic link at ``path`` is refused too (``O_NOFOLLOW``), dangling or not.
+
+    Raises:
+        FileNotFoundError: nothing is at ``path`` (and ``O_CREAT`` was not given).
+        OSError: anything else; ``strerror`` says what, in words fit for a message.
+    """
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        try:
+            mode = path.stat(follow_symlinks=follow_symlinks).st_mode
+        except OSError:
+            raise exc from None
+        if not stat.S_ISREG(mode):
+            raise OSError(exc.errno, describe_mode(mode), str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, describe_mode(mode), str(path))
+    return fd
+
+
+def read_regular(path: Path, *, follow_symlinks: bool = True) -> bytes:
+    """The whole of a regular file (see ``open_regular``).
+
+    Raises:
+        FileNotFoundError: nothing is at ``path``.
+        OSError: not a regular file, or the read failed.
+    """
+    fd = open_regular(path, follow_symlinks=follow_symlinks)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
@@ -24,9 +98,9 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = 
     Raises:
         ChainIOError: the write failed; ``path`` is unchanged.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         try:
             view = memoryview(data)
@@ -52,29 +126,40 @@ def exclusive_create(path: Path, data: bytes, mode: int) -> None:
         FileExistsError: the file is already there (never overwritten).
         ChainIOError: any other failure.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
-        raise
+        if path.parent.is_dir():
+            raise
+        raise ChainIOError(f"cannot create {path}: {path.parent} is not a directory") from None
     except OSError as exc:
         raise ChainIOError(f"cannot create {path}: {exc.strerror}") from exc
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        # Ours, just created: a half-written file must not be taken for a whole one.
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise ChainIOError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 def read_user_file(path: Path, what: str) -> bytes:
     """Read a file the user named; a failure is bad input data (exit 65).
 
     Raises:
-        InputDataError: missing or unreadable.
+        InputDataError: missing, unreadable, or not a regular file (never blocks
+            on a FIFO).
     """
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise InputDataError(f"cannot read {what} {path}: {exc.strerror}") from exc
 

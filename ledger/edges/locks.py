@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ledger.edges.clock import monotonic
+from ledger.edges.files import open_regular
 from ledger.errors import ChainIOError, LockTimeoutError
 
 
@@ -60,11 +61,11 @@ def exclusive_lock(path: Path, timeout: float) -> Iterator[None]:
 
     Raises:
         LockTimeoutError: not acquired within ``timeout`` seconds.
-        ChainIOError: the lock file cannot be opened.
+        ChainIOError: the lock file cannot be opened, or is not a regular file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise ChainIOError(f"cannot open {path}: {exc.strerror}") from exc
     try:
@@ -84,10 +85,11 @@ def shared_lock(path: Path, timeout: float) -> Iterator[None]:
 
     Raises:
         LockTimeoutError: a writer held the lock longer than ``timeout``.
-        ChainIOError: the lock file exists but cannot be opened.
+        ChainIOError: the lock file exists but cannot be opened, or is not a
+            regular file (a FIFO there would block the open forever).
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
     except FileNotFoundError:
         yield
         return

@@ -17,7 +17,13 @@ from ledger.core.snapshot import (
     MANIFEST_SUFFIX,
     SNAPSHOT_PREFIX,
 )
-from ledger.edges.files import atomic_write, exclusive_create, fsync_dir, read_user_file
+from ledger.edges.files import (
+    atomic_write,
+    exclusive_create,
+    fsync_dir,
+    read_regular,
+    read_user_file,
+)
 from ledger.errors import ChainIOError, InputDataError
 
 _CHAIN_MODE = 0o600
@@ -50,6 +56,18 @@ def decompress(data: bytes, source: str) -> bytes:
     if len(raw) > _MAX_CHAIN_BYTES:
         raise InputDataError(f"{source} expands beyond {_MAX_CHAIN_BYTES} bytes")
     return raw
+
+
+def _make_dir(path: Path) -> None:
+    """``mkdir -p``; a file in the way is an I/O failure like any other.
+
+    Raises:
+        ChainIOError: the directory cannot be made.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ChainIOError(f"cannot create {path}: {exc.strerror}") from exc
 
 
 class SnapshotFiles:
@@ -101,10 +119,11 @@ class SnapshotFiles:
         """The chain's bytes as they are on disk, or ``None`` if the file is missing.
 
         Raises:
-            ChainIOError: the file exists but cannot be read.
+            ChainIOError: the file exists but cannot be read, or is not a regular
+                file (a FIFO, a directory, a symbolic link: see ``ChainFile``).
         """
         try:
-            return self.chain_path.read_bytes()
+            return read_regular(self.chain_path, follow_symlinks=False)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -122,7 +141,7 @@ class SnapshotFiles:
         Raises:
             ChainIOError: a file cannot be written.
         """
-        self.snapshots_dir.mkdir(parents=True, exist_ok=True)
+        _make_dir(self.snapshots_dir)
         chain_path = self.snapshots_dir / (stem + CHAIN_SUFFIX)
         atomic_write(chain_path, chain_gz, _CHAIN_MODE)
         checkpoint_path = self.snapshots_dir / (stem + CHECKPOINT_SUFFIX)
@@ -179,7 +198,7 @@ class SnapshotFiles:
         Raises:
             ChainIOError: the file cannot be written.
         """
-        self.evidence_dir.mkdir(parents=True, exist_ok=True)
+        _make_dir(self.evidence_dir)
         while True:
             path = self.damaged_evidence_path(stamp)
             with contextlib.suppress(FileExistsError):
@@ -192,7 +211,7 @@ class SnapshotFiles:
         Raises:
             ChainIOError: the file cannot be moved.
         """
-        self.evidence_dir.mkdir(parents=True, exist_ok=True)
+        _make_dir(self.evidence_dir)
         target = self.evidence_path(path.name)
         try:
             try:

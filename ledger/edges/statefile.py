@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
-from ledger.edges.files import atomic_write, exclusive_create
+from ledger.edges.files import atomic_write, exclusive_create, read_regular
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
@@ -40,14 +40,21 @@ class StateFile:
         self.mac_key_path = mac_key_path
 
     def _mac_key(self, *, create: bool) -> bytes | None:
+        # Read without blocking: a FIFO or a directory in its place is an I/O
+        # failure (ChainIOError), never a read that waits forever.
         try:
-            return self.mac_key_path.read_bytes()
+            return read_regular(self.mac_key_path)
         except FileNotFoundError:
             if not create:
                 return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
         with contextlib.suppress(FileExistsError):
             exclusive_create(self.mac_key_path, os.urandom(_MAC_KEY_BYTES), 0o600)
-        return self.mac_key_path.read_bytes()
+        try:
+            return read_regular(self.mac_key_path)
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
 
     def load(self) -> StoredState | None:
         """The stored state, or ``None`` when there is none.
@@ -55,9 +62,10 @@ class StateFile:
         Raises:
             StateMismatchError: the file exists but is unreadable, malformed, or
                 its MAC does not match (edited).
+            ChainIOError: the MAC key cannot be read.
         """
         try:
-            raw = self.path.read_bytes()
+            raw = read_regular(self.path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -99,9 +107,17 @@ class StateFile:
         atomic_write(self.path, body + b"\n" + mac + b"\n", 0o600, durable=False)
 
     def delete(self) -> None:
-        """Remove the stored state (it is rebuilt from the chain on next use)."""
-        with contextlib.suppress(FileNotFoundError):
+        """Remove the stored state (it is rebuilt from the chain on next use).
+
+        Raises:
+            ChainIOError: something is there that cannot be removed.
+        """
+        try:
             self.path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ChainIOError(f"cannot remove {self.path}: {exc.strerror}") from exc
 
     # Idempotency keys: one small MAC'd file per key under ``state/keys/``, named
     # by the SHA-256 of the key, so a lookup reads one file whatever the chain's
@@ -119,9 +135,9 @@ class StateFile:
     def load_key(self, key: str) -> dict[str, Any] | None:
         """The index record of ``key``; ``None`` when absent, unreadable or edited."""
         try:
-            raw = self._key_path(key).read_bytes()
+            raw = read_regular(self._key_path(key))
             mac_key = self._mac_key(create=False)
-        except OSError:
+        except (OSError, ChainIOError):
             return None
         if mac_key is None:
             return None
