@@ -5,7 +5,10 @@ line on stderr and its ``exit_code``. Halts are not errors: a halt is a
 decision value, and only malformed input or failed I/O raise.
 """
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 EXIT_OK = 0
 EXIT_HALT = 1
@@ -32,6 +35,18 @@ class ConfigError(LedgerError):
     """``ledger.toml`` or a ``LEDGER_*`` variable is malformed or out of range."""
 
     exit_code = EXIT_CONFIG
+
+
+class ClockRangeError(ConfigError):
+    """The clock (``LEDGER_NOW``) is outside the times the chain can hold.
+
+    ``verdict`` turns it into its printed, unrecorded halt (SPEC §3); every
+    other command reports it as a configuration error.
+    """
+
+    def __init__(self, message: str, moment: "dt.datetime") -> None:
+        super().__init__(message)
+        self.moment = moment
 
 
 class InputDataError(LedgerError):

@@ -5,16 +5,32 @@ import re
 
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
+# The chain's format holds the years 0001 to 9999 (SPEC §2), and so does
+# ``datetime``. A step works up to two days either side of its clock (the
+# budget day before, a day's end), so a clock closer than that to either end
+# is "a clock outside what the chain can hold" (SPEC §3, ``verdict``).
+CLOCK_MARGIN = dt.timedelta(days=2)
+EARLIEST_CLOCK = dt.datetime.min.replace(tzinfo=dt.UTC) + CLOCK_MARGIN
+LATEST_CLOCK = dt.datetime.max.replace(tzinfo=dt.UTC) - CLOCK_MARGIN
+
+
+def clock_in_range(moment: dt.datetime) -> bool:
+    """Whether an aware ``moment`` is a clock reading the chain can work with."""
+    return EARLIEST_CLOCK <= moment <= LATEST_CLOCK
+
 
 def format_ts(moment: dt.datetime) -> str:
     """Render an aware datetime in the chain's UTC format.
 
     Raises:
         ValueError: ``moment`` is naive (a naive time is ambiguous in an audit log).
+        OverflowError: ``moment`` falls outside the years 0001–9999 in UTC.
     """
     if moment.tzinfo is None:
         raise ValueError("naive datetime: timestamps must be timezone-aware")
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat pads the year to four digits; strftime's %Y does not on every
+    # platform (glibc writes the year 1 as "1").
+    return moment.astimezone(dt.UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_ts(text: object) -> dt.datetime:
@@ -33,16 +49,20 @@ def parse_iso8601(text: str) -> dt.datetime:
     """Parse any ISO-8601 time with an offset or ``Z`` (observer output, ``--end``).
 
     Raises:
-        ValueError: unparseable, or without a timezone.
+        ValueError: unparseable, without a timezone, or outside the years
+            0001–9999 once converted to UTC.
     """
     if not isinstance(text, str):
         raise ValueError(f"not a timestamp: {text!r}")
     moment = dt.datetime.fromisoformat(text.strip())
     if moment.tzinfo is None:
         raise ValueError(f"timestamp has no timezone: {text!r}")
-    return moment.astimezone(dt.UTC)
+    try:
+        return moment.astimezone(dt.UTC)
+    except OverflowError as exc:
+        raise ValueError(f"timestamp is outside the years 0001-9999 in UTC: {text!r}") from exc
 
 
 def utc_day(moment: dt.datetime) -> str:
     """The UTC calendar day of ``moment``, ``YYYY-MM-DD``."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d")
+    return moment.astimezone(dt.UTC).date().isoformat()

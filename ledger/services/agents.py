@@ -16,7 +16,13 @@ from ledger.core.agent_ids import UnknownBudgetError, display_number, pct_value
 from ledger.core.agent_time import countdown_from
 from ledger.core.agent_tokens import TokenReason
 from ledger.core.timefmt import format_ts
-from ledger.errors import ChainIOError, InputDataError, LockTimeoutError, UsageError
+from ledger.errors import (
+    ChainIOError,
+    ClockRangeError,
+    InputDataError,
+    LockTimeoutError,
+    UsageError,
+)
 from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
 from ledger.services.state import find_duplicate, remember_keys_untrusted
 
@@ -139,13 +145,14 @@ def _pct_out(value: Fraction | None) -> float | None:
 def tokens_check(deps: AgentDeps, convoy: str, agent: str, projected: int) -> TokenCheck:
     """Check ``projected`` tokens for ``agent`` and reserve them when admitted.
 
-    Never raises for a damaged chain, a busy lock or an unusable key: the
-    answer is then a refusal (``counter_inconsistent``) that says why.
+    Never raises for a damaged chain, a busy lock, an unusable key or a clock
+    or deadline outside what the chain can hold: the answer is then a refusal
+    (``counter_inconsistent``) that says why.
     """
     try:
         with agent_session(deps) as session:
             return _tokens_check_locked(session, deps, convoy, agent, projected)
-    except (LockTimeoutError, ChainIOError, InputDataError) as exc:
+    except (LockTimeoutError, ChainIOError, InputDataError, ClockRangeError, OverflowError) as exc:
         return TokenCheck(
             False, TokenReason.COUNTER_INCONSISTENT, None, None, None, None, None, None,
             f"check not recorded: {exc}", str(exc),
@@ -485,7 +492,12 @@ def time_start(
     with agent_session(deps) as session:
         if end is None:
             assert budget_seconds is not None  # noqa: S101 - the CLI gives exactly one
-            deadline = session.now + dt.timedelta(seconds=budget_seconds)
+            try:
+                deadline = session.now + dt.timedelta(seconds=budget_seconds)
+            except OverflowError:
+                raise UsageError(
+                    "--budget-seconds: the deadline is outside what the chain can hold"
+                ) from None
             source = "budget_seconds"
         else:
             deadline = end

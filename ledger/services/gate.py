@@ -15,6 +15,7 @@ from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
     ChainIOError,
+    ClockRangeError,
     ConfigError,
     InputDataError,
     LedgerError,
@@ -168,12 +169,21 @@ def check_verdict(
 ) -> VerdictOutcome:
     """Decide and record one pre-call check, reserving the estimate when admitted.
 
+    A verdict that cannot be recorded (torn tail, lock timeout, unusable key,
+    a clock or deadline outside what the chain can hold) is still a halt.
+
     Raises:
         ConfigError: the configuration is invalid or has no daily cap.
     """
     config = deps.config
-    now = deps.clock.now()
     _daily_cap(config)  # a config error is reported before anything is touched
+    try:
+        now = deps.clock.now()
+    except ClockRangeError as exc:
+        # SPEC §3: a clock outside what the chain can hold is a verdict that
+        # cannot be recorded, and still one printed halt.
+        empty = _scopes(empty_usd_state(), config, provider, utc_day(exc.moment), exc.moment)
+        return _unrecorded(empty, estimate_micros, config, exc.moment, provider, str(exc))
     writer = Writer(deps)
     try:
         writer.signer()
@@ -196,6 +206,13 @@ def check_verdict(
     except ChainIOError as exc:
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
+    except (ClockRangeError, OverflowError) as exc:
+        # A deadline (a reservation's expiry) or a sealing time past what the
+        # chain can hold: nothing was appended. Folding again could overflow
+        # the same way, so the figures are those of an empty day.
+        why = f"a time outside what the chain can hold ({exc})"
+        empty = _scopes(empty_usd_state(), config, provider, utc_day(now), now)
+        return _unrecorded(empty, estimate_micros, config, now, provider, why)
     return final
 
 

@@ -5,7 +5,9 @@ from typing import Any, Protocol
 
 from ledger.core.seal import SealedEntry, seal, seal_time
 from ledger.core.signing import Signer
+from ledger.core.timefmt import clock_in_range, format_ts
 from ledger.core.trust import TrustStore
+from ledger.errors import ClockRangeError
 from ledger.services.ports import ChainStore, ChainTx, Clock
 
 
@@ -105,9 +107,15 @@ class Writer:
             ChainIOError: the append failed (nothing was left behind).
             SchemaValidationError: the payload does not match its schema.
             KeyFileError: no usable writer key.
+            ClockRangeError: the entry's time is outside what the chain can hold.
         """
         head = tx.head()
         moment = seal_time(now or self.deps.clock.now(), head.ts_utc if head else None)
+        if not clock_in_range(moment):
+            # Never sealed: folding such an entry would overflow date arithmetic.
+            raise ClockRangeError(
+                f"cannot seal at {format_ts(moment)}: outside what the chain can hold", moment
+            )
         sealed = seal(
             event_type,
             payload,
