@@ -4,6 +4,7 @@ Private keys are PKCS#8 PEM files of mode 0600; a key file readable by group or
 others is refused, as ssh refuses one.
 """
 
+import contextlib
 import json
 import stat
 from pathlib import Path
@@ -21,7 +22,7 @@ from ledger.core.signing import (
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
 from ledger.edges.files import atomic_write, exclusive_create, read_user_file
-from ledger.errors import KeyFileError
+from ledger.errors import ChainIOError, KeyFileError
 
 
 class KeyDir:
@@ -51,10 +52,20 @@ class KeyDir:
             ChainIOError: the key files cannot be written.
         """
         signer = Signer.from_private_key(Ed25519PrivateKey.generate())
-        self.keys.mkdir(parents=True, exist_ok=True)
-        self.keys.chmod(0o700)
-        exclusive_create(self.private_path(signer.key_id), private_pem(signer.private_key), 0o600)
-        atomic_write(self.public_path(signer.key_id), public_pem(signer.public_raw))
+        try:
+            self.keys.mkdir(parents=True, exist_ok=True)
+            self.keys.chmod(0o700)
+        except OSError as exc:
+            raise ChainIOError(f"cannot create key directory {self.keys}: {exc.strerror}") from exc
+        private = self.private_path(signer.key_id)
+        exclusive_create(private, private_pem(signer.private_key), 0o600)
+        try:
+            atomic_write(self.public_path(signer.key_id), public_pem(signer.public_raw))
+        except ChainIOError:
+            # Without its public half the key is of no use: leave nothing behind.
+            with contextlib.suppress(OSError):
+                private.unlink()
+            raise
         return signer
 
     def load_signer(self, key_id: str) -> Signer:

@@ -99,7 +99,9 @@ def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
 
     Raises:
         KeyFileError: no active key to rotate from.
-        LockTimeoutError, ChainIOError: the chain could not be written.
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain, the new key or the trust store could not be
+            written; the old key stays active and the chain still verifies.
     """
     keys = deps.keys
     trust = keys.load_trust()
@@ -110,9 +112,12 @@ def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
         raise KeyFileError(
             "this home pins an offline root key: rotate with --root-key <its private key PEM>"
         )
-    new = keys.generate()
     writer = Writer(deps)
     with deps.chain.transaction() as tx:
+        # A chain that cannot be appended to is found before a key is made, so
+        # a failed rotation leaves no orphaned key file behind.
+        tx.head()
+        new = keys.generate()
         sealed = writer.append(
             tx,
             "ledger.key_rotated",
