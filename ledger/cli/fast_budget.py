@@ -41,8 +41,15 @@ def _provider(value: str | None, *, required: bool = False) -> str | None:
 
 
 def _text(value: str | None, what: str) -> str | None:
-    if value is not None and len(value) > _TEXT_MAX:
+    if value is None:
+        return None
+    if len(value) > _TEXT_MAX:
         raise UsageError(f"{what}: longer than {_TEXT_MAX} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # argv bytes that are not UTF-8 arrive as lone surrogates: the chain holds UTF-8 only.
+        raise UsageError(f"{what}: not valid UTF-8 text") from exc
     return value
 
 
@@ -60,6 +67,8 @@ def idempotency_key(value: str | None) -> str | None:
 def _count(value: int | None, what: str) -> int | None:
     if value is not None and value < 0:
         raise UsageError(f"{what}: must be ≥ 0")
+    if value is not None and value > MAX_MICROS:
+        raise UsageError(f"{what}: larger than the chain can hold (2^53 - 1)")
     return value
 
 

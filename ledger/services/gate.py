@@ -14,12 +14,14 @@ from ledger.core.spend import ScopeState, empty_usd_state, scope_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
+    CanonicalizationError,
     ChainIOError,
     ClockRangeError,
     ConfigError,
     InputDataError,
     LedgerError,
     LockTimeoutError,
+    SchemaValidationError,
 )
 from ledger.services.state import (
     Counter,
@@ -206,6 +208,12 @@ def check_verdict(
     except ChainIOError as exc:
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
+    except (CanonicalizationError, SchemaValidationError) as exc:
+        # A figure the chain cannot hold (a day's spend past 2^53 - 1 micro-USD):
+        # nothing was appended, and the decision is still printed.
+        why = f"a figure outside what the chain can hold ({exc})"
+        return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
+                           provider, why)  # fmt: skip
     except (ClockRangeError, OverflowError) as exc:
         # A deadline (a reservation's expiry) or a sealing time past what the
         # chain can hold: nothing was appended. Folding again could overflow

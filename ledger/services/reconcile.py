@@ -5,6 +5,7 @@ from typing import Any, Protocol
 
 from ledger.core.observation import Deferred, Reading, Unreachable, reading_payload
 from ledger.core.reconcile import drift_pct, pct_text
+from ledger.core.seal import chain_time
 from ledger.core.spend import scope_state
 from ledger.core.timefmt import utc_day
 from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
@@ -55,8 +56,9 @@ def reconcile(
                 provider, "defer", EXIT_USAGE, None, None, None, False, result.reason, None
             )
         with deps.chain.transaction() as tx:
-            now = deps.clock.now()
             counter = load_counter(tx, deps)
+            head = counter.head
+            now = chain_time(deps.clock.now(), head.ts_utc if head is not None else None)
             if counter.problem is not None:
                 return ReconcileOutcome(
                     provider, "untrusted", EXIT_HALT, None, None, None, True,
