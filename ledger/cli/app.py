@@ -32,7 +32,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 keys_app = typer.Typer(
-    help="Writer keys: rotate, pin an offline root, revoke.\n\nExample: ledger keys rotate",
+    help=(
+        "Writer keys: rotate, pin an offline root, revoke, trust another writer's key."
+        "\n\nExample: ledger keys rotate"
+    ),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -197,6 +200,43 @@ def keys_revoke(
             {"revoked": key_id, "revoked_at": format_ts(moment) if moment else None,
              "reason": reason}
         )  # fmt: skip
+        return 0
+
+    _exit(guarded(body))
+
+
+@keys_app.command("trust")
+def keys_trust(
+    key: Annotated[
+        str,
+        typer.Argument(
+            help="ID=PEM: the signing_key_id another writer (loa) uses, and its public key file."
+        ),
+    ],
+    root_key: Annotated[
+        Path | None,
+        typer.Option("--root-key", help="Offline root private key, when the home pins one."),
+    ] = None,
+) -> None:
+    """Trust another writer's public key to verify its entries; it never signs here.
+
+    For taking over a chain that loa began (README: Switching from loa).
+
+    Example: ledger keys trust demo-writer=loa-writer.pub.pem
+    """
+
+    def body() -> int:
+        from ledger.core.envelope import KEY_ID_RE
+        from ledger.edges.keyfiles import load_public_key_file
+        from ledger.services.home import trust_foreign_key
+
+        key_id, sep, pem = key.partition("=")
+        if not sep or not KEY_ID_RE.fullmatch(key_id) or not pem:
+            raise UsageError("KEY: expected ID=PEM, with ID matching ^[a-z0-9_-]+$")
+        public_raw = load_public_key_file(Path(pem))
+        root = _load_root(root_key) if root_key is not None else None
+        changed = trust_foreign_key(_runtime(), key_id, public_raw, root)
+        print_json({"trusted": key_id, "signs": False, "changed": changed})
         return 0
 
     _exit(guarded(body))

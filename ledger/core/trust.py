@@ -32,6 +32,7 @@ class TrustedKey(NamedTuple):
     public_raw: bytes
     valid_from: dt.datetime | None = None
     valid_until: dt.datetime | None = None
+    signs: bool = True  # False: another writer's key (loa's), trusted to verify only
 
     def covers(self, moment: dt.datetime) -> bool:
         """Whether an entry sealed at ``moment`` falls inside the window (inclusive)."""
@@ -179,6 +180,8 @@ def _unsigned_document(store: TrustStore) -> dict[str, Any]:
                 "public_key": base64.b64encode(k.public_raw).decode("ascii"),
                 "valid_from": format_ts(k.valid_from) if k.valid_from else None,
                 "valid_until": format_ts(k.valid_until) if k.valid_until else None,
+                # Written only for verify-only keys, so existing documents keep their bytes.
+                **({} if k.signs else {"signs": False}),
             }
             for k in store.keys
         ],
@@ -247,12 +250,16 @@ def trust_from_document(
             raw = base64.b64decode(item["public_key"], validate=True)
             if len(raw) != 32:  # noqa: PLR2004 - Ed25519 public keys are 32 bytes
                 raise TrustStoreError(f"{source}: key {key_id} is not 32 bytes")
+            signs = item.get("signs", True)
+            if not isinstance(signs, bool):
+                raise TrustStoreError(f"{source}: key {key_id} signs is not true or false")
             keys.append(
                 TrustedKey(
                     key_id,
                     raw,
                     _ts_or_none(item.get("valid_from"), f"{key_id} valid_from", source),
                     _ts_or_none(item.get("valid_until"), f"{key_id} valid_until", source),
+                    signs,
                 )
             )
         revocations = tuple(

@@ -100,7 +100,7 @@ class KeyDir:
         Raises:
             KeyFileError: no such key (run ``ledger init``), or its file is unusable.
         """
-        open_ended = [key for key in trust.keys if key.valid_until is None]
+        open_ended = [key for key in trust.keys if key.valid_until is None and key.signs]
         if not open_ended:
             raise KeyFileError(f"no active writer key in {self.trust_path}; run `ledger init`")
         newest = max(open_ended, key=lambda key: (key.valid_from is not None, key.valid_from))

@@ -177,3 +177,28 @@ def revoke_key(
     if pinned is not None and (root is None or root.public_raw != pinned):
         raise KeyFileError("this home pins an offline root key: pass --root-key")
     keys.save_trust(trust.with_revocation(Revocation(key_id, revoked_at, reason)), root)
+
+
+def trust_foreign_key(
+    deps: WriterDeps, key_id: str, public_raw: bytes, root: Signer | None = None
+) -> bool:
+    """Trust another writer's public key (loa's) to verify its entries, never to sign.
+
+    Returns whether the trust store changed (the same key again is a no-op).
+
+    Raises:
+        UsageError: the id names a key of this home, or another public key.
+        KeyFileError: the home pins a root and ``root`` is not it.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    known = trust.key(key_id)
+    if known is not None:
+        if known.public_raw == public_raw and not known.signs:
+            return False
+        raise UsageError(f"the trust store already has a different key {key_id}")
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        raise KeyFileError("this home pins an offline root key: pass --root-key")
+    keys.save_trust(trust.with_key(TrustedKey(key_id, public_raw, signs=False)), root)
+    return True

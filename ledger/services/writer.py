@@ -82,7 +82,8 @@ class Writer:
         trust = keys.load_trust()
         cached = self._signer
         if cached is not None and any(
-            key.key_id == cached.key_id and key.valid_until is None for key in trust.keys
+            key.key_id == cached.key_id and key.valid_until is None and key.signs
+            for key in trust.keys
         ):
             return cached
         self._signer = keys.active_signer(trust)
