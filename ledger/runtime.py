@@ -22,6 +22,7 @@ from ledger.edges.statefile import StateFile
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.snapshotfiles import SnapshotFiles
 
 CONFIG_FILE = "ledger.toml"
@@ -112,6 +113,12 @@ class Runtime:
 
         found = CheckpointDir(self.checkpoints_dir).newest()
         return None if found is None else found[1]
+
+    def merkle_index(self) -> "FileNodeIndex":
+        """The Merkle node index (derived state; a context manager that closes it)."""
+        from ledger.edges.merkle_index import FileNodeIndex
+
+        return FileNodeIndex(self.state_dir / "merkle")
 
     def snapshot_files(self) -> "SnapshotFiles":
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""

@@ -347,6 +347,7 @@ _register_fast_commands()
 for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.poll_command",
+    "ledger.cli.proof_commands",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
 ):

@@ -2,11 +2,15 @@
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ledger.cli.output import print_json
 from ledger.core.envelope import KEY_ID_RE
 from ledger.core.trust import TrustedKey, TrustStore, trust_from_document
 from ledger.errors import EXIT_HALT, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from ledger.runtime import Runtime
 
 
 def _parse_key_option(value: str) -> tuple[str | None, Path]:
@@ -19,6 +23,25 @@ def _parse_key_option(value: str) -> tuple[str | None, Path]:
 def _progress(done: int, total: int) -> None:
     sys.stderr.write(f"\rverifying: {100 * done // max(total, 1)}%")
     sys.stderr.flush()
+
+
+def _sync_merkle_index(runtime: "Runtime") -> None:
+    """Hold the Merkle node index against the verified chain; rebuild it if it differs."""
+    from ledger.errors import LedgerError
+    from ledger.services.proofs import sync_index
+
+    try:
+        with (
+            runtime.chain.read_transaction(),
+            runtime.exclusive("merkle-index"),
+            runtime.merkle_index() as index,
+        ):
+            _size, _root, rebuilt = sync_index(index, runtime.chain)
+    except LedgerError as exc:
+        sys.stderr.write(f"ledger: the Merkle index could not be checked: {exc}\n")
+        return
+    if rebuilt:
+        sys.stderr.write("ledger: the Merkle index did not match the chain; rebuilt it\n")
 
 
 def run_verify(
@@ -85,6 +108,8 @@ def run_verify(
              "reason": outcome.reason}
         )  # fmt: skip
     if outcome.ok:
+        if log is None:
+            _sync_merkle_index(runtime)
         if not as_json:
             sys.stdout.write(f"OK {outcome.entries} entries\n")
         return 0

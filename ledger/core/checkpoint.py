@@ -3,9 +3,12 @@
 A checkpoint binds the chain's identity (the hash of its first entry), its entry
 count and its head hash, under a writer's signature. A log shorter than a
 checkpoint, or one whose entry at the checkpoint's count hashes differently,
-has lost or replaced entries.
+has lost or replaced entries. Checkpoints also carry the RFC 9162 tree head
+(``tree_size``, ``root_hash``) over the entries' hashes (SPEC §10); older
+checkpoints without it still verify, and the signature covers it when present.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,7 @@ from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
 
 CHECKPOINT_FORMAT = "ledger-checkpoint/1"
+_ROOT_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class CheckpointError(InputDataError):
@@ -34,10 +38,12 @@ class Checkpoint:
     ts_utc: str
     signing_key_id: str
     signature: str
+    tree_size: int | None = None
+    root_hash: str | None = None
 
     def signed_part(self) -> dict[str, Any]:
-        """The fields the signature covers."""
-        return {
+        """The fields the signature covers (the tree head only when present)."""
+        part: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT,
             "chain_id": self.chain_id,
             "entries": self.entries,
@@ -45,6 +51,10 @@ class Checkpoint:
             "ts_utc": self.ts_utc,
             "signing_key_id": self.signing_key_id,
         }
+        if self.tree_size is not None and self.root_hash is not None:
+            part["tree_size"] = self.tree_size
+            part["root_hash"] = self.root_hash
+        return part
 
     def to_document(self) -> dict[str, Any]:
         """The JSON form stored on disk."""
@@ -52,12 +62,22 @@ class Checkpoint:
 
 
 def make_checkpoint(
-    signer: Signer, chain_id: str, entries: int, head_hash: str, ts_utc: str
+    signer: Signer,
+    chain_id: str,
+    entries: int,
+    head_hash: str,
+    ts_utc: str,
+    root_hash: str | None = None,
 ) -> Checkpoint:
-    """Sign a checkpoint of a verified chain's head."""
-    unsigned = Checkpoint(chain_id, entries, head_hash, ts_utc, signer.key_id, "")
+    """Sign a checkpoint of a verified chain's head (and its tree root, if given)."""
+    tree_size = None if root_hash is None else entries
+    unsigned = Checkpoint(
+        chain_id, entries, head_hash, ts_utc, signer.key_id, "", tree_size, root_hash
+    )
     signature = signer.sign_b64(canonical_bytes(unsigned.signed_part()))
-    return Checkpoint(chain_id, entries, head_hash, ts_utc, signer.key_id, signature)
+    return Checkpoint(
+        chain_id, entries, head_hash, ts_utc, signer.key_id, signature, tree_size, root_hash
+    )
 
 
 def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
@@ -76,6 +96,8 @@ def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
             ts_utc=str(document["ts_utc"]),
             signing_key_id=str(document["signing_key_id"]),
             signature=str(document["signature"]),
+            tree_size=document.get("tree_size"),
+            root_hash=document.get("root_hash"),
         )
         parse_ts(checkpoint.ts_utc)
     except CheckpointError:
@@ -85,6 +107,17 @@ def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
     entries: object = checkpoint.entries
     if isinstance(entries, bool) or not isinstance(entries, int) or entries < 1:
         raise CheckpointError(f"{source}: entries must be a positive integer")
+    if (checkpoint.tree_size is None) != (checkpoint.root_hash is None) or (
+        checkpoint.tree_size is not None
+        and (
+            checkpoint.tree_size != entries
+            or not isinstance(checkpoint.root_hash, str)
+            or not _ROOT_RE.fullmatch(checkpoint.root_hash)
+        )
+    ):
+        raise CheckpointError(
+            f"{source}: tree_size must equal entries and root_hash be 64 hex digits"
+        )
     return checkpoint
 
 

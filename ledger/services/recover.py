@@ -51,6 +51,7 @@ from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
 from ledger.services.ports import ChainTx
+from ledger.services.proofs import tree_root_of_lines
 from ledger.services.snapshot import SnapshotDeps, SnapshotStore, load_snapshot, read_manifests
 from ledger.services.writer import Writer
 
@@ -315,6 +316,7 @@ def _apply(
             plan.entries + 1,
             sealed.entry_hash,
             sealed.ts_utc,
+            tree_root_of_lines(plan.lines, [sealed.entry_hash]),
         )
     )
     cleared = tuple(files.relative(path) for path in files.clear_state())

@@ -34,6 +34,7 @@ from ledger.core.snapshot import (
 )
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
+from ledger.services.proofs import tree_root_of_lines
 from ledger.services.verify import CheckpointDeps
 from ledger.services.writer import Writer
 
@@ -182,7 +183,12 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         # replaying the past): the signing key must be valid at that time.
         moment = seal_time(now, check.head_ts)
         checkpoint = make_checkpoint(
-            signer, check.genesis_hash, check.entries, check.head_hash, format_ts(moment)
+            signer,
+            check.genesis_hash,
+            check.entries,
+            check.head_hash,
+            format_ts(moment),
+            tree_root_of_lines(split_lines(data)),
         )
         checkpoint_file = document_bytes(checkpoint.to_document())
         stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from ledger.core.chain import ChainReport
 from ledger.core.checkpoint import (
@@ -75,6 +75,18 @@ def _checkpoint_problem(
     return compare_with_checkpoint(report, checkpoint, hash_at_count)
 
 
+def _tree_root(deps: "CheckpointDeps", entries: int) -> str | None:
+    """The RFC 9162 root over the verified chain (SPEC §10), from a checked index."""
+    from ledger.services.proofs import ProofDeps, checked_tree_root
+
+    if not hasattr(deps, "merkle_index"):  # a store without a node index
+        return None
+    size, root_hash = checked_tree_root(cast("ProofDeps", deps))
+    if size != entries:
+        raise ChainBrokenError(size + 1, "the chain changed while it was checkpointed")
+    return root_hash
+
+
 class CheckpointDeps(WriterDeps, Protocol):
     """What writing a checkpoint needs."""
 
@@ -120,6 +132,7 @@ def write_checkpoint(deps: CheckpointDeps) -> CheckpointResult:
             outcome.entries,
             outcome.head_hash,
             format_ts(deps.clock.now()),
+            _tree_root(deps, outcome.entries),
         )
         path = deps.write_checkpoint(checkpoint)
     return CheckpointResult(str(path), checkpoint.entries, checkpoint.head_hash, checkpoint)
