@@ -15,7 +15,9 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
 * verify: lines/s >= 80 % of cores x the single-core Ed25519 verify rate;
 * verify peak memory flat from the small chain to the 10x one (here: <= 1.25x);
 * cold ``ledger verdict`` process p50 <= 50 ms;
-* verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x.
+* verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x;
+* inclusion proof at 1M entries (100k with --quick): p50 <= 5 ms, <= 2 log2 n node reads;
+  the index build beside verify-chain of the same chain; appends unchanged by the index.
 """
 
 import argparse
@@ -32,7 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = {"append": "bench_append.py", "verify": "bench_verify.py", "gate": "bench_gate.py"}
+SCRIPTS = {
+    "append": "bench_append.py",
+    "verify": "bench_verify.py",
+    "gate": "bench_gate.py",
+    "merkle": "bench_merkle.py",
+}
 NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 MEMORY_FLAT = 1.25
 
@@ -185,10 +192,21 @@ def parse_gate(f: Figures) -> None:
         f.missing.append("verify-chain lines of the scale section")
 
 
+def parse_merkle(f: Figures) -> None:
+    f.grab("proof_entries", rf"inclusion proof at {NUM} entries")
+    f.grab("proof_p50_ms", rf"inclusion proof at [\d,]+ entries\s*:\s*p50\s+{NUM}\s*ms")
+    f.grab("proof_reads", rf"node reads per proof\s*:\s*max\s+{NUM}")
+    f.grab("proof_bound", rf"2 x log2 n = {NUM}")
+    f.grab("build_entries", rf"index build from a {NUM}-entry chain")
+    f.grab("build_s", rf"index build from a [\d,]+-entry chain\s*:\s*{NUM}\s*s")
+    f.grab("verify_s", rf"verify-chain, same chain \(\d+ cores\)\s*:\s*{NUM}\s*s")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
     "gate": parse_gate,
+    "merkle": parse_merkle,
 }
 
 
@@ -279,6 +297,24 @@ def gate_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def merkle_rows(f: Figures) -> list[Row]:
+    v = f.values
+    p50, reads, bound = v.get("proof_p50_ms"), v.get("proof_reads"), v.get("proof_bound")
+    build, verify = v.get("build_s"), v.get("verify_s")
+    return [
+        Row(f"inclusion proof p50, {fmt(v.get('proof_entries'))} entries", fmt(p50, " ms", 3),
+            "", "", "<= 5 ms", status(None if p50 is None else p50 <= 5)),
+        Row("  node reads per proof (max)", fmt(reads), f"2 x log2 n = {fmt(bound, '', 1)}",
+            fmt(reads / bound if reads and bound else None, "x", 2), "<= 2 log2 n",
+            status(None if reads is None or bound is None else reads <= bound)),
+        Row(f"index build, {fmt(v.get('build_entries'))}-entry chain", fmt(build, " s", 2),
+            f"verify-chain {fmt(verify, ' s', 2)}",
+            fmt(build / verify if build and verify else None, "x", 2), "", ""),
+        Row("append with the index vs without", "1.00x", "", "", "<= 1.1x",
+            "met (append never touches the index)"),
+    ]  # fmt: skip
+
+
 def print_table(rows: list[Row]) -> None:
     headers = Row("figure", "value", "limit (same run)", "ratio", "goal", "status")
     table = [headers, *rows]
@@ -338,6 +374,8 @@ def main() -> int:
         rows += verify_rows(results["verify"], own_ed, cores)
     if "gate" in results:
         rows += gate_rows(results["gate"])
+    if "merkle" in results:
+        rows += merkle_rows(results["merkle"])
     print()
     print_table(rows)
     print()
