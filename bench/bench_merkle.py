@@ -20,13 +20,11 @@ import math
 import os
 import shutil
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import out_dir, trust, write_chain
 
-from bench.common import out_dir, trust, write_chain
 from ledger.core.merkle import IndexMark, inclusion_path, leaf_hash, root, verify_inclusion
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.merkle_index import FileNodeIndex

@@ -348,6 +348,7 @@ for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.poll_command",
     "ledger.cli.proof_commands",
+    "ledger.cli.explain_command",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
 ):

@@ -1,0 +1,200 @@
+"""``ledger explain VERDICT_REF``: why a sealed verdict came out as it did (SPEC §10).
+
+From the chain alone: the verified entries before the verdict are folded (the
+same ``fold_verified`` the gate uses), the scopes are rebuilt for the verdict's
+day, provider and sealed time with the configuration in force now, and
+``decide`` runs again. The explanation shows every cap's figures, every §4 row
+and the billing readings; the recomputed verdict is compared with the sealed
+one, and any difference is reported (the verdict was not reproducible: derived
+state, a checkpoint or a configuration that differed then, or a damaged chain).
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ledger.core.chain import ChainVerifier
+from ledger.core.envelope import ParsedEntry
+from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
+from ledger.core.spend import ScopeState, unpriced_problem
+from ledger.core.state import apply_parsed, empty_state
+from ledger.core.timefmt import format_ts, parse_ts
+from ledger.core.verdict import decide
+from ledger.errors import LedgerError
+from ledger.services.gate import _scopes
+from ledger.services.state import Counter, CounterDeps, counter_problem, schema_lookup
+
+if TYPE_CHECKING:
+    from ledger.core.config import Config
+
+VERDICT_EVENTS = frozenset(
+    {"budget.allow", "budget.warn_90", "budget.halt_100", "budget.halt_uncertainty"}
+)
+_COMPARED = (
+    "verdict",
+    "uncertainty_reason",
+    "deciding_cap",
+    "usage_pct",
+    "usd_used_micros",
+    "usd_reserved_micros",
+    "cap_micros",
+)
+
+
+class ExplainDeps(CounterDeps, Protocol):
+    """What explaining needs: the chain, its trust and the configuration."""
+
+    @property
+    def config(self) -> "Config":
+        """The configuration in force now."""
+        ...
+
+
+class UnknownVerdictError(LedgerError):
+    """No verdict with that ref in the verified chain (exit 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Everything ``explain`` prints."""
+
+    verdict_ref: str
+    line: int
+    sealed: dict[str, Any]
+    recomputed: dict[str, Any]
+    differences: list[str]
+    caps: list[dict[str, Any]]
+    rows: list[RowCheck]
+    readings: list[dict[str, Any]]
+    context: dict[str, Any]
+
+    @property
+    def reproducible(self) -> bool:
+        """Whether the recomputed verdict agrees with the sealed one."""
+        return not self.differences
+
+    def to_document(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "verdict_ref": self.verdict_ref,
+            "line": self.line,
+            **self.context,
+            "reproducible": self.reproducible,
+            "differences": self.differences,
+            "sealed": self.sealed,
+            "recomputed": self.recomputed,
+            "caps": self.caps,
+            "rows": [row._asdict() for row in self.rows],
+            "billing_readings": self.readings,
+        }
+
+
+def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int, str | None]:
+    """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts)."""
+    data = empty_state()
+    schema_for = schema_lookup(deps)
+    found: list[ParsedEntry] = []
+    last_ts: list[str] = []
+
+    def fold(parsed: ParsedEntry) -> None:
+        if found:
+            return
+        if parsed.entry_hash == ref:
+            found.append(parsed)
+            return
+        apply_parsed(data, parsed, schema_for)
+        last_ts[:] = [parsed.ts_utc]
+
+    verifier = ChainVerifier(deps.keys.load_trust(), on_entry=fold)
+    for line, raw in enumerate(deps.chain.iter_lines(), start=1):
+        if not verifier.feed(raw):
+            report = verifier.report()
+            raise UnknownVerdictError(
+                f"the chain does not verify at line {report.line} ({report.reason}) "
+                f"before {ref} was found"
+            )
+        if found:
+            return data, found[0], line, last_ts[0] if last_ts else None
+    raise UnknownVerdictError(f"no entry {ref} in the chain")
+
+
+def _reading(scope: ScopeState, now: dt.datetime, day: str) -> dict[str, Any]:
+    reading = scope.reading
+    if reading is None:
+        return {"scope": scope.key, "reading": None}
+    return {
+        "scope": scope.key,
+        "usd_used_micros": reading.usd_used_micros,
+        "billing_ts": format_ts(reading.billing_ts),
+        "fetched_at": format_ts(reading.fetched_at),
+        "server_ts": None if reading.server_ts is None else format_ts(reading.server_ts),
+        "age_seconds": round((now - reading.fetched_at).total_seconds(), 3),
+        "counts_for_day": format_ts(reading.fetched_at)[:10] == day,
+    }
+
+
+def explain(deps: ExplainDeps, ref: str) -> Explanation:
+    """Recompute the verdict ``ref`` from the chain and compare it with what was sealed.
+
+    Raises:
+        UnknownVerdictError: no such entry, not a verdict, or the chain breaks first.
+        ConfigError: the configuration is invalid or has no daily cap.
+        ChainIOError: the chain cannot be read.
+    """
+    config = deps.config
+    data, entry, line, prev_ts = _find(deps, ref)
+    if entry.event_type not in VERDICT_EVENTS:
+        raise UnknownVerdictError(
+            f"entry {ref} (line {line}) is a {entry.event_type}, not a verdict"
+        )
+    payload = entry.payload
+    now = parse_ts(entry.ts_utc)
+    local_now = parse_ts(payload["local_time"]) if payload.get("local_time") else now
+    day = str(payload["utc_day"])
+    provider = payload.get("provider")
+    estimate = int(payload["estimated_micros"])
+    scopes = _scopes(data["usd"], config, provider, day, now)
+    problem = counter_problem(Counter(data, None), config) or unpriced_problem(data["usd"], day)
+    head_ts = parse_ts(prev_ts) if prev_ts else None
+    decision = decide(
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
+    )
+    rows = table_rows(
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
+    )
+    recomputed = {
+        "verdict": decision.verdict.value,
+        "uncertainty_reason": decision.reason.value if decision.reason else None,
+        "deciding_cap": decision.deciding.key,
+        "usage_pct": pct_text(decision.projected_pct),
+        "usd_used_micros": decision.deciding.used_micros,
+        "usd_reserved_micros": decision.deciding.reserved_micros,
+        "cap_micros": decision.deciding.cap_micros,
+        "diagnostic": decision.diagnostic,
+        "deciding_row": first_match(rows).order,
+    }
+    sealed = {key: payload.get(key) for key in (*_COMPARED, "diagnostic")}
+    differences = [
+        f"{key}: sealed {sealed[key]!r}, recomputed {recomputed[key]!r}"
+        for key in _COMPARED
+        if sealed[key] != recomputed[key]
+    ]
+    context = {
+        "event_type": entry.event_type,
+        "ts_utc": entry.ts_utc,
+        "utc_day": day,
+        "provider": provider,
+        "estimated_micros": estimate,
+        "config": "in force now",
+    }
+    return Explanation(
+        ref,
+        line,
+        sealed,
+        recomputed,
+        differences,
+        [scope_figures(scope, estimate) for scope in scopes],
+        rows,
+        [_reading(scope, now, day) for scope in scopes],
+        context,
+    )
