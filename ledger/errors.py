@@ -110,3 +110,23 @@ class ObserverError(LedgerError):
     """A UsageObserver could not give a usable reading; the reason is the message."""
 
     exit_code = EXIT_USAGE
+
+
+class UnknownPriceError(UsageError):
+    """A model has no price (no override, not in the price snapshot): never taken as $0."""
+
+
+class UsageObjectInvalidError(UsageError):
+    """A provider's usage object is malformed or of another provider's shape."""
+
+
+class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
+    """A verdict halted the call (``halt-100`` or ``halt-uncertainty``); ``.verdict`` holds it."""
+
+    exit_code = EXIT_HALT
+
+    def __init__(self, verdict: object) -> None:
+        reason = getattr(verdict, "uncertainty_reason", None)
+        what = getattr(verdict, "verdict", "halt")
+        super().__init__(f"{what}" + (f": {reason}" if reason else ""))
+        self.verdict = verdict

@@ -4,6 +4,7 @@ Everything is built lazily, so a command pays only for what it touches.
 """
 
 import os
+import re
 from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
@@ -18,14 +19,18 @@ from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
+from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
     from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.snapshotfiles import SnapshotFiles
 
 CONFIG_FILE = "ledger.toml"
+_PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 CHAIN_FILE = "events.jsonl"
 
 
@@ -145,6 +150,40 @@ class Runtime:
     def snapshots_dir(self) -> Path:
         """Where snapshots are kept."""
         return self.home / "snapshots"
+
+    @property
+    def prices_dir(self) -> Path:
+        """Where the price snapshot is kept (one file per provider, SPEC §7)."""
+        return self.home / "prices"
+
+    def price_file(self, provider: str) -> bytes | None:
+        """One provider's price snapshot file, or ``None`` when there is none.
+
+        Raises:
+            ChainIOError: the file exists but cannot be read.
+        """
+        if not _PRICE_FILE_RE.fullmatch(provider):
+            return None
+        try:
+            return (self.prices_dir / f"{provider}.json").read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read the price snapshot for {provider}: {exc}") from exc
+
+    def build_price_snapshot(self, now: "dt.datetime") -> dict[str, bytes]:
+        """genai-prices' rates in effect at ``now``, one file per provider."""
+        from ledger.edges.pricebook import build_snapshot
+
+        return build_snapshot(now)
+
+    def write_price_files(self, files: dict[str, bytes]) -> str:
+        """Write every snapshot file atomically; returns the folder."""
+        self.prices_dir.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            if _PRICE_FILE_RE.fullmatch(name.removesuffix(".json")):
+                atomic_write(self.prices_dir / name, data)
+        return str(self.prices_dir.resolve())
 
     @property
     def state_dir(self) -> Path:

@@ -82,9 +82,11 @@ def init(
 
     def body() -> int:
         from ledger.services.home import init_home
+        from ledger.services.prices import init_prices
 
         runtime = _runtime()
         result = init_home(runtime, daily_cap_usd)
+        init_prices(runtime)
         print_json(
             {
                 "home": result.home,
@@ -347,6 +349,7 @@ _register_fast_commands()
 for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.poll_command",
+    "ledger.cli.prices_command",
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",
     "ledger.cli.snapshot_commands",

@@ -10,6 +10,7 @@ import re
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
@@ -69,6 +70,46 @@ class Config(NamedTuple):
     snapshot_cron: str = "0 4 * * *"
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
+    price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
+
+
+_PRICE_KEYS = frozenset(
+    {
+        "input_per_mtok",
+        "output_per_mtok",
+        "cache_read_per_mtok",
+        "cache_write_per_mtok",
+        "cache_write_1h_per_mtok",
+    }
+)
+_MODEL_MAX = 256
+
+
+def _price_overrides(value: Any, name: str) -> dict[str, Rates]:
+    """``[prices."<provider>/<model>"]`` tables (SPEC §7), USD per million tokens.
+
+    Raises:
+        ConfigError: a malformed key, an unknown rate, a missing input or
+            output rate, or a rate that is not a number ≥ 0; names the key.
+    """
+    if not isinstance(value, dict):
+        raise ConfigError(f'{name}: must be a table of "<provider>/<model>" tables')
+    overrides = {}
+    for key, table in value.items():
+        provider, _, model = str(key).partition("/")
+        where = f'{name}."{key}"'
+        if not PROVIDER_RE.fullmatch(provider) or not model or len(model) > _MODEL_MAX:
+            raise ConfigError(f'{where}: must be named "<provider>/<model>"')
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: must be a table of rates")
+        for rate in table:
+            if rate not in _PRICE_KEYS:
+                raise ConfigError(f"{where}.{rate}: unknown key")
+        try:
+            overrides[key] = rates_from(table, prefix=f"{where}.", suffix="_per_mtok")
+        except PriceError as exc:
+            raise ConfigError(str(exc)) from exc
+    return overrides
 
 
 _FIELD_FOR = {
@@ -188,6 +229,9 @@ def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
     """
     values: dict[str, Any] = {}
     for section, table in document.items():
+        if section == "prices":
+            values["price_overrides"] = _price_overrides(table, "prices")
+            continue
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -209,6 +253,12 @@ def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert(kind, raw, variable)
+    if "LEDGER_PRICES" in environ:
+        try:
+            table = json.loads(environ["LEDGER_PRICES"])
+        except ValueError as exc:
+            raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
+        values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
     return Config(**values)
 
 
@@ -253,4 +303,11 @@ keep_days = 30
 
 [chain]
 lock_timeout_seconds = 10
+
+# Price overrides, USD per million tokens (SPEC §7); they win over genai-prices.
+# [prices."anthropic/claude-opus-4-1"]
+# input_per_mtok = 15.0
+# output_per_mtok = 75.0
+# cache_read_per_mtok = 1.5      # default: the input rate
+# cache_write_per_mtok = 18.75   # default: the input rate
 """

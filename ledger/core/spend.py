@@ -25,6 +25,7 @@ def empty_usd_state() -> dict[str, Any]:
         "readings": {},
         "attempts": {},
         "reconciles": {},
+        "unpriced": {},
     }
 
 
@@ -37,6 +38,9 @@ def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
     for table in ("spend", "last_spend", "rebase"):
         for old in [d for d in usd[table] if d not in keep and d < day]:
             del usd[table][old]
+    unpriced = usd.get("unpriced") or {}
+    for ref in [ref for ref, rec in unpriced.items() if rec["utc_day"] not in keep]:
+        del unpriced[ref]
     # Reservations from older days, or already expired when this entry was
     # sealed, count for nothing: dropping them keeps the state (and so every
     # verdict) small even when calls are never recorded.
@@ -99,8 +103,18 @@ def apply_usd_event(
     elif event_type == "budget.record_call":
         spend_day = payload["utc_day"]
         provider = payload["provider"]
-        by_provider = usd["spend"].setdefault(spend_day, {})
-        by_provider[provider] = by_provider.get(provider, 0) + payload["actual_micros"]
+        actual = payload["actual_micros"]
+        if actual is None:
+            # SPEC §7: spend whose price is unknown is kept, never taken as $0;
+            # the gate halts on it until it is priced or re-based.
+            usd.setdefault("unpriced", {})[entry_hash] = {
+                "provider": provider,
+                "utc_day": spend_day,
+                "model": payload.get("model_id"),
+            }
+        else:
+            by_provider = usd["spend"].setdefault(spend_day, {})
+            by_provider[provider] = by_provider.get(provider, 0) + actual
         usd["last_spend"].setdefault(spend_day, {})[provider] = ts_utc
         ref = payload.get("verdict_ref")
         if ref:
@@ -126,9 +140,54 @@ def apply_usd_event(
         }
         if payload.get("forced"):
             rebase_day = payload["utc_day"]
+            _forget_unpriced(usd, provider, rebase_day)
             delta = payload["billing_micros"] - payload["counter_micros"]
             by_provider = usd["rebase"].setdefault(rebase_day, {})
             by_provider[provider] = by_provider.get(provider, 0) + delta
+
+
+def _forget_unpriced(usd: dict[str, Any], provider: str, day: str) -> None:
+    """A forced reconcile re-bases its scope to the bill, which covers unpriced spend."""
+    unpriced = usd.get("unpriced") or {}
+    for ref in [
+        ref
+        for ref, rec in unpriced.items()
+        if rec["utc_day"] == day and provider in {AGGREGATE, rec["provider"]}
+    ]:
+        del unpriced[ref]
+
+
+def apply_priced(usd: dict[str, Any], priced: list[dict[str, Any]]) -> None:
+    """Fold the prices ``rebuild-state`` sealed for records that had none.
+
+    Each item names the unpriced record (its entry hash) and its cost; only a
+    record still unpriced is charged, so no spend is ever counted twice.
+    """
+    unpriced = usd.get("unpriced") or {}
+    for item in priced:
+        record = unpriced.pop(item["entry_hash"], None)
+        if record is None:
+            continue
+        by_provider = usd["spend"].setdefault(record["utc_day"], {})
+        provider = record["provider"]
+        by_provider[provider] = by_provider.get(provider, 0) + item["actual_micros"]
+
+
+def unpriced_problem(usd: dict[str, Any], day: str) -> str | None:
+    """SPEC §4 row 1: recorded spend of ``day`` whose price is unknown, or ``None``."""
+    found = sorted(
+        f"{rec['provider']}/{rec.get('model') or '(no model)'}"
+        for rec in (usd.get("unpriced") or {}).values()
+        if rec["utc_day"] == day
+    )
+    if not found:
+        return None
+    names = ", ".join(dict.fromkeys(found))
+    return (
+        f"recorded spend whose price is unknown ({len(found)} call(s): {names}); price the "
+        "model in ledger.toml or run `ledger prices sync`, then `ledger rebuild-state`; "
+        "or re-base with `ledger reconcile --force-reason`"
+    )
 
 
 class Reading(NamedTuple):

@@ -10,7 +10,7 @@ from typing import Any
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
 from ledger.core.envelope import ParsedEntry
 from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
-from ledger.core.spend import apply_usd_event, empty_usd_state, negative_amount
+from ledger.core.spend import apply_priced, apply_usd_event, empty_usd_state, negative_amount
 from ledger.core.timefmt import parse_ts
 
 STATE_FORMAT = "ledger-state/1"
@@ -54,6 +54,9 @@ def apply_entry(
         # could not be folded is not cleared: only `recover` removes it.
         meta["max_backstep_us"] = 0
         meta["negative"] = None
+        priced = payload.get("priced")
+        if isinstance(priced, list):
+            apply_priced(state["usd"], priced)
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash)

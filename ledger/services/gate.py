@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
 from ledger.core.seal import chain_time
-from ledger.core.spend import ScopeState, empty_usd_state, scope_state
+from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
@@ -168,8 +168,12 @@ def check_verdict(
     provider: str | None = None,
     cycle_id: str | None = None,
     agent: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> VerdictOutcome:
     """Decide and record one pre-call check, reserving the estimate when admitted.
+
+    ``details`` (the model, its ``price_source`` and token counts of a verdict
+    priced from tokens) are sealed in the verdict's payload as they are.
 
     A verdict that cannot be recorded (torn tail, lock timeout, unusable key,
     a clock or deadline outside what the chain can hold) is still a halt.
@@ -193,13 +197,16 @@ def check_verdict(
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
     try:
-        outcome = _gate_once(deps, writer, estimate_micros, provider, cycle_id, agent, refresh=[])
+        outcome = _gate_once(
+            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=[], details=details
+        )
         if isinstance(outcome, VerdictOutcome):
             return outcome
         results = [deps.observe(name) for name in outcome]
         final = _gate_once(
-            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=results
-        )
+            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=results,
+            details=details,
+        )  # fmt: skip
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
     except LockTimeoutError as exc:
         # Waiting again for the busy lock just to print figures would double the delay.
@@ -249,6 +256,7 @@ def _gate_once(
     cycle_id: str | None,
     agent: str | None,
     refresh: list["ObserverResult"],
+    details: dict[str, Any] | None = None,
 ) -> VerdictOutcome | list[str]:
     config = deps.config
     if refresh:
@@ -267,15 +275,18 @@ def _gate_once(
                 fold_sealed(counter, sealed, tx.head())
         day = utc_day(now)
         scopes = _scopes(counter.data["usd"], config, provider, day, now)
-        if problem is None and not refresh and config.observer_command is not None:
+        # SPEC §7: spend of today whose price is unknown halts like a damaged counter.
+        halting = problem or unpriced_problem(counter.data["usd"], day)
+        if halting is None and not refresh and config.observer_command is not None:
             wanted = _needs_reading(scopes, config, now)
             if wanted:
                 return wanted
         decision = decide(
             scopes, estimate_micros, config, now,
-            head_ts=_head_time(counter), counter_problem=problem, local_now=local_now,
+            head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
         )  # fmt: skip
         payload = _verdict_payload(decision, provider, cycle_id, agent, day, now, config, local_now)
+        payload.update(details or {})
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
             fold_sealed(counter, sealed, tx.head())
@@ -296,7 +307,7 @@ class RecordOutcome(NamedTuple):
 
 def record_call(
     deps: GateDeps,
-    actual_micros: int,
+    actual_micros: int | None,
     provider: str,
     verdict_ref: str | None = None,
     model_id: str | None = None,
@@ -304,8 +315,13 @@ def record_call(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     idempotency_key: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> RecordOutcome:
     """Record actual spend and settle its reservation. Spend is never refused.
+
+    ``actual_micros`` is ``None`` for a call whose model has no price: the
+    record is sealed all the same (SPEC §7), with its token counts in
+    ``details``, and the gate halts until it is priced.
 
     With ``idempotency_key``, a key already sealed in the chain writes nothing
     and returns the first record (``duplicate``): the lookup and the append
@@ -358,6 +374,7 @@ def record_call(
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
             "idempotency_key": idempotency_key,
+            **(details or {}),
         }
         sealed = writer.append(tx, "budget.record_call", payload, now=now)
         fold_sealed(counter, sealed, tx.head())
@@ -402,9 +419,10 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     scopes = [aggregate]
     if provider_scope is not None and provider_cap is not None:
         scopes.append(provider_scope)
+    problem = counter_problem(counter, config) or unpriced_problem(usd, day)
     decision = decide(
         scopes, 0, config, now, head_ts=_head_time(counter),
-        counter_problem=counter_problem(counter, config), local_now=local_now,
+        counter_problem=problem, local_now=local_now,
     )  # fmt: skip
     reason = decision.reason
     return UsageOutcome(

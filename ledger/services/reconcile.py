@@ -1,7 +1,7 @@
 """Reconcile the local counter with the provider's bill, and rebuild derived state."""
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ledger.core.observation import Deferred, Reading, Unreachable, reading_payload
 from ledger.core.reconcile import drift_pct, pct_text
@@ -13,6 +13,9 @@ from ledger.services.gate import GateDeps
 from ledger.services.poll import PollDeps, billing_lock
 from ledger.services.state import Counter, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer
+
+if TYPE_CHECKING:
+    from ledger.services.prices import PriceDeps
 
 
 class ReconcileDeps(PollDeps, Protocol):
@@ -154,15 +157,60 @@ def rebuild_state(deps: GateDeps) -> RebuildOutcome:
         if counter.problem is not None:
             raise LedgerError(f"cannot rebuild derived state: {counter.problem}")
         head = counter.head
-        payload = {
+        payload: dict[str, Any] = {
             "entries": counter.data["meta"]["entries"],
             "head_hash": head.entry_hash if head else None,
             "previous_state": previous,
         }
+        priced = _price_unpriced(deps, counter.data["usd"])
+        if priced:
+            payload["priced"] = priced
         sealed = writer.append(tx, "ledger.state_rebuilt", payload)
         fold_sealed(counter, sealed, tx.head())
         save_counter(counter, deps.states)
     return RebuildOutcome(payload["entries"], payload["head_hash"], previous, sealed.entry_hash)
+
+
+def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]:
+    """Prices for recorded calls that had none and whose model is priced now (SPEC §7).
+
+    Their costs are sealed in the ``ledger.state_rebuilt`` envelope, so the
+    counter stays a fold of the chain alone; a model still unpriced stays so.
+    """
+    from ledger.core.envelope import parse_line
+    from ledger.core.prices import TokenCounts, cost_micros
+    from ledger.services.prices import find_price
+
+    unpriced = usd.get("unpriced") or {}
+    if not unpriced or not hasattr(deps, "price_file"):
+        return []
+    prices = cast("PriceDeps", deps)
+    priced = []
+    for raw in deps.chain.iter_lines():
+        try:
+            entry = parse_line(raw.rstrip(b"\n"))
+        except (ValueError, LedgerError):
+            continue
+        record = unpriced.get(entry.entry_hash)
+        tokens = entry.payload.get("tokens")
+        if record is None or not record.get("model") or not isinstance(tokens, dict):
+            continue
+        found, _why = find_price(prices, record["provider"], record["model"])
+        if found is None:
+            continue
+        counts = TokenCounts(**{k: int(v) for k, v in tokens.items() if k in TokenCounts._fields})
+        priced.append(
+            {
+                "entry_hash": entry.entry_hash,
+                "provider": record["provider"],
+                "utc_day": record["utc_day"],
+                "model": record["model"],
+                "actual_micros": cost_micros(counts, found.rates),
+                "price_source": found.source,
+                "rates": found.rates.as_text(),
+            }
+        )
+    return priced
 
 
 def _previous_state(deps: GateDeps, tx: Any) -> str:

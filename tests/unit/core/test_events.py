@@ -233,8 +233,9 @@ class TestInterpreter:
     def test_integral_float_is_not_an_integer(self):
         """1.0 is not an integer here (jsonschema says it is): money is never a float."""
         payload = {**RECORD_CALL, "actual_micros": 1000.0}
+        # actual_micros is integer-or-null (SPEC §7: null for an unpriced call).
         assert schema_errors(payload, load_schema("budget.record_call")) == (
-            "$.actual_micros: expected integer"
+            "$.actual_micros: expected integer or null"
         )
 
     def test_const_enum_json_equality(self):

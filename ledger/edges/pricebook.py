@@ -1,0 +1,102 @@
+"""genai-prices as a compact price snapshot: the only module that imports it.
+
+genai-prices imports pydantic and httpx (about 200 ms), so the per-call
+commands never import it: ``ledger init`` and ``ledger prices sync`` write the
+rates it ships into ``prices/<provider>.json`` in the home, and ``verdict``/``record``
+read the one file of the provider they price
+(``ledger.core.prices.parse_provider_file``). Nothing is fetched
+over the network: the data is the one bundled with the installed package.
+
+For each model the snapshot keeps the library's match rules and the base
+rates in effect at the moment of the sync, for the standard service tier:
+conditional prices (a price that starts on a date, off-peak hours) are
+resolved at that moment, and tiered prices (a higher rate above 200k prompt
+tokens) keep their base rate. Models without an input and an output token
+price (embeddings, audio, image models) are left out, so they are unpriced.
+"""
+
+import dataclasses
+import datetime as dt
+import functools
+import json
+from decimal import Decimal
+from typing import Any
+
+from ledger.core.prices import SNAPSHOT_FORMAT
+
+_RATE_KEYS = {
+    "input": "input_mtok",
+    "output": "output_mtok",
+    "cache_read": "cache_read_mtok",
+    "cache_write": "cache_write_mtok",
+    "cache_write_1h": "cache_write_1h_mtok",
+}
+
+
+def library_version() -> str:
+    """The installed genai-prices version."""
+    from importlib.metadata import version
+
+    return version("genai-prices")
+
+
+def _clause(clause: Any) -> dict[str, Any]:
+    fields = dataclasses.asdict(clause)
+    ((name, value),) = fields.items()
+    if name in {"or_", "and_"}:
+        return {name.rstrip("_"): [_clause(inner) for inner in getattr(clause, name)]}
+    return {name: value}
+
+
+def _decimal_text(value: Any) -> str | None:
+    from genai_prices.types import TieredPrices
+
+    if value is None:
+        return None
+    if isinstance(value, TieredPrices):
+        value = value.base
+    if not isinstance(value, Decimal) or not value.is_finite() or value < 0:
+        return None
+    return format(value.normalize(), "f")
+
+
+def build_snapshot(now: dt.datetime) -> dict[str, bytes]:
+    """The token prices in effect at ``now``: one JSON file per provider, by file name.
+
+    Prices change on day boundaries at most, so one build serves a whole UTC
+    day in a process (the snapshot's ``taken_at`` is then the day's start).
+    """
+    return dict(_build_for_day(now.astimezone(dt.UTC).date()))
+
+
+@functools.lru_cache(maxsize=4)
+def _build_for_day(day: dt.date) -> tuple[tuple[str, bytes], ...]:
+    from genai_prices import data_snapshot
+
+    now = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+    source = f"genai-prices {library_version()}"
+    taken_at = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    files: dict[str, bytes] = {}
+    for provider in data_snapshot.get_snapshot().providers:
+        models = []
+        for model in provider.models:
+            price = model.get_prices(now)
+            rates = {}
+            for kind, key in _RATE_KEYS.items():
+                text = _decimal_text(getattr(price, key, None))
+                if text is not None:
+                    rates[kind] = text
+            if "input" not in rates or "output" not in rates:
+                continue
+            models.append({"id": model.id, "match": _clause(model.match), "rates": rates})
+        document = {
+            "format": SNAPSHOT_FORMAT,
+            "provider": provider.id,
+            "source": source,
+            "taken_at": taken_at,
+            "fallback": list(provider.fallback_model_providers or []),
+            "models": models,
+        }
+        text = json.dumps(document, separators=(",", ":"), sort_keys=True)
+        files[f"{provider.id}.json"] = text.encode("utf-8")
+    return tuple(files.items())
