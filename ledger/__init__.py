@@ -1,3 +1,49 @@
-"""ledger: a tamper-evident, fail-closed spend guard for autonomous agents."""
+"""ledger: a tamper-evident, fail-closed spend guard for autonomous agents.
+
+The Python API (``ledger.open``, ``Ledger``, ``BudgetHalted``, ``LedgerError``)
+is bound lazily, so ``import ledger`` costs almost nothing and the per-call
+commands pay nothing for it.
+"""
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "open": ("ledger.api", "open_book"),
+    "Ledger": ("ledger.api", "Ledger"),
+    "Verdict": ("ledger.api", "Verdict"),
+    "Record": ("ledger.api", "Record"),
+    "Usage": ("ledger.api", "Usage"),
+    "Guard": ("ledger.api", "Guard"),
+    "BudgetHalted": ("ledger.errors", "BudgetHalted"),
+    "LedgerError": ("ledger.errors", "LedgerError"),
+    "UsageError": ("ledger.errors", "UsageError"),
+    "UnknownPriceError": ("ledger.errors", "UnknownPriceError"),
+    "ConfigError": ("ledger.errors", "ConfigError"),
+}
+
+__all__ = [  # names bound lazily by __getattr__
+    "BudgetHalted",
+    "ConfigError",
+    "Guard",
+    "Ledger",
+    "LedgerError",
+    "Record",
+    "UnknownPriceError",
+    "Usage",
+    "UsageError",
+    "Verdict",
+    "__version__",
+    "open",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Bind a public name on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+    import importlib
+
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
