@@ -7,6 +7,20 @@ commands pay nothing for it.
 
 __version__ = "0.1.0"
 
+# typing is not imported at run time (``import ledger`` stays cheap); type
+# checkers see the real names.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ledger.api import Guard, Ledger, Record, Usage, Verdict
+    from ledger.api import open_book as open  # noqa: A004 - SPEC §7 names it ledger.open
+    from ledger.errors import (
+        BudgetHalted,
+        ConfigError,
+        LedgerError,
+        UnknownPriceError,
+        UsageError,
+    )
+
 _LAZY = {
     "open": ("ledger.api", "open_book"),
     "Ledger": ("ledger.api", "Ledger"),

@@ -5,7 +5,7 @@ line on stderr and its ``exit_code``. Halts are not errors: a halt is a
 decision value, and only malformed input or failed I/O raise.
 """
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -125,7 +125,7 @@ class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
 
     exit_code = EXIT_HALT
 
-    def __init__(self, verdict: object) -> None:
+    def __init__(self, verdict: Any) -> None:
         reason = getattr(verdict, "uncertainty_reason", None)
         what = getattr(verdict, "verdict", "halt")
         super().__init__(f"{what}" + (f": {reason}" if reason else ""))
