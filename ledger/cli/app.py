@@ -352,6 +352,7 @@ for _module in (
     "ledger.cli.prices_command",
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",
+    "ledger.cli.metrics_command",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
 ):
