@@ -659,15 +659,18 @@ def test_tamper_gate_battery(mixed, run_inproc, tmp_path, capsys):
     for number, backstep in enumerate(backsteps * sized(2, 5)):
         home = copy(f"backdated-{number}")
         head_ts = parse_ts(chain.ts(chain.n))
+        moment = head_ts - dt.timedelta(seconds=backstep)
         payload = {
             "provider": rng.choice(["openai", "anthropic"]),
             "actual_micros": rng.randint(1, 3_000_000),
-            "utc_day": chain.ts(chain.n)[:10],
+            # The record's own day: a day that disagrees with its ts_utc is a
+            # different fault (an entry that cannot be folded), tested elsewhere.
+            "utc_day": moment.date().isoformat(),
             "verdict_ref": None,
             "settled": False,
             "cycle_id": f"backdated-{number}",
         }
-        append_signed(home, chain, payload, head_ts - dt.timedelta(seconds=backstep))
+        append_signed(home, chain, payload, moment)
         verify = run_inproc(["--home", str(home), "verify-chain"])
         verify_accepts += verify.code == 0
         code, reason = _verdict(run_inproc, home, now)
