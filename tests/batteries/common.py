@@ -153,3 +153,46 @@ def build_mixed_home(run: Runner, home: Path, workdir: Path, *, pairs: int = 8) 
     mixed.cli("verdict", "0.5")
     mixed.cli("checkpoint")
     return mixed
+
+
+def forge_entry(
+    home: Path, env: dict[str, str], event_type: str, payload: Any, moment: dt.datetime
+) -> str:
+    """Sign and append any payload with the home's own active key, unchecked.
+
+    Like ``tests.gate_helpers.append_raw_entry(validate=False)``, which seals floats
+    through ``rfc8785``; an integer beyond ±(2^53−1), which ``rfc8785`` refuses, is
+    sealed in the layout the product writes (sorted keys, no spaces, ASCII), the way a
+    faulty writer holding the key could. A payload that is not an object (which the
+    chain's writer refuses to append) is signed and written to the file directly.
+    Returns the entry's hash.
+    """
+    import rfc8785
+
+    from ledger.core.canonical import sha256_hex
+    from ledger.core.envelope import render_line, unsigned_entry
+    from ledger.core.timefmt import format_ts
+    from ledger.runtime import Runtime
+    from ledger.services.writer import Writer
+    from tests.gate_helpers import append_raw_entry
+
+    if isinstance(payload, dict):
+        try:
+            return append_raw_entry(home, env, event_type, payload, moment, validate=False)
+        except rfc8785.IntegerDomainError:
+            pass
+    runtime = Runtime(home, {**env})
+    signer = Writer(runtime).signer()
+    with runtime.chain.transaction() as tx:
+        head = tx.head()
+        entry = unsigned_entry(
+            event_type, payload, format_ts(moment), head.entry_hash if head else "GENESIS"
+        )
+        preimage = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode("ascii")
+        line = render_line(preimage, signer.sign_b64(preimage), signer.key_id)
+        if isinstance(payload, dict):
+            tx.append(line)
+        else:
+            with (home / "events.jsonl").open("ab") as chain:
+                chain.write(line)
+        return sha256_hex(preimage)
