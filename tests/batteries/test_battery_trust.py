@@ -29,7 +29,11 @@ trust store says it may not use at that time.** When the open-ended (active) key
 from a time already past, or its ``valid_from`` lies in the future, the chain still verifies
 (the key signed nothing at those times yet), and ``verdict`` answers ``allow`` (exit 0) and
 seals that verdict with the key anyway; the entry it wrote is then rejected by
-``verify-chain`` and only the next verdict halts. Repro::
+``verify-chain`` — and the gate never notices: the entries it sealed were folded as they
+were written, the trust store is the one the state was verified under, so every later
+``verdict`` still answers ``allow`` (and ``tokens check`` allows, ``usage`` reports no
+uncertainty) while ``verify-chain`` says ``BROKEN`` (SPEC §4 row 1), until an operator runs
+``rebuild-state``. Repro::
 
     export LEDGER_NOW=2026-06-01T12:00:00Z
     ledger --home H init --daily-cap-usd 10
@@ -41,11 +45,13 @@ seals that verdict with the key anyway; the entry it wrote is then rejected by
     ledger --home H verify-chain                    # OK 1 entries, exit 0
     ledger --home H verdict 1                       # {"verdict": "allow", ...}, exit 0
     ledger --home H verify-chain                    # BROKEN line 2: signing key … is revoked
+    ledger --home H verdict 1                       # still {"verdict": "allow", ...}, exit 0
 
 (likewise after ``keys rotate`` and setting the new key's ``valid_from`` to next year:
 ``BROKEN line N: signing key … is not valid at …``). Expected (SPEC §3): a verdict that
 cannot be recorded with a usable signing key prints ``halt-uncertainty`` /
-``counter_inconsistent``, exit 1, and writes nothing.
+``counter_inconsistent``, exit 1, and writes nothing; and once the chain holds an entry the
+trust store rejects, every verdict halts ``counter_inconsistent`` (SPEC §4 row 1).
 """
 
 import datetime as dt
@@ -430,6 +436,7 @@ def single_battery(run: Any, tally: Tally, base: Base, work: Path) -> None:
         original = home.trust_path.read_bytes()
         apply_change(home, base, steps)
         home.check(name, process=name in processes)
+        home.check(f"{name}; again")  # what the first check wrote is held to the same rules
         home.cli("rebuild-state")  # an operator's first move; must not clear a broken chain
         home.check(f"{name}; rebuild-state")
         if home.trust_path.read_bytes() != original:  # put the original trust store back
@@ -491,7 +498,7 @@ def random_change(home: Home, rng: random.Random, originals: list[bytes]) -> str
         return f"hand: {key} valid_from {moment}"
     if which == 5:
         key = rng.choice(key_ids)
-        at = rng.choice([None, moment])
+        at = rng.choice([None, moment, shift(home.now(), 1)])
         add_revocation(home, key, at)
         return f"hand: revoke {key} at {at}"
     if which == 6:
