@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Imported now, not lazily inside a test: CPython 3.11's AST builder can report
+# "recursion depth mismatch" when it first parses a module after a test has
+# driven the JSON parser into RecursionError (the bad-input battery does).
+import hypothesis.strategies._internal.types  # noqa: F401
 import pytest
 from hypothesis import HealthCheck, settings
 
