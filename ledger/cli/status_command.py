@@ -43,8 +43,8 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
     }
 
 
-def collect(runtime: Any) -> dict[str, Any]:
-    """Every budget's figures as one JSON-able document."""
+def agent_view(runtime: Any) -> dict[str, Any]:
+    """The agent budgets (convoys, workflows, agents, time) as ``status --json`` shows them."""
     from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
     from ledger.errors import ConfigError
     from ledger.services.agents import agent_status
@@ -56,7 +56,12 @@ def collect(runtime: Any) -> dict[str, Any]:
             budget_end = parse_budget_end(end_text)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
-    return {"usd": _usd_view(runtime), **agent_status(runtime, budget_end)}
+    return agent_status(runtime, budget_end)
+
+
+def collect(runtime: Any) -> dict[str, Any]:
+    """Every budget's figures as one JSON-able document."""
+    return {"usd": _usd_view(runtime), **agent_view(runtime)}
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -81,7 +86,12 @@ def _usd_lines(usd: dict[str, Any]) -> list[str]:
 
 def render(document: dict[str, Any]) -> str:
     """The status as text for people."""
-    lines = _usd_lines(document["usd"])
+    return "\n".join(_usd_lines(document["usd"]) + agent_lines(document)) + "\n"
+
+
+def agent_lines(document: dict[str, Any]) -> list[str]:
+    """The agent budgets of an ``agent_view`` as lines of text."""
+    lines: list[str] = []
     if document["convoys"]:
         rows = [["CONVOY", "USED/MAX", "USED%", "RESERVED", "AGENT MAX", "STATE"]]
         for convoy in document["convoys"]:
@@ -119,7 +129,7 @@ def render(document: dict[str, Any]) -> str:
         lines.append(f"  {countdown['message']}")
     if document["diagnostic"]:
         lines.append(f"WARNING: agent budget counters cannot be trusted: {document['diagnostic']}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def status(

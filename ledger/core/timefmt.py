@@ -66,3 +66,25 @@ def parse_iso8601(text: str) -> dt.datetime:
 def utc_day(moment: dt.datetime) -> str:
     """The UTC calendar day of ``moment``, ``YYYY-MM-DD``."""
     return moment.astimezone(dt.UTC).date().isoformat()
+
+
+def budget_day(moment: dt.datetime, zone: dt.tzinfo) -> str:
+    """The budget day of ``moment``: its calendar day in ``zone``, ``YYYY-MM-DD``."""
+    return moment.astimezone(zone).date().isoformat()
+
+
+def day_bounds(day: str, zone: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
+    """When the budget day ``day`` begins and ends in ``zone``, as UTC times.
+
+    The day runs from its midnight to the next in ``zone``, so a day on which
+    the clocks change lasts 23 or 25 hours. A midnight that the change skips
+    begins the day at the first moment that exists.
+
+    Raises:
+        ValueError: ``day`` is not ``YYYY-MM-DD``.
+    """
+    date = dt.date.fromisoformat(day)
+    start = dt.datetime.combine(date, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+    following = date + dt.timedelta(days=1)
+    end = dt.datetime.combine(following, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+    return start, end

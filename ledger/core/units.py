@@ -46,3 +46,10 @@ def percent(numerator: int, denominator: int) -> Fraction:
 def pct_for_display(value: Fraction | None) -> float | None:
     """A percentage rounded to 4 decimals for JSON output."""
     return None if value is None else round(float(value), 4)
+
+
+def usd_text(micros: int) -> str:
+    """A micro-USD amount as exact dollar text for people: ``$12.50``, ``-$0.000125``."""
+    whole, fraction = divmod(abs(micros), MICROS_PER_USD)
+    cents = f"{fraction:06d}".rstrip("0").ljust(2, "0")
+    return f"{'-' if micros < 0 else ''}${whole:,}.{cents}"
