@@ -24,7 +24,7 @@ After each change (SPEC §2 "Keys and trust", §4 "What the counter is held agai
 Includes SPEC's sequence: ``record 2 --provider openai; keys rotate; verdict 0.5;
 keys revoke OLD --reason compromised`` → ``BROKEN line 1`` and the verdict halts.
 
-Defect this battery reports (it fails until it is fixed): **the writer signs with a key the
+Defect this battery found (it fails while it is present): **the writer signs with a key the
 trust store says it may not use at that time.** When the open-ended (active) key is revoked
 from a time already past, or its ``valid_from`` lies in the future, the chain still verifies
 (the key signed nothing at those times yet), and ``verdict`` answers ``allow`` (exit 0) and
