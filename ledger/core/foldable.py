@@ -32,6 +32,7 @@ _TIME_FIELDS = frozenset(
 )
 _DAY_FIELDS = frozenset({"utc_day"})
 _MAX_DEPTH = 16
+MAX_SAFE_INTEGER = 2**53 - 1
 
 SchemaFor = Callable[[str], dict[str, Any] | None]
 
@@ -77,10 +78,25 @@ def check_entry(
     problem = schema_errors(payload, schema)
     if problem is not None:
         return f"payload does not match the {event_type} schema: {problem}"
+    problem = _reading_problem(event_type, payload, schema_for)
+    if problem is not None:
+        return problem
     problem = _value_problem(payload, 0)
     if problem is not None:
         return problem
     return _day_problem(event_type, moment, payload) or Foldable(payload)
+
+
+def _reading_problem(
+    event_type: str, payload: dict[str, Any], schema_for: SchemaFor
+) -> str | None:
+    """A reconcile carries the reading it took: held to the observation schema."""
+    reading = payload.get("reading") if event_type == "budget.reconcile" else None
+    if reading is None:
+        return None
+    schema = schema_for("budget.observation")
+    problem = "no schema for its reading" if schema is None else schema_errors(reading, schema)
+    return None if problem is None else f"reconcile reading does not match: {problem}"
 
 
 def _negative_amount(value: Any, depth: int) -> str | None:
@@ -106,6 +122,11 @@ def _value_problem(value: Any, depth: int) -> str | None:
     """Times that do not parse, days that are not dates, and nesting past any schema."""
     if depth > _MAX_DEPTH:
         return "payload nested too deeply"
+    if isinstance(value, float):
+        # Our writer seals integers only; a float came from another writer.
+        return f"a float ({value!r}) where this product writes integers"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        return f"integer {value} beyond 2^53 - 1 (not exact in JSON)"
     if isinstance(value, dict):
         for key, inner in value.items():
             if key in _TIME_FIELDS and isinstance(inner, str):

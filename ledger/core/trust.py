@@ -125,6 +125,22 @@ class TrustStore:
             for r in self.revocations
         )
 
+    def signing_problem(self, key_id: str, moment: dt.datetime) -> str | None:
+        """Why an entry signed by ``key_id`` at ``moment`` would not verify, or ``None``.
+
+        A writer asks before it seals: an entry its own verifier would reject
+        must never be written (a hand-edited trust store can revoke the active
+        key, or start its validity later).
+        """
+        known = self.key(key_id)
+        if known is None:
+            return f"writer key {key_id} is not in the trust store"
+        if self._revoked(key_id, moment):
+            return f"writer key {key_id} is revoked at {format_ts(moment)}"
+        if not known.covers(moment):
+            return f"writer key {key_id} is not valid at {format_ts(moment)}"
+        return None
+
     def signature_problem(self, parsed: ParsedEntry, *, strict: bool) -> str | None:
         """Why this entry's signature does not count, or ``None`` when it does.
 

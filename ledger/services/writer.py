@@ -7,7 +7,7 @@ from ledger.core.seal import SealedEntry, seal, seal_time
 from ledger.core.signing import Signer
 from ledger.core.timefmt import clock_in_range, format_ts
 from ledger.core.trust import TrustStore
-from ledger.errors import ClockRangeError
+from ledger.errors import ClockRangeError, KeyFileError
 from ledger.services.ports import ChainStore, ChainTx, Clock
 
 
@@ -117,13 +117,17 @@ class Writer:
             raise ClockRangeError(
                 f"cannot seal at {format_ts(moment)}: outside what the chain can hold", moment
             )
+        chosen = signer if signer is not None else self.signer()
+        problem = self.deps.keys.load_trust().signing_problem(chosen.key_id, moment)
+        if problem is not None:
+            raise KeyFileError(f"{problem}: nothing sealed; see `ledger keys --help`")
         sealed = seal(
             event_type,
             payload,
             self.deps.schema(event_type),
             moment=moment,
             prev_hash=head.entry_hash if head else None,
-            signer=signer if signer is not None else self.signer(),
+            signer=chosen,
         )
         tx.append(
             sealed.line, entry_hash=sealed.entry_hash, ts_utc=sealed.ts_utc, event_type=event_type

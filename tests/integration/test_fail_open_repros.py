@@ -170,3 +170,21 @@ def test_a_day_past_what_the_chain_can_hold_still_prints_a_halt(home10, run_inpr
     assert result.code == 1
     body = result.json()
     assert body["verdict"].startswith("halt")
+
+
+def test_a_writer_key_revoked_by_hand_signs_nothing(home10, run_inproc):
+    import json
+
+    assert cli(run_inproc, home10, "verdict", "1", env=NOW).code == 0
+    trust = json.loads((home10 / "trust.json").read_text())
+    active = trust["keys"][0]["key_id"]
+    trust["revocations"].append(
+        {"key_id": active, "revoked_at": "2026-06-01T12:00:00.500000Z", "reason": "by hand"}
+    )
+    (home10 / "trust.json").write_text(json.dumps(trust))
+    size = (home10 / "events.jsonl").stat().st_size
+    later = {"LEDGER_NOW": "2026-06-01T12:01:00Z"}
+    body = _halts_inconsistent(cli(run_inproc, home10, "verdict", "1", env=later), "revoked")
+    assert body["verdict_ref"] is None
+    assert (home10 / "events.jsonl").stat().st_size == size
+    assert cli(run_inproc, home10, "verify-chain", env=later).code == 0

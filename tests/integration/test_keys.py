@@ -1,6 +1,7 @@
 """Writer keys: ``ledger init`` and ``ledger keys rotate`` (SPEC §1-§3)."""
 
 import base64
+import datetime as dt
 import json
 import stat
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.core.envelope import parse_line
+from ledger.core.seal import seal
 from ledger.core.signing import Signer, private_pem, public_pem, public_raw_from_pem
 from ledger.edges.files import exclusive_create
 from ledger.edges.keyfiles import KeyDir
@@ -194,8 +196,19 @@ class TestRotate:
         old = KeyDir(home).load_signer(output["old_key_id"])
         runtime = Runtime(home)
         writer = Writer(runtime)
-        with runtime.chain.transaction() as tx:
+        with runtime.chain.transaction() as tx, pytest.raises(KeyFileError, match="not valid at"):
+            # Our writer refuses to seal what its own verifier would reject...
             writer.append(tx, "budget.record_call", record_payload(9), signer=old)
+        with runtime.chain.transaction() as tx:
+            # ...so seal as a holder of the leaked key would, outside the writer.
+            head = tx.head()
+            assert head is not None
+            sealed = seal(
+                "budget.record_call", record_payload(9), runtime.schema("budget.record_call"),
+                moment=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5),
+                prev_hash=head.entry_hash, signer=old,
+            )  # fmt: skip
+            tx.append(sealed.line)
         result = run_inproc(["--home", str(home), "verify-chain"])
         assert result.code == 1
         assert result.stderr.startswith("BROKEN line 3: ")
