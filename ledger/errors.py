@@ -75,6 +75,13 @@ class TornTailError(ChainIOError):
         )
 
 
+class StoreUnreachableError(ChainIOError):
+    """The database store cannot be reached, or dropped the connection mid-transaction.
+
+    Verdicts halt on it; ``record`` spools its spend in the home (SPEC §8).
+    """
+
+
 class LockTimeoutError(LedgerError):
     """The chain lock could not be taken within ``chain.lock_timeout_seconds``."""
 

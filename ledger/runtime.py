@@ -19,7 +19,7 @@ from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
-from ledger.errors import ChainIOError
+from ledger.errors import ChainIOError, ConfigError
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
     from ledger.edges.merkle_index import FileNodeIndex
+    from ledger.edges.pgdb import PgDatabase
+    from ledger.edges.pgstate import PgStateStore
+    from ledger.edges.pgstore import PgChainStore
     from ledger.edges.snapshotfiles import SnapshotFiles
+    from ledger.edges.spoolfiles import SpoolDir
+    from ledger.services.spool import SpoolingChain
 
 CONFIG_FILE = "ledger.toml"
 _PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -63,19 +68,64 @@ class Runtime:
         return self.home / CONFIG_FILE
 
     @cached_property
-    def chain(self) -> ChainFile:
-        """The home's chain, locking with the configured timeout."""
+    def chain(self) -> "ChainFile | SpoolingChain":
+        """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
+        if self.config.store_url is not None:
+            from ledger.services.spool import SpoolingChain, drain_spool
+
+            return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
         return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))
 
     @cached_property
     def keys(self) -> KeyDir:
-        """The home's keys and trust store."""
+        """The home's keys; the trust store is the home's, or the fleet's database's."""
+        if self.config.store_url is not None:
+            from ledger.edges.pgtrust import PgKeyDir
+
+            return PgKeyDir(self.home, self.database)
         return KeyDir(self.home)
 
     @cached_property
-    def states(self) -> StateFile:
-        """The derived-state file."""
+    def states(self) -> "StateFile | PgStateStore":
+        """The derived state: a file in the home, or a row beside the fleet's chain."""
+        if self.config.store_url is not None:
+            from ledger.edges.pgstate import PgStateStore
+
+            return PgStateStore(self.database)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
+
+    @property
+    def uses_database(self) -> bool:
+        """Whether ``store.url`` puts the chain in a PostgreSQL database (SPEC §8)."""
+        return self.config.store_url is not None
+
+    @cached_property
+    def database(self) -> "PgDatabase":
+        """The fleet's database (connected on first use).
+
+        Raises:
+            ConfigError: ``store.url`` is not set.
+        """
+        from ledger.edges.pgdb import PgDatabase
+
+        url = self.config.store_url
+        if url is None:
+            raise ConfigError("store.url: not set; this home keeps its chain in events.jsonl")
+        return PgDatabase(url, self.config.store_schema, self.config.lock_timeout_seconds)
+
+    @cached_property
+    def pg_chain(self) -> "PgChainStore":
+        """The fleet's chain itself, without the spool in front of it."""
+        from ledger.edges.pgstore import PgChainStore
+
+        return PgChainStore(self.database)
+
+    @cached_property
+    def spool(self) -> "SpoolDir":
+        """Records waiting in the home for an unreachable store (SPEC §8)."""
+        from ledger.edges.spoolfiles import SpoolDir
+
+        return SpoolDir(self.home / "spool")
 
     def observe(self, provider: str) -> "Reading | Unreachable | Deferred":
         """Run the configured UsageObserver for ``provider`` (no observer: unreachable)."""
@@ -129,6 +179,18 @@ class Runtime:
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""
         from ledger.edges.snapshotfiles import SnapshotFiles
 
+        if self.config.store_url is not None:
+            from ledger.edges.pgsnapshot import PgSnapshotFiles
+            from ledger.edges.pgstate import PgStateStore
+
+            return PgSnapshotFiles(
+                self.pg_chain,
+                PgStateStore(self.database),
+                self.home,
+                self.snapshots_dir,
+                self.checkpoints_dir,
+                self.state_dir,
+            )
         return SnapshotFiles(
             self.home,
             self.home / CHAIN_FILE,
@@ -138,7 +200,12 @@ class Runtime:
         )
 
     def has_trust_store(self) -> bool:
-        """Whether ``ledger init`` has made a trust store here."""
+        """Whether ``ledger init`` has made a trust store here (or in the fleet's store)."""
+        if self.config.store_url is not None:
+            from ledger.edges.pgtrust import PgKeyDir
+
+            keys = self.keys
+            return isinstance(keys, PgKeyDir) and keys.trust_bytes() is not None
         return self.keys.trust_path.exists()
 
     @property

@@ -6,6 +6,16 @@ cd "$(dirname "$0")/.."
 VENV="${LEDGER_VENV:-.venv}"
 bash scripts/venv.sh "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# The fleet tests start a throw-away PostgreSQL server (SPEC §8): install Debian's
+# postgresql package when no server binaries are on the machine.
+if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "scripts/test.sh: no PostgreSQL server binaries; install Debian's postgresql package" \
+      "(apt-get install postgresql) or the fleet tests are skipped" >&2
+  fi
+fi
 export PATH="$PWD/$VENV/bin:$PATH"
 # The report page's screenshot test renders it in a headless browser (Debian's chromium).
 if [ "$(id -u)" -eq 0 ]; then

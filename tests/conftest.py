@@ -17,6 +17,8 @@ import hypothesis.strategies._internal.types  # noqa: F401
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.pg import pg_server, pg_store_env  # noqa: F401 - fixtures for every test module
+
 settings.register_profile(
     "ci",
     max_examples=60,
@@ -105,9 +107,16 @@ def run_inproc(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def home(tmp_path: Path, run_inproc) -> Path:
-    """An initialized home with a $100 daily cap."""
+def home(request: pytest.FixtureRequest, tmp_path: Path, run_inproc) -> Path:
+    """An initialized home with a $100 daily cap.
+
+    Parametrised indirectly with ``"postgres"`` (``tests.pg.STORES``), the home's
+    chain, state and trust store live in a fresh schema of the test server.
+    """
     path = tmp_path / "home"
-    result = run_inproc(["--home", str(path), "init", "--daily-cap-usd", "100"])
+    env = {}
+    if getattr(request, "param", "file") == "postgres":
+        env = request.getfixturevalue("pg_store_env")
+    result = run_inproc(["--home", str(path), "init", "--daily-cap-usd", "100"], env)
     assert result.code == 0, result.stderr
     return path

@@ -49,7 +49,13 @@ def state_path(home: Path) -> Path:
 
 
 def chain_lines(home: Path) -> list[bytes]:
-    """The chain's raw lines (each with its newline)."""
+    """The chain's raw lines (each with its newline), from the file or the home's database."""
+    config = home / "ledger.toml"
+    if config.exists() and "\n[store]\n" in config.read_text():
+        from ledger.runtime import Runtime
+
+        data = Runtime(home, {}).pg_chain.read_all()
+        return [] if data is None else data.splitlines(keepends=True)
     path = chain_path(home)
     if not path.exists():
         return []

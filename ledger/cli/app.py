@@ -85,6 +85,10 @@ def init(
         from ledger.services.prices import init_prices
 
         runtime = _runtime()
+        if runtime.uses_database:  # a fleet host (SPEC §8)
+            from ledger.cli.store_commands import init_fleet_host
+
+            return init_fleet_host(runtime, daily_cap_usd)
         result = init_home(runtime, daily_cap_usd)
         init_prices(runtime)
         print_json(
@@ -353,9 +357,9 @@ for _module in (
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",
     "ledger.cli.metrics_command",
-    "ledger.cli.report_command",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
+    "ledger.cli.store_commands",
 ):
     importlib.import_module(_module).register(app)
 

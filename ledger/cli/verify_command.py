@@ -75,7 +75,7 @@ def run_verify(
         trust = TrustStore()
         cp = None
     else:
-        store = runtime.chain
+        store = runtime.chain  # type: ignore[assignment]  # either store (SPEC §8)
         if not store.exists():
             sys.stderr.write(f"ledger: {store.path}: no such chain file\n")
             return EXIT_USAGE

@@ -20,8 +20,11 @@ _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 _CENTURY_DAYS = 36_500
+_URL_MAX = 4096
+_IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days
+# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days,
+# store_url (a PostgreSQL URI or conninfo), identifier (a schema name)
 _SCHEMA: dict[str, dict[str, str]] = {
     "usd": {
         "daily_cap": "cap",
@@ -45,6 +48,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
     "chain": {"lock_timeout_seconds": "seconds"},
+    "store": {"url": "store_url", "schema": "identifier"},
 }
 _STRUCTURED = {"caps", "argv", "providers"}
 
@@ -71,6 +75,8 @@ class Config(NamedTuple):
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
+    store_url: str | None = None
+    store_schema: str = "ledger"
 
 
 _PRICE_KEYS = frozenset(
@@ -131,6 +137,8 @@ _FIELD_FOR = {
     ("snapshot", "cron"): "snapshot_cron",
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+    ("store", "url"): "store_url",
+    ("store", "schema"): "store_schema",
 }
 
 
@@ -203,12 +211,33 @@ def _convert(kind: str, value: Any, name: str) -> Any:
             if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
         return tuple(value)
+    if kind in {"store_url", "identifier"}:
+        return _store_value(kind, value, name)
     if kind == "cron":
         fields = value.split() if isinstance(value, str) else []
         if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.fullmatch(f) for f in fields):
             raise ConfigError(f"{name}: must be a 5-field cron expression")
         return " ".join(fields)
     raise AssertionError(kind)  # pragma: no cover
+
+
+def _store_value(kind: str, value: Any, name: str) -> str:
+    """``store.url`` (a PostgreSQL URI or libpq conninfo) or ``store.schema`` (SPEC §8).
+
+    The database itself is reached only by commands that need it.
+    """
+    if kind == "store_url":
+        if not isinstance(value, str) or not value.strip() or len(value) > _URL_MAX:
+            raise ConfigError(f"{name}: must be a PostgreSQL URI or conninfo string")
+        text = value.strip()
+        if "://" in text and not text.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"{name}: only postgresql:// URIs are supported")
+        if "\n" in text or "\x00" in text:
+            raise ConfigError(f"{name}: must be one line")
+        return text
+    if not isinstance(value, str) or not _IDENTIFIER_RE.fullmatch(value):
+        raise ConfigError(f"{name}: must match ^[a-z_][a-z0-9_]{{0,62}}$")
+    return value
 
 
 def env_name(section: str, key: str) -> str:
@@ -304,6 +333,12 @@ keep_days = 30
 [chain]
 lock_timeout_seconds = 10
 
+# A PostgreSQL database shared by a fleet of hosts (SPEC §8); without it the
+# chain is events.jsonl in this home.
+# [store]
+# url = "postgresql://ledger@db.internal/ledger"
+# schema = "ledger"
+
 # Price overrides, USD per million tokens (SPEC §7); they win over genai-prices.
 # [prices."anthropic/claude-opus-4-1"]
 # input_per_mtok = 15.0
@@ -311,3 +346,8 @@ lock_timeout_seconds = 10
 # cache_read_per_mtok = 1.5      # default: the input rate
 # cache_write_per_mtok = 18.75   # default: the input rate
 """
+
+
+def store_section(url: str, schema: str) -> str:
+    """The ``[store]`` table ``ledger init`` adds to a new config for a fleet."""
+    return f"\n[store]\nurl = {json.dumps(url)}\nschema = {json.dumps(schema)}\n"

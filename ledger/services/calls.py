@@ -332,6 +332,9 @@ def record(
         document["tokens"] = first.get("tokens")
     if outcome.duplicate:
         warning = None
+    if outcome.spooled:
+        # SPEC §8: kept in the home until the store answers; sealed then, once, by its key.
+        document.update(entry_hash=None, idempotency_key=first.get("idempotency_key"), spooled=True)
     return document, outcome.warning or warning
 
 

@@ -6,7 +6,7 @@ the chain; when it cannot be, the answer is still a halt.
 """
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from ledger.core.config import Config
 from ledger.core.seal import chain_time
@@ -22,7 +22,9 @@ from ledger.errors import (
     LedgerError,
     LockTimeoutError,
     SchemaValidationError,
+    StoreUnreachableError,
 )
+from ledger.services.spool import with_spooled
 from ledger.services.state import (
     Counter,
     StateStore,
@@ -193,7 +195,7 @@ def check_verdict(
     writer = Writer(deps)
     try:
         writer.signer()
-    except InputDataError as exc:
+    except (InputDataError, ChainIOError) as exc:
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
     try:
@@ -212,7 +214,9 @@ def check_verdict(
         # Waiting again for the busy lock just to print figures would double the delay.
         empty = _scopes(empty_usd_state(), config, provider, utc_day(now), now)
         return _unrecorded(empty, estimate_micros, config, now, provider, str(exc))
-    except ChainIOError as exc:
+    except (ChainIOError, InputDataError) as exc:
+        # InputDataError: the writer key is unusable at the sealing time (revoked,
+        # not yet valid), found under the lock.
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
     except (CanonicalizationError, SchemaValidationError) as exc:
@@ -274,7 +278,7 @@ def _gate_once(
             if problem is None:
                 fold_sealed(counter, sealed, tx.head())
         day = utc_day(now)
-        scopes = _scopes(counter.data["usd"], config, provider, day, now)
+        scopes = _scopes(with_spooled(deps, counter.data, now), config, provider, day, now)
         # SPEC §7: spend of today whose price is unknown halts like a damaged counter.
         halting = problem or unpriced_problem(counter.data["usd"], day)
         if halting is None and not refresh and config.observer_command is not None:
@@ -303,9 +307,43 @@ class RecordOutcome(NamedTuple):
     warning: str | None
     duplicate: bool = False
     payload: dict[str, Any] | None = None
+    spooled: bool = False
 
 
 def record_call(
+    deps: GateDeps,
+    actual_micros: int | None,
+    provider: str,
+    verdict_ref: str | None = None,
+    model_id: str | None = None,
+    cycle_id: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    idempotency_key: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> RecordOutcome:
+    """Record actual spend (see ``_record_call``), spooling it when the store is unreachable.
+
+    A database store that cannot be reached keeps the record in the home's
+    spool (SPEC §8): ``spooled`` is set, and the record is sealed exactly once,
+    by its idempotency key, by the next write that reaches the store.
+    """
+    request: dict[str, Any] = {
+        "actual_micros": actual_micros, "provider": provider, "verdict_ref": verdict_ref,
+        "model_id": model_id, "cycle_id": cycle_id, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "idempotency_key": idempotency_key, "details": details,
+    }  # fmt: skip
+    try:
+        return _record_call(deps, **request)
+    except StoreUnreachableError:
+        if getattr(deps, "spool", None) is None:
+            raise
+        from ledger.services.spool import spool_record
+
+        return spool_record(cast("Any", deps), request)
+
+
+def _record_call(
     deps: GateDeps,
     actual_micros: int | None,
     provider: str,
@@ -410,7 +448,7 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         counter = load_counter(tx, deps)
     now = chain_time(local_now, _head_ts_text(counter))
     day = utc_day(now)
-    usd = counter.data["usd"]
+    usd = with_spooled(deps, counter.data, now)
     aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now)
     provider_cap = config.provider_caps_micros.get(provider) if provider else None
     provider_scope = None

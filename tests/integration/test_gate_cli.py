@@ -29,6 +29,7 @@ from tests.gate_helpers import (
     record_payload,
     state_path,
 )
+from tests.pg import STORES
 
 DAY = "2026-03-01"
 NUMBER = (int, float)
@@ -106,6 +107,7 @@ def check_types(document: dict[str, Any], fields: dict[str, Any]) -> None:
         assert isinstance(document[name], kind), (name, document[name])
 
 
+@STORES
 def test_verdict_prints_every_field_with_its_type(ledger, home):
     result = ledger("verdict", "1.25", "--cycle-id", "c-1", "--agent", "planner")
     assert result.code == 0, result
@@ -146,6 +148,7 @@ def test_verdict_prints_every_field_with_its_type(ledger, home):
     }
 
 
+@STORES
 def test_halt_uncertainty_prints_reason_and_diagnostic(ledger):
     # default stale_halt_pct (75) and no observer: above 75 % the gate halts
     record(ledger, "80", env=env_at(cap_only=False))
@@ -159,6 +162,7 @@ def test_halt_uncertainty_prints_reason_and_diagnostic(ledger):
     assert document["diagnostic"]
 
 
+@STORES
 def test_record_prints_every_field(ledger, home):
     ref = verdict(ledger, "2")["verdict_ref"]
     result = ledger(
@@ -200,6 +204,7 @@ USAGE_FIELDS = {
 }
 
 
+@STORES
 def test_usage_prints_every_field(ledger):
     caps = {"LEDGER_USD_PROVIDER_CAPS": '{"openai": 5}'}
     record(ledger, "4", "openai", env=env_at(**caps))
@@ -235,6 +240,7 @@ def test_usage_without_a_daily_cap_still_answers(tmp_path, run_inproc):
 # --- exit codes ---------------------------------------------------------------
 
 
+@STORES
 def test_exit_codes_allow_warn_halt(ledger):
     assert ledger("verdict", "1").code == 0
     record(ledger, "88")
@@ -454,6 +460,7 @@ def test_malformed_ledger_now_is_a_config_error(ledger, home):
 # --- thresholds at their exact boundaries --------------------------------------
 
 
+@STORES
 def test_warn_and_halt_at_exact_boundaries(ledger):
     record(ledger, "89")
     first = verdict(ledger, "0.999999")
@@ -472,6 +479,7 @@ def test_warn_and_halt_at_exact_boundaries(ledger):
     assert zero["verdict"] == "halt-100"
 
 
+@STORES
 def test_a_100_dollar_cap_admits_99_one_dollar_calls(ledger):
     verdicts = [verdict(ledger, "1")["verdict"] for _ in range(100)]
     assert verdicts[:89] == ["allow"] * 89
@@ -479,12 +487,14 @@ def test_a_100_dollar_cap_admits_99_one_dollar_calls(ledger):
     assert verdicts[99] == "halt-100"
 
 
+@STORES
 def test_warn_pct_is_configurable(ledger):
     record(ledger, "49")
     assert verdict(ledger, "0.5", env=env_at(LEDGER_USD_WARN_PCT="50"))["verdict"] == "allow"
     assert verdict(ledger, "0.5", env=env_at(LEDGER_USD_WARN_PCT="50"))["verdict"] == "warn-90"
 
 
+@STORES
 def test_cap_zero_halts_every_call(ledger):
     env = env_at(LEDGER_USD_DAILY_CAP="0")
     for amount in ("0", "0.01", "5"):
@@ -496,6 +506,7 @@ def test_cap_zero_halts_every_call(ledger):
         assert document["deciding_cap"] == "aggregate"
 
 
+@STORES
 def test_provider_cap_zero_halts_that_provider_only(ledger):
     env = env_at(LEDGER_USD_PROVIDER_CAPS='{"openai": 0}')
     halt = verdict(ledger, "0", "--provider", "openai", env=env)
@@ -505,6 +516,7 @@ def test_provider_cap_zero_halts_that_provider_only(ledger):
     assert verdict(ledger, "1", "--provider", "anthropic", env=env)["verdict"] == "allow"
 
 
+@STORES
 def test_provider_sub_cap_is_checked_with_the_aggregate(ledger):
     env = env_at(LEDGER_USD_PROVIDER_CAPS='{"openai": 5}')
     record(ledger, "4", "openai", env=env)
@@ -531,6 +543,7 @@ def test_provider_sub_cap_is_checked_with_the_aggregate(ledger):
     assert other["usd_reserved"] == pytest.approx(0.99)
 
 
+@STORES
 def test_aggregate_cap_halts_a_provider_below_its_sub_cap(ledger):
     env = env_at(LEDGER_USD_PROVIDER_CAPS='{"openai": 50}')
     record(ledger, "95", "anthropic", env=env)
@@ -549,6 +562,7 @@ def test_aggregate_cap_halts_a_provider_below_its_sub_cap(ledger):
     assert own["verdict"] == "halt-100"
 
 
+@STORES
 def test_usd_remaining_is_cap_minus_used_minus_reserved(ledger):
     verdict(ledger, "10")
     record(ledger, "5", "openai")
@@ -562,6 +576,7 @@ def test_usd_remaining_is_cap_minus_used_minus_reserved(ledger):
     assert usage(ledger)["usd_remaining"] == 84
 
 
+@STORES
 def test_only_admitted_verdicts_reserve(ledger, home):
     record(ledger, "95")
     halt = verdict(ledger, "10")
@@ -579,6 +594,7 @@ def test_only_admitted_verdicts_reserve(ledger, home):
 # --- reservations ---------------------------------------------------------------
 
 
+@STORES
 def test_record_with_verdict_ref_settles_the_reservation(ledger):
     ref = verdict(ledger, "10")["verdict_ref"]
     assert usage(ledger)["usd_reserved"] == 10
@@ -597,6 +613,7 @@ def test_record_with_verdict_ref_settles_the_reservation(ledger):
     assert usage(ledger)["usd_used"] == 14
 
 
+@STORES
 def test_unknown_verdict_ref_is_recorded_with_a_warning(ledger, home):
     result = ledger("record", "1", "--provider", "openai", "--verdict-ref", "ab" * 32)
     assert result.code == 0
@@ -615,6 +632,7 @@ def test_unknown_verdict_ref_is_recorded_with_a_warning(ledger, home):
     assert usage(ledger)["usd_used"] == 98
 
 
+@STORES
 def test_expired_verdict_ref_is_recorded_with_a_warning(ledger):
     ttl = {"LEDGER_USD_RESERVATION_TTL_SECONDS": "60"}
     ref = verdict(ledger, "10", env=env_at(0, **ttl))["verdict_ref"]
@@ -631,6 +649,7 @@ def test_expired_verdict_ref_is_recorded_with_a_warning(ledger):
     assert after["usd_reserved"] == 0
 
 
+@STORES
 def test_reservations_expire_after_their_ttl(ledger):
     ttl = {"LEDGER_USD_RESERVATION_TTL_SECONDS": "60"}
     verdict(ledger, "50", env=env_at(0, **ttl))
@@ -642,6 +661,7 @@ def test_reservations_expire_after_their_ttl(ledger):
     assert after["usd_reserved"] == 0
 
 
+@STORES
 def test_default_ttl_is_900_seconds(ledger):
     verdict(ledger, "50")
     assert usage(ledger, env=env_at(899))["usd_reserved"] == 50
@@ -651,6 +671,7 @@ def test_default_ttl_is_900_seconds(ledger):
 # --- the UTC day ------------------------------------------------------------------
 
 
+@STORES
 def test_yesterdays_spend_and_reservations_stop_counting_at_midnight(ledger):
     evening = 11 * 3600 + 50 * 60  # 23:50:00
     record(ledger, "60", env=env_at(evening))
@@ -674,6 +695,7 @@ def test_yesterdays_spend_and_reservations_stop_counting_at_midnight(ledger):
 # --- used = max(local counter, billing) ---------------------------------------------
 
 
+@STORES
 def test_fresh_billing_never_hides_a_higher_local_count(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(10, at(-60))
@@ -747,6 +769,7 @@ def test_row1_counter_inconsistent_from_an_edited_state_file(ledger, home):
     assert usage(ledger)["uncertainty_reason"] == "counter_inconsistent"
 
 
+@STORES
 def test_row1_counter_inconsistent_from_a_timestamp_stepping_back(ledger, home):
     verdict(ledger, "1", env=env_at(0))
     # a writer whose clock ran 61 s behind (beyond clock_tolerance_seconds = 60)
@@ -764,6 +787,7 @@ def test_row1_counter_inconsistent_from_a_timestamp_stepping_back(ledger, home):
     assert verdict(ledger, "1", env=env_at(40))["verdict"] == "allow"
 
 
+@STORES
 def test_row1_a_backstep_within_tolerance_is_not_a_halt(ledger, home):
     verdict(ledger, "1", env=env_at(0))
     append_raw_entry(
@@ -773,6 +797,7 @@ def test_row1_a_backstep_within_tolerance_is_not_a_halt(ledger, home):
     assert verdict(ledger, "1", env=env_at(10))["verdict"] == "allow"
 
 
+@STORES
 def test_row1_counter_inconsistent_from_a_negative_amount(ledger, home):
     verdict(ledger, "1")
     append_raw_entry(
@@ -785,6 +810,7 @@ def test_row1_counter_inconsistent_from_a_negative_amount(ledger, home):
     assert "negative" in halt["diagnostic"]
 
 
+@STORES
 def test_row2_counter_drift_until_reconciled(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     obs = observer.env
@@ -818,6 +844,7 @@ def test_row2_counter_drift_until_reconciled(ledger, home, tmp_path):
     assert usage(ledger, env=env_at(91, **obs))["usd_used"] == 70
 
 
+@STORES
 def test_row3_billing_stale_without_an_observer(ledger):
     stale = env_at(cap_only=False)
     record(ledger, "75", env=stale)
@@ -834,6 +861,7 @@ def test_row3_billing_stale_without_an_observer(ledger):
     assert verdict(ledger, "20", env=record_env)["verdict"] == "warn-90"
 
 
+@STORES
 def test_row3_billing_stale_with_an_unreachable_observer(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     env = env_at(cap_only=False, **observer.env)
@@ -847,6 +875,7 @@ def test_row3_billing_stale_with_an_unreachable_observer(ledger, home, tmp_path)
     assert observations[0]["payload"]["reason"]
 
 
+@STORES
 def test_row3_billing_stale_when_the_last_reading_is_too_old(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(80, at(-10))
@@ -864,6 +893,7 @@ def test_row3_billing_stale_when_the_last_reading_is_too_old(ledger, home, tmp_p
     assert len(observer.calls()) == 3
 
 
+@STORES
 def test_row4_provider_lag(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(80, at(-300))  # billing data 300 s behind its fetch time
@@ -878,6 +908,7 @@ def test_row4_provider_lag(ledger, home, tmp_path):
     assert later["verdict"] == "allow"
 
 
+@STORES
 def test_row4_lag_below_stale_halt_pct_does_not_halt(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(70, at(-3600))
@@ -889,6 +920,7 @@ def test_row4_lag_below_stale_halt_pct_does_not_halt(ledger, home, tmp_path):
     assert verdict(ledger, "1", env=low)["verdict"] == "allow"
 
 
+@STORES
 def test_row5_clock_drift_from_the_providers_server_ts(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(80, at(-10), server_ts=at(61))
@@ -902,6 +934,7 @@ def test_row5_clock_drift_from_the_providers_server_ts(ledger, home, tmp_path):
     assert fine["verdict"] == "allow", fine
 
 
+@STORES
 def test_row5_clock_drift_from_a_billing_ts_in_the_future(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(80, at(61))
@@ -911,6 +944,7 @@ def test_row5_clock_drift_from_a_billing_ts_in_the_future(ledger, home, tmp_path
     assert halt["uncertainty_reason"] == "clock_drift"
 
 
+@STORES
 def test_row5_clock_drift_when_now_is_before_the_chain_head(ledger, home):
     first = verdict(ledger, "1", env=env_at(0))
     head_ts = chain_entries(home)[-1]["ts_utc"]
@@ -933,6 +967,7 @@ def test_row5_clock_drift_when_now_is_before_the_chain_head(ledger, home):
     assert ledger("verify-chain").code == 0
 
 
+@STORES
 def test_row6_and_row7_and_row8(ledger):
     assert verdict(ledger, "89")["verdict"] == "allow"
     assert verdict(ledger, "1")["verdict"] == "warn-90"
@@ -950,6 +985,7 @@ def test_uncertainty_outranks_the_cap(ledger, home):
 # --- the verdict runs the observer itself ----------------------------------------------
 
 
+@STORES
 def test_verdict_refreshes_the_reading_through_the_observer(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(42.5, at(-30), server_ts=at(2))
@@ -986,6 +1022,7 @@ def test_verdict_refreshes_the_reading_through_the_observer(ledger, home, tmp_pa
     assert ledger("verify-chain").code == 0
 
 
+@STORES
 def test_verdict_asks_the_observer_about_the_provider_near_its_sub_cap(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(8, at(-5))
@@ -998,6 +1035,7 @@ def test_verdict_asks_the_observer_about_the_provider_near_its_sub_cap(ledger, h
     assert events_of(home, "budget.observation")[-1]["payload"]["provider"] == "openai"
 
 
+@STORES
 def test_a_deferring_observer_writes_no_observation(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer_path.write_text(json.dumps({"_defer": True, "_reason": "rate_limited"}))
@@ -1012,6 +1050,7 @@ def test_a_deferring_observer_writes_no_observation(ledger, home, tmp_path):
 # --- ages --------------------------------------------------------------------------
 
 
+@STORES
 def test_counter_age_and_billing_age(ledger, home, tmp_path):
     caps = {"LEDGER_USD_PROVIDER_CAPS": '{"openai": 10}'}
     assert verdict(ledger, "1", env=env_at(0, **caps))["counter_age_seconds"] is None
@@ -1038,6 +1077,7 @@ def test_counter_age_and_billing_age(ledger, home, tmp_path):
     assert len(observer.calls()) == 1
 
 
+@STORES
 def test_chain_verifies_after_a_busy_day(ledger, home, tmp_path):
     observer = Observer(tmp_path / "obs", home)
     observer.answer(60, at(0))
