@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ledger.edges.pgstore import PgChainStore
     from ledger.edges.snapshotfiles import SnapshotFiles
     from ledger.edges.spoolfiles import SpoolDir
+    from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.spool import SpoolingChain
 
 CONFIG_FILE = "ledger.toml"
@@ -251,6 +252,15 @@ class Runtime:
             if _PRICE_FILE_RE.fullmatch(name.removesuffix(".json")):
                 atomic_write(self.prices_dir / name, data)
         return str(self.prices_dir.resolve())
+
+    @cached_property
+    def transcripts(self) -> "TranscriptFiles":
+        """Claude Code transcripts and how far each was read (derived state)."""
+        from ledger.edges.transcripts import TranscriptFiles
+
+        return TranscriptFiles(
+            self.state_dir / "transcripts", float(self.config.lock_timeout_seconds)
+        )
 
     @property
     def state_dir(self) -> Path:

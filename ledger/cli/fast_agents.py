@@ -324,6 +324,10 @@ def _hook(home: str | None, event: str) -> int:
         from ledger.services.agent_hooks import pre_tool_use
 
         result = pre_tool_use(runtime, hook, scope)
+    elif event == "Stop":
+        from ledger.services.agent_hooks import stop
+
+        result = stop(runtime, hook)
     else:
         from ledger.services.agent_hooks import post_tool_use
 
@@ -344,6 +348,12 @@ def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook post-tool-use``: Claude Code PostToolUse JSON on stdin."""
     del args
     return _hook(home, "PostToolUse")
+
+
+def hook_stop(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook stop``: Claude Code Stop JSON on stdin."""
+    del args
+    return _hook(home, "Stop")
 
 
 # --------------------------------------------------------------------------- parsers
@@ -647,10 +657,13 @@ def _build_hook(actions: Any) -> None:
         "pre-tool-use",
         help="PreToolUse: count and decide",
         description=(
-            "Claude Code PreToolUse hook: reads the hook JSON on stdin, counts the turn\n"
-            "(LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints the JSON Claude\n"
-            "Code reads: permissionDecision deny when the agent's tool-call budget is\n"
-            "exhausted. Exit 0 (malformed stdin: one stderr line, no decision)."
+            "Claude Code PreToolUse hook: reads the hook JSON on stdin, runs a USD verdict\n"
+            "for the session (estimate: the mean cost of its recorded calls, at least $0.01),\n"
+            "counts the turn (LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints\n"
+            "the JSON Claude Code reads: permissionDecision deny on halt-100 or\n"
+            "halt-uncertainty, or when the agent's tool-call budget is exhausted; a\n"
+            "systemMessage on warn-90. Without usd.daily_cap, USD gating is off (said once).\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
             "Example (in .claude/settings.json, PreToolUse hook command):\n"
@@ -660,12 +673,14 @@ def _build_hook(actions: Any) -> None:
     pre.set_defaults(handler=hook_pre_tool_use)
     post = actions.add_parser(
         "post-tool-use",
-        help="PostToolUse: countdown and budget lines",
+        help="PostToolUse: record spend; countdown and budget lines",
         description=(
-            "Claude Code PostToolUse hook: reads the hook JSON on stdin and prints\n"
-            "additionalContext with the countdown tier (LEDGER_BUDGET_END or\n"
-            "`ledger time start`) and the budget lines. Exit 0 (malformed stdin: one stderr\n"
-            "line, no decision)."
+            "Claude Code PostToolUse hook: reads the hook JSON on stdin, records the calls\n"
+            "of its transcript_path not recorded yet (priced from each message's usage;\n"
+            "provider anthropic, cycle_id the session id), and prints additionalContext\n"
+            "with the countdown tier (LEDGER_BUDGET_END or `ledger time start`) and the\n"
+            "budget lines. Lines it cannot read are skipped and named on stderr.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
             "Example (in .claude/settings.json, PostToolUse hook command):\n"
@@ -673,6 +688,17 @@ def _build_hook(actions: Any) -> None:
         ),
     )
     post.set_defaults(handler=hook_post_tool_use)
+    stop = actions.add_parser(
+        "stop",
+        help="Stop: record the session's spend",
+        description=(
+            "Claude Code Stop hook: reads the hook JSON on stdin and records every call of\n"
+            "its transcript_path not recorded yet, the turn's last one included. Prints {}.\n"
+            "Exit 0 (malformed stdin: one stderr line)."
+        ),
+        epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
+    )
+    stop.set_defaults(handler=hook_stop)
 
 
 _FAMILIES: dict[str, tuple[str, Any, str]] = {
@@ -681,7 +707,7 @@ _FAMILIES: dict[str, tuple[str, Any, str]] = {
     "turns": ("workflow turn budgets (seed 000)", _build_turns, "create, phase, record, check"),
     "tools": ("per-agent tool-call budgets (seed 001)", _build_tools, "create, use, check"),
     "time": ("countdown budgets (seed 002)", _build_time, "start, status"),
-    "hook": ("Claude Code hook adapters", _build_hook, "pre-tool-use, post-tool-use"),
+    "hook": ("Claude Code hook adapters", _build_hook, "pre-tool-use, post-tool-use, stop"),
 }  # fmt: skip
 
 

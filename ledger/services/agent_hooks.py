@@ -1,15 +1,17 @@
-"""Claude Code hooks: PreToolUse counts and decides, PostToolUse reports.
+"""Claude Code hooks: PreToolUse counts and decides, PostToolUse and Stop record spend.
 
 The hook's scope comes from the caller (the environment, read by the CLI):
 a workflow (turns), an agent (tool calls) and an optional ``LEDGER_BUDGET_END``
-deadline. PreToolUse seals one ``hook.pre_tool_use`` envelope that counts the
-turn and the tool call together, inside the chain lock. Only an exhausted (or
-unknown, or untrustworthy) tool-call budget denies; turn and time budgets warn.
-PostToolUse writes nothing.
+deadline. PreToolUse first runs the session's USD verdict (SPEC §7), which
+denies on a halt; then it seals one ``hook.pre_tool_use`` envelope that counts
+the turn and the tool call together, inside the chain lock. Only a USD halt or
+an exhausted (or unknown, or untrustworthy) tool-call budget denies; turn and
+time budgets warn. PostToolUse and Stop record the transcript's new calls
+(``ledger.services.claude_spend``); PostToolUse writes nothing else.
 """
 
 import datetime as dt
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ledger.core import agent_time, agent_tools, agent_turns
 from ledger.core.hook_protocol import (
@@ -20,6 +22,11 @@ from ledger.core.hook_protocol import (
 )
 from ledger.errors import LedgerError
 from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
+from ledger.services.claude_spend import SpendDeps, record_transcript, session_verdict
+
+
+class HookDeps(AgentDeps, SpendDeps, Protocol):
+    """What the hooks need: agent budgets, the USD gate and transcripts."""
 
 
 class HookScope(NamedTuple):
@@ -67,24 +74,33 @@ def _decide_tool(session: AgentSession, agent: str) -> tuple[agent_tools.ToolOut
     return outcome, None
 
 
-def pre_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
-    """Count the turn and the tool call; deny only when the tool-call budget refuses.
+def pre_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """The session's USD verdict, then count the turn and the tool call.
 
-    Never raises a ``LedgerError``: when nothing can be recorded, a scope with an
-    agent is denied (fail-closed) and one without is warned.
+    Denies on a USD halt (nothing is counted then: the call never runs) or
+    when the tool-call budget refuses. Never raises a ``LedgerError``: when
+    nothing can be recorded, a scope with an agent is denied (fail-closed) and
+    one without is warned.
     """
     warnings = list(scope.notes)
     if scope.invalid_agent is not None:
         return HookResult(pre_tool_use_output(scope.invalid_agent, warnings))
+    usd = session_verdict(deps, hook, scope.agent)
+    if usd.deny is not None:
+        return HookResult(pre_tool_use_output(usd.deny, warnings), usd.entry_hash, usd.errors)
+    warnings.extend(usd.warnings)
     try:
-        return _pre_tool_use(deps, hook, scope, warnings)
+        result = _pre_tool_use(deps, hook, scope, warnings)
     except LedgerError as exc:
         problem = f"could not record this tool call: {exc}"
         if scope.agent is not None:
             deny = f"ledger {problem}; refused (fail-closed)"
-            return HookResult(pre_tool_use_output(deny, warnings), errors=(problem,))
-        warning = f"ledger {problem}"
-        return HookResult(pre_tool_use_output(None, [*warnings, warning]), errors=(problem,))
+            result = HookResult(pre_tool_use_output(deny, warnings), errors=(problem,))
+        else:
+            warning = f"ledger {problem}"
+            output = pre_tool_use_output(None, [*warnings, warning])
+            result = HookResult(output, errors=(problem,))
+    return result._replace(errors=(*usd.errors, *result.errors))
 
 
 def _pre_tool_use(
@@ -155,8 +171,15 @@ def _post_lines(
     return lines
 
 
-def post_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
-    """The countdown tier and the budget lines as context for the agent (writes nothing)."""
+def post_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """Record the transcript's new calls; the countdown tier and budget lines as context."""
+    spent = record_transcript(deps, hook, final=False)
+    errors = () if (line := spent.stderr_line()) is None else (line,)
+    result = _post_tool_use(deps, hook, scope)
+    return result._replace(errors=(*errors, *result.errors))
+
+
+def _post_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
     try:
         if scope.workflow is None and scope.agent is None and scope.budget_end is not None:
             return HookResult(
@@ -169,3 +192,10 @@ def post_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookRes
         problem = f"could not read the budgets: {exc}"
         lines = [*scope.notes, f"ledger {problem}"]
         return HookResult(post_tool_use_output(lines), errors=(problem,))
+
+
+def stop(deps: HookDeps, hook: HookInput) -> HookResult:
+    """Record the transcript's calls not recorded yet, the newest one too; prints ``{}``."""
+    spent = record_transcript(deps, hook, final=True)
+    line = spent.stderr_line()
+    return HookResult({}, errors=() if line is None else (line,))

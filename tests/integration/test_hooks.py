@@ -89,7 +89,8 @@ def test_pre_with_both_scopes_seals_one_envelope_per_call(home, run_inproc):
     env = {"LEDGER_WORKFLOW": "wf", "LEDGER_AGENT": "b"}
     for _ in range(6):
         pre(run_inproc, home, env)
-    assert len(event_types(home)) == before + 6
+    # Each call: the session's USD verdict, then one envelope counting turn and tool call.
+    assert event_types(home)[before:] == ["budget.allow", "hook.pre_tool_use"] * 6
     # The sixth call was denied: it is neither a counted tool call nor a turn.
     assert cli(run_inproc, home, "turns", "check", "wf", env=NOW_ENV).json()["effective_total"] == 5
     assert cli(run_inproc, home, "tools", "check", "b", env=NOW_ENV).json()["budget_used"] == 5
@@ -102,7 +103,7 @@ def test_pre_expired_countdown_warns(home, run_inproc):
         "▲▲▲ BUDGET EXPIRED — COMMIT NOW AND EXIT ▲▲▲"
     )
     assert "permissionDecision" not in output["hookSpecificOutput"]
-    assert event_types(home) == []  # nothing to count, nothing sealed
+    assert event_types(home) == ["budget.allow"]  # the USD verdict; nothing to count
 
 
 def test_post_reports_countdown_and_budget_lines(home, run_inproc):
@@ -181,7 +182,21 @@ def test_untrusted_counter_denies(home, run_inproc):
     assert "fail-closed" in output["hookSpecificOutput"]["permissionDecisionReason"]
 
 
-def test_lock_timeout_denies_for_an_agent_and_warns_otherwise(home, run_inproc):
+def test_lock_timeout_halts_the_usd_verdict(home, run_inproc):
+    env = {"LEDGER_CHAIN_LOCK_TIMEOUT_SECONDS": "0"}
+    with (home / "events.jsonl.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        denied = pre(run_inproc, home, env)
+    reason = denied.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("ledger: USD budget halt-uncertainty (counter_inconsistent)")
+    assert "verdict not recorded" in reason
+    assert "fail-closed" in reason
+    assert denied.stderr.startswith("ledger: verdict not recorded: ")
+
+
+def test_lock_timeout_denies_for_an_agent_and_warns_otherwise(tmp_path, run_inproc):
+    home = tmp_path / "no-cap"  # USD gating off: the agent budgets alone decide
+    assert cli(run_inproc, home, "init").code == 0
     cli(run_inproc, home, "tools", "create", "b", "--role", "builder", env=NOW_ENV)
     cli(run_inproc, home, "turns", "create", "wf", "--total", "9", "--phase", "9", env=NOW_ENV)
     env = {"LEDGER_CHAIN_LOCK_TIMEOUT_SECONDS": "0"}
@@ -208,7 +223,7 @@ def test_invalid_agent_variable_denies(home, run_inproc):
 def test_no_scope_prints_an_empty_object(home, run_inproc):
     assert pre(run_inproc, home, {}).json() == {}
     assert post(run_inproc, home, {}).json() == {}
-    assert event_types(home) == []
+    assert event_types(home) == ["budget.allow"]  # the session's USD verdict
 
 
 def test_real_processes(home, run_inproc):
@@ -229,4 +244,5 @@ def test_real_processes(home, run_inproc):
         outputs.append(json.loads(proc.stdout))
     assert outputs[:4] == [{}] * 4
     assert outputs[4]["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert assert_chain_verifies(run_inproc, home) == 6
+    # tools.budget_created, then per call a USD verdict and the counted call
+    assert assert_chain_verifies(run_inproc, home) == 11

@@ -10,6 +10,7 @@ from ledger.core.hook_protocol import (
     parse_hook_input,
     post_tool_use_output,
     pre_tool_use_output,
+    usd_verdict_reason,
 )
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hooks"
@@ -108,3 +109,53 @@ def test_post_output_shape():
         }
     }
     assert post_tool_use_output([]) == {}
+
+
+class TestStop:
+    def test_stop_input_needs_no_tool(self):
+        hook = parse_hook_input((FIXTURES / "stop.json").read_bytes(), "Stop")
+        assert (hook.hook_event_name, hook.tool_name) == ("Stop", "")
+        assert hook.transcript_path is not None
+        assert hook.transcript_path.endswith("8c3f2a51-6f0e-4d7b-9a61-2b9f4d1e7c30.jsonl")
+
+    def test_a_tool_hook_still_needs_its_tool(self):
+        raw = (FIXTURES / "stop.json").read_text().replace('"Stop"', '"PreToolUse"')
+        with pytest.raises(HookInputError, match="tool_name missing"):
+            parse_hook_input(raw, "PreToolUse")
+
+    def test_stop_input_is_not_a_tool_hook_input(self):
+        with pytest.raises(HookInputError, match="expected 'PostToolUse'"):
+            parse_hook_input((FIXTURES / "stop.json").read_bytes(), "PostToolUse")
+
+
+VERDICT_DOCUMENT = {
+    "verdict": "halt-100", "verdict_ref": "ab" * 32, "utc_day": "2026-11-22",
+    "deciding_cap": "aggregate", "daily_cap_micros": 20_000_000,
+    "usd_used_micros": 19_995_000, "usd_reserved_micros": 12_345,
+    "estimated_micros": 40_000, "usage_pct": 100.2367,
+    "uncertainty_reason": None, "diagnostic": None,
+}  # fmt: skip
+
+
+class TestUsdVerdictReason:
+    def test_halt_100_names_the_figures(self):
+        assert usd_verdict_reason(VERDICT_DOCUMENT) == (
+            "ledger: USD budget halt-100 for 2026-11-22: aggregate cap $20.0000, "
+            "used $19.9950, reserved $0.0123, next call ~$0.0400 (100.2% projected); "
+            "tool call refused, spend stops until the budget day ends "
+            "(verdict abababababababab)"
+        )
+
+    def test_halt_uncertainty_names_the_reason_and_fails_closed(self):
+        document = {**VERDICT_DOCUMENT, "verdict": "halt-uncertainty", "verdict_ref": None,
+                    "uncertainty_reason": "billing_stale", "diagnostic": "no reading"}  # fmt: skip
+        assert usd_verdict_reason(document) == (
+            "ledger: USD budget halt-uncertainty (billing_stale): no reading; "
+            "tool call refused (fail-closed; verdict not recorded)"
+        )
+
+    def test_warn_90(self):
+        document = {**VERDICT_DOCUMENT, "verdict": "warn-90", "usage_pct": None}
+        assert usd_verdict_reason(document).startswith(
+            "ledger: USD budget warn-90: aggregate cap $20.0000, used $19.9950"
+        )

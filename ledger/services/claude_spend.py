@@ -1,0 +1,371 @@
+"""Claude Code spend (SPEC §7): a session's transcript recorded, and a USD verdict per tool use.
+
+``record_transcript`` (PostToolUse and Stop) reads the transcript from where
+the previous read stopped, prices each new call from its own usage object and
+records it with the same service as ``ledger record --model --usage-json``:
+provider ``anthropic``, ``cycle_id`` the session id, idempotency key
+``cc:<message id>``, so reading a transcript twice never counts a call twice.
+Reading stays O(new lines): a cursor per transcript (derived, see
+``ledger.edges.transcripts``) holds the offset, a hash of the line before it
+(a transcript rewritten in place is read again from the start), the count and
+cost of the session's calls, and the refs of the session's open verdicts.
+
+``session_verdict`` (PreToolUse) runs a USD verdict for the session's next
+call, estimated at the mean cost of its recorded calls (at least $0.01). Each
+admitted verdict's ref waits in the cursor and is settled by the next call
+recorded, so a long session does not pile up reservations until their TTL.
+"""
+
+import hashlib
+from bisect import bisect_left
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol
+
+from ledger.core.hook_protocol import HookInput, clip, usd_verdict_reason
+from ledger.core.transcript import (
+    MAX_PENDING,
+    Skipped,
+    TranscriptCall,
+    call_key,
+    cursor_from,
+    estimate_micros,
+    fresh_cursor,
+    fuller,
+    read_line,
+)
+from ledger.errors import ConfigError, LedgerError
+from ledger.services import calls
+
+PROVIDER = "anthropic"
+_SHOWN_SKIPS = 3
+HALTS = frozenset({"halt-100", "halt-uncertainty"})
+
+
+class TranscriptReader(Protocol):
+    """An open transcript."""
+
+    @property
+    def size(self) -> int:
+        """Its length in bytes when it was opened."""
+        ...
+
+    def read_at(self, start: int, length: int) -> bytes:
+        """Bytes from ``start``."""
+        ...
+
+    def lines(self, offset: int) -> Iterator[tuple[int, bytes]]:
+        """Each complete line from ``offset``: (its start, its bytes)."""
+        ...
+
+
+class TranscriptStore(Protocol):
+    """Transcripts and the cursor kept for each."""
+
+    def open(self, path: str) -> AbstractContextManager[TranscriptReader]:
+        """The transcript at ``path``."""
+        ...
+
+    def load_cursor(self, key: str) -> dict[str, Any] | None:
+        """The stored cursor, or ``None``."""
+        ...
+
+    def save_cursor(self, key: str, cursor: dict[str, Any]) -> None:
+        """Replace the stored cursor."""
+        ...
+
+    def locked(self, key: str) -> AbstractContextManager[None]:
+        """The cursor of ``key`` held for one reader or writer."""
+        ...
+
+
+class SpendDeps(calls.CallDeps, Protocol):
+    """What recording a session's spend needs: the per-call requests and transcripts."""
+
+    @property
+    def transcripts(self) -> TranscriptStore:
+        """Transcripts and their cursors."""
+        ...
+
+
+class SpendReport(NamedTuple):
+    """What one read of a transcript did."""
+
+    recorded: int = 0
+    duplicates: int = 0
+    skipped: tuple[str, ...] = ()
+    unpriced: tuple[str, ...] = ()
+    problem: str | None = None
+
+    def stderr_line(self) -> str | None:
+        """One line for stderr about what was skipped or not recorded, if anything."""
+        parts = []
+        if self.problem is not None:
+            parts.append(f"{self.problem}; nothing more recorded")
+        if self.skipped:
+            shown = "; ".join(self.skipped[:_SHOWN_SKIPS])
+            more = len(self.skipped) - _SHOWN_SKIPS
+            parts.append(
+                f"skipped {len(self.skipped)} transcript line(s) ({shown}"
+                f"{f'; {more} more' if more > 0 else ''})"
+            )
+        if self.unpriced:
+            parts.append(
+                f"recorded {len(self.unpriced)} call(s) without a price "
+                f"({', '.join(sorted(set(self.unpriced)))}): verdicts halt until priced"
+            )
+        return "claude code spend: " + "; ".join(parts) if parts else None
+
+
+class SessionVerdict(NamedTuple):
+    """The USD side of a PreToolUse answer."""
+
+    deny: str | None = None
+    warnings: tuple[str, ...] = ()
+    entry_hash: str | None = None
+    errors: tuple[str, ...] = ()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _resume_at(cursor: dict[str, Any], transcript: TranscriptReader) -> int:
+    """Where to read from: the cursor's offset if the transcript still ends that prefix."""
+    offset, tail = cursor["offset"], cursor["tail"]
+    if offset == 0 or offset > transcript.size or tail is None or tail["start"] >= offset:
+        restart = offset != 0
+    else:
+        held = transcript.read_at(tail["start"], offset - tail["start"])
+        restart = _digest(held) != tail["sha256"] or not held.endswith(b"\n")
+    if restart:  # rewritten, truncated or unknown: read it all again (keys keep it exact)
+        cursor.update(fresh_cursor())
+        return 0
+    return int(offset)
+
+
+class _Scan(NamedTuple):
+    calls: list[tuple[int, TranscriptCall]]  # (start of its first line, its fullest line)
+    skipped: list[str]
+    starts: list[int]  # the start of every line read, in order
+    end: int  # just after the last complete line read
+    held: int | None  # start of a call that may still be growing (not recorded yet)
+
+
+def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
+    groups: dict[tuple[str, str | None], tuple[int, TranscriptCall]] = {}
+    skipped: list[str] = []
+    starts: list[int] = []
+    end = offset
+    last: tuple[str, str | None] | None = None
+    for start, raw in transcript.lines(offset):
+        starts.append(start)
+        end = start + len(raw)
+        line = read_line(raw)
+        last = None
+        if isinstance(line, Skipped):
+            skipped.append(f"byte {start}: {line.reason}")
+        elif isinstance(line, TranscriptCall):
+            last = line.identity
+            first = groups.get(line.identity)
+            groups[line.identity] = (
+                (start, line) if first is None else (first[0], fuller(first[1], line))
+            )
+    held = None
+    if not final and last is not None:
+        # The newest line is a call with nothing written after it: its usage
+        # may not be final yet. It is read again next time (PostToolUse) or
+        # recorded as it stands when the turn ends (Stop).
+        held = groups.pop(last)[0]
+    ordered = sorted(groups.values(), key=lambda item: item[0])
+    return _Scan(ordered, skipped, starts, end, held)
+
+
+def _usd_text(micros: int) -> str:
+    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+
+class _Stopped(Exception):  # noqa: N818 - control flow, not an error
+    """Recording stopped at a call that could not be recorded."""
+
+    def __init__(self, start: int, reason: str) -> None:
+        super().__init__(reason)
+        self.start = start
+        self.reason = reason
+
+
+class _Tally:
+    """What a pass recorded so far."""
+
+    def __init__(self) -> None:
+        self.recorded = 0
+        self.duplicates = 0
+        self.unpriced: list[str] = []
+
+
+def _record_calls(
+    deps: SpendDeps, hook: HookInput, scan: _Scan, cursor: dict[str, Any], tally: _Tally,
+    *, fresh: bool,
+) -> None:  # fmt: skip
+    """Record each call in order, each settling the oldest waiting verdict ref.
+
+    Raises:
+        _Stopped: a call could not be recorded (the ones before it were).
+    """
+    pending: list[str] = cursor["pending"]
+    for start, call in scan.calls:
+        ref = pending.pop(0) if pending else None
+        try:
+            document, _warning = calls.record(
+                deps, None, PROVIDER, verdict_ref=ref, model=call.model,
+                cycle_id=clip(hook.session_id), idempotency_key_value=call_key(call.message_id),
+                usage_object=call.usage,
+            )  # fmt: skip
+        except LedgerError as exc:
+            if ref is not None:
+                pending.insert(0, ref)
+            raise _Stopped(start, str(exc)) from exc
+        duplicate = bool(document.get("duplicate"))
+        if duplicate:
+            tally.duplicates += 1
+            if ref is not None:
+                pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
+        else:
+            tally.recorded += 1
+        micros = document.get("actual_micros")
+        if micros is None:
+            tally.unpriced.append(call.model)
+        elif fresh or not duplicate:
+            # Read from the start, every call of the session counts once;
+            # otherwise only calls recorded now are new to the cursor's figures.
+            cursor["calls"] += 1
+            cursor["micros"] += int(micros)
+
+
+def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: TranscriptReader) -> None:
+    """Move the cursor to ``stop`` (a line start, or the end of the lines read)."""
+    index = bisect_left(scan.starts, stop)
+    if index == 0:
+        return  # nothing before ``stop`` was read in this pass: the cursor stays
+    tail_start = scan.starts[index - 1]
+    cursor["offset"] = stop
+    cursor["tail"] = {
+        "start": tail_start,
+        "sha256": _digest(transcript.read_at(tail_start, stop - tail_start)),
+    }
+
+
+def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
+    """Record every call of the hook's transcript not recorded yet.
+
+    ``final`` (Stop) also records the newest call; otherwise a call with
+    nothing written after it waits for the next read, as its usage may still
+    grow. Never raises a ``LedgerError``: what could not be read or recorded
+    is the report's ``problem``, and nothing is guessed.
+    """
+    path = hook.transcript_path
+    if not path:
+        return SpendReport(problem="the hook input names no transcript_path")
+    tally = _Tally()
+    try:
+        store = deps.transcripts
+        with store.locked(path):
+            cursor = cursor_from(store.load_cursor(path))
+            with store.open(path) as transcript:
+                start = _resume_at(cursor, transcript)
+                scan = _scan(transcript, start, final=final)
+                stop = scan.end if scan.held is None else scan.held
+                problem = None
+                try:
+                    _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0)
+                except _Stopped as stopped:
+                    stop = min(stop, stopped.start)
+                    problem = f"could not record a call of {path}: {stopped.reason}"
+                _advance(cursor, scan, stop, transcript)
+            store.save_cursor(path, cursor)
+    except LedgerError as exc:
+        return SpendReport(tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc))
+    return SpendReport(
+        tally.recorded, tally.duplicates, tuple(scan.skipped), tuple(tally.unpriced), problem
+    )
+
+
+def _cursor_key(hook: HookInput) -> str | None:
+    if hook.transcript_path:
+        return hook.transcript_path
+    return f"session:{hook.session_id}" if hook.session_id else None
+
+
+def _update_cursor(deps: SpendDeps, key: str, change: Any) -> None:
+    store = deps.transcripts
+    with store.locked(key):
+        cursor = cursor_from(store.load_cursor(key))
+        change(cursor)
+        store.save_cursor(key, cursor)
+
+
+def session_verdict(deps: SpendDeps, hook: HookInput, agent: str | None) -> SessionVerdict:
+    """A USD verdict for the session's next call (PreToolUse).
+
+    ``halt-100`` and ``halt-uncertainty`` deny, ``warn-90`` warns. Without
+    ``usd.daily_cap`` USD gating is off, which the first answer of a session
+    says. Never raises a ``LedgerError``: a configuration or verdict that
+    cannot be read denies (fail-closed).
+    """
+    key = _cursor_key(hook)
+    try:
+        cap = deps.config.daily_cap_micros
+    except ConfigError as exc:
+        reason = f"ledger: configuration error ({exc}); tool call refused (fail-closed)"
+        return SessionVerdict(deny=reason, errors=(str(exc),))
+    if cap is None:
+        return _gating_off(deps, key)
+    store = deps.transcripts
+    cursor = cursor_from(store.load_cursor(key) if key else None)
+    try:
+        document, admitted = calls.verdict(
+            deps, _usd_text(estimate_micros(cursor)), PROVIDER,
+            cycle_id=clip(hook.session_id), agent=agent,
+        )  # fmt: skip
+    except LedgerError as exc:
+        reason = f"ledger: USD verdict failed ({exc}); tool call refused (fail-closed)"
+        return SessionVerdict(deny=reason, errors=(f"USD verdict failed: {exc}",))
+    errors: tuple[str, ...] = ()
+    if document.get("recording_error"):
+        errors = (f"verdict not recorded: {document['recording_error']}",)
+    ref = document.get("verdict_ref")
+    if admitted and key is not None and isinstance(ref, str):
+        try:
+            _update_cursor(
+                deps, key, lambda c: c.update(pending=[*c["pending"], ref][-MAX_PENDING:])
+            )
+        except LedgerError as exc:  # the reservation then expires by its TTL
+            errors = (*errors, f"cannot remember verdict {ref[:16]} for settling: {exc}")
+    verdict = document.get("verdict")
+    if verdict in HALTS:
+        return SessionVerdict(usd_verdict_reason(document), (), ref, errors)
+    warnings = (usd_verdict_reason(document),) if verdict == "warn-90" else ()
+    return SessionVerdict(None, warnings, ref, errors)
+
+
+GATING_OFF = (
+    "ledger: USD gating is off: no usd.daily_cap is configured (`ledger init --daily-cap-usd X` "
+    "or LEDGER_USD_DAILY_CAP); this session's spend is recorded, not capped"
+)
+
+
+def _gating_off(deps: SpendDeps, key: str | None) -> SessionVerdict:
+    """Say once per session (when it can be remembered) that USD gating is off."""
+    if key is None:
+        return SessionVerdict(warnings=(GATING_OFF,))
+    noted: list[bool] = []
+
+    def note(cursor: dict[str, Any]) -> None:
+        noted.append(cursor["gating_off_noted"])
+        cursor["gating_off_noted"] = True
+
+    try:
+        _update_cursor(deps, key, note)
+    except LedgerError as exc:
+        return SessionVerdict(warnings=(GATING_OFF,), errors=(str(exc),))
+    return SessionVerdict(warnings=() if noted[0] else (GATING_OFF,))
