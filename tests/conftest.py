@@ -17,7 +17,7 @@ import hypothesis.strategies._internal.types  # noqa: F401
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.pg import pg_server, pg_store_env  # noqa: F401 - fixtures for every test module
+from tests.pg import own_pg_server, pg_server, pg_store_env  # noqa: F401 - fixtures
 
 settings.register_profile(
     "ci",

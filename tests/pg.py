@@ -104,6 +104,39 @@ def _server_user() -> str | None:
     return "postgres"
 
 
+def new_server() -> PgServer:
+    """A second server of one's own (to stop and start), initialised and running.
+
+    Skips the test when there are no PostgreSQL binaries; the caller stops it.
+    """
+    bin_dir = pg_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL binaries (pg_ctl, initdb): install Debian's postgresql")
+    user = _server_user()
+    root = Path(tempfile.mkdtemp(prefix="ledger-pg-"))
+    if user is not None:
+        record = pwd.getpwnam(user)
+        os.chown(root, record.pw_uid, record.pw_gid)
+    server = PgServer(bin_dir, root, user)
+    server.init()
+    server.start()
+    return server
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A server for one test alone (it may be stopped mid-run); removed afterwards."""
+    server = new_server()
+    try:
+        yield server
+    finally:
+        server.stop("immediate")
+        from ledger.edges.pgdb import close_all
+
+        close_all()
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """One PostgreSQL server for the whole run (skipped only without PostgreSQL binaries)."""

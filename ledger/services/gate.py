@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 from ledger.core.config import Config
 from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
+from ledger.core.state import empty_state
 from ledger.core.timefmt import format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
@@ -443,9 +444,15 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         LockTimeoutError: the chain lock stayed busy.
     """
     config = deps.config
-    with deps.chain.read_transaction() as tx:
+    try:
+        with deps.chain.read_transaction() as tx:
+            local_now = deps.clock.now()
+            counter = load_counter(tx, deps)
+    except StoreUnreachableError as exc:
+        # SPEC §8: a store that cannot be reached is an untrusted counter, as a
+        # chain that cannot be read is; spooled spend still shows.
         local_now = deps.clock.now()
-        counter = load_counter(tx, deps)
+        counter = Counter(empty_state(), None, str(exc))
     now = chain_time(local_now, _head_ts_text(counter))
     day = utc_day(now)
     usd = with_spooled(deps, counter.data, now)
