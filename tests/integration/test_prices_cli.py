@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.gate_helpers import chain_lines, env_at, events_of
+from tests.gate_helpers import Observer, at, chain_lines, env_at, events_of
 
 PRICES = """
 [prices."anthropic/test-model"]
@@ -219,6 +219,28 @@ class TestUnknownPrice:
         assert allowed.json()["usd_used_micros"] == 3_000
         (home / "state" / "derived.json").unlink()
         assert ledger("usage").json()["usd_used_micros"] == 3_000
+
+    @pytest.mark.parametrize("scope", ["anthropic", "aggregate"])
+    def test_forcing_a_reconcile_of_its_scope_clears_it(self, ledger, home, tmp_path, scope):
+        self.record_unpriced(ledger)
+        observer = Observer(tmp_path / "obs", home)
+        observer.answer(0.25, at(-30))
+        env = env_at(10, **observer.env)
+        assert ledger("verdict", "0.01", "--provider", "anthropic", env=env).code == 1
+        # Another provider's forced reconcile leaves the unpriced spend where it was.
+        other = ledger("reconcile", "--provider", "openai", "--force-reason", "other", env=env)
+        assert other.code == 0, other.stderr
+        assert ledger("verdict", "0.01", "--provider", "anthropic", env=env).code == 1
+        forced = ledger("reconcile", "--provider", scope, "--force-reason",
+                        "invoice checked: mystery-1 billed", env=env)  # fmt: skip
+        assert forced.code == 0, forced.stderr
+        assert forced.json()["status"] == "forced"
+        allowed = ledger("verdict", "0.01", "--provider", "anthropic", env=env)
+        assert allowed.code == 0, allowed.stdout
+        # Re-based to the bill: the scope counts what the provider billed.
+        usage = ledger("usage", "--provider", scope, env=env).json()
+        assert usage["usd_used_micros"] == 250_000
+        assert ledger("verify-chain").code == 0
 
     def test_yesterdays_unpriced_spend_no_longer_halts(self, ledger):
         self.record_unpriced(ledger)

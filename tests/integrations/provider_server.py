@@ -84,6 +84,22 @@ def _response(model: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _response_events(model: str) -> list[tuple[str, dict[str, Any]]]:
+    """A Responses API stream: usage arrives only in ``response.completed``."""
+    done = _response(model)
+    started = {**done, "status": "in_progress", "output": [], "usage": None}
+    return [
+        ("response.created", {"type": "response.created", "sequence_number": 0,
+                              "response": started}),
+        ("response.output_text.delta", {"type": "response.output_text.delta",
+                                        "sequence_number": 1, "item_id": "m1",
+                                        "output_index": 0, "content_index": 0,
+                                        "delta": "hello", "logprobs": []}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 2,
+                                "response": done}),
+    ]  # fmt: skip
+
+
 class ProviderServer:
     """Serves on 127.0.0.1 in a thread; ``requests`` counts what reached it."""
 
@@ -118,7 +134,11 @@ class ProviderServer:
                     else:
                         self._json(_chat(model))
                 elif self.path.endswith("/responses"):
-                    self._json(_response(model))
+                    if body.get("stream"):
+                        self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                                   for name, data in _response_events(model)])  # fmt: skip
+                    else:
+                        self._json(_response(model))
                 else:
                     self.send_error(404)
 

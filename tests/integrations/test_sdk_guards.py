@@ -184,6 +184,24 @@ class TestOpenAI:
         assert record["actual_micros"] == RESPONSES_MICROS
         assert events_of(home, "budget.allow")[0]["payload"]["input_tokens"] == 2
 
+    def test_responses_stream_is_recorded_from_response_completed(self, server, book, home):
+        client = guard_openai.guard_client(openai_client(server), book)
+        stream = client.responses.create(
+            model="test-gpt", max_output_tokens=900, input="héllo", stream=True
+        )
+        assert records(home) == []  # nothing is recorded before the stream ends
+        events = list(stream)
+        assert [e.type for e in events] == [
+            "response.created", "response.output_text.delta", "response.completed",
+        ]  # fmt: skip
+        assert events[0].response.usage is None  # only response.completed carries usage
+        [record] = records(home)
+        assert record["actual_micros"] == RESPONSES_MICROS
+        assert record["tokens"]["cache_read"] == 1000
+        assert record["tokens"]["reasoning"] == 600
+        assert record["settled"] is True
+        assert server.requests[-1][1]["stream"] is True
+
     def test_async_chat(self, server, book, home):
         raw = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
         client = guard_openai.guard_client(raw, book)
