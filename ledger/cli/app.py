@@ -357,6 +357,7 @@ for _module in (
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",
     "ledger.cli.metrics_command",
+    "ledger.cli.report_command",
     "ledger.cli.snapshot_commands",
     "ledger.cli.status_command",
     "ledger.cli.store_commands",

@@ -36,7 +36,8 @@ def render_text(document: dict[str, Any]) -> str:
         + (f" / {r}" if (r := document["recomputed"]["uncertainty_reason"]) else "")
         + f"  (row {document['recomputed']['deciding_row']}; config in force now)",
         (
-            f"  provider {document['provider'] or '(none)'}, day {document['utc_day']}, "
+            f"  provider {document['provider'] or '(none)'}, budget day {document['budget_day']} "
+            f"(UTC day {document['utc_day']}), "
             f"estimate {_usd(document['estimated_micros'])}"
         ),
         "",

@@ -50,7 +50,8 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
         if scope.drift_pct is not None:
             drift.labels(scope.scope).set(scope.drift_pct)
     verdicts = Gauge(
-        "ledger_verdicts_today", "Verdicts sealed today (UTC) by outcome and uncertainty reason.",
+        "ledger_verdicts_today",
+        "Verdicts sealed today (the budget day) by outcome and uncertainty reason.",
         ["outcome", "reason"], registry=registry,
     )  # fmt: skip
     for (outcome, reason), count in sorted(metrics.verdicts.items()):

@@ -21,6 +21,7 @@ from ledger.cli.output import guarded, print_json
 from ledger.errors import LedgerError, UsageError
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FIRST_DAY, _LAST_DAY = dt.date(1, 1, 2), dt.date(9999, 12, 29)
 
 
 def parse_day(text: str) -> str:
@@ -32,9 +33,12 @@ def parse_day(text: str) -> str:
     try:
         if not _DAY.fullmatch(text):
             raise ValueError(text)
-        return dt.date.fromisoformat(text).isoformat()
+        day = dt.date.fromisoformat(text)
     except ValueError:
         raise UsageError(f"--day: {text!r} is not a day (YYYY-MM-DD)") from None
+    if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
+        raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
+    return day.isoformat()
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -171,7 +175,7 @@ def report_command(
         wanted = None if day is None else parse_day(day)
         renderer = None if html is None else _html_renderer()
         runtime = build_runtime(State.home)
-        zone = dt.UTC
+        zone = runtime.config.day_zone
         document = gather(runtime, wanted).to_document()
         document["agents"] = agent_view(runtime)
         if html is not None and renderer is not None:

@@ -33,6 +33,7 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
     return {
         "configured": cap is not None,
         "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
         "daily_cap_usd": None if cap is None else micros_to_usd(cap),
         "usd_used": micros_to_usd(used),
         "usd_reserved": micros_to_usd(reserved),
@@ -72,10 +73,10 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def _usd_lines(usd: dict[str, Any]) -> list[str]:
     if not usd["configured"]:
-        line = f"USD {usd['utc_day']}: no daily cap configured (usd.daily_cap)"
+        line = f"USD {usd['budget_day']}: no daily cap configured (usd.daily_cap)"
     else:
         line = (
-            f"USD {usd['utc_day']}: ${usd['usd_used']:.2f} used + ${usd['usd_reserved']:.2f} "
+            f"USD {usd['budget_day']}: ${usd['usd_used']:.2f} used + ${usd['usd_reserved']:.2f} "
             f"reserved of ${usd['daily_cap_usd']:.2f} ({usd['usage_pct']}%), "
             f"${usd['usd_remaining']:.2f} left"
         )

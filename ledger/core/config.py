@@ -5,8 +5,10 @@ returns a ``Config`` or raises ``ConfigError`` naming the key; there is no
 silent fallback for a bad value.
 """
 
+import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -20,6 +22,7 @@ _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 _CENTURY_DAYS = 36_500
+_ZONE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,64}(/[A-Za-z0-9_+-]{1,64}){0,3}$")
 _URL_MAX = 4096
 _IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -31,6 +34,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "provider_caps": "caps",
         "warn_pct": "pct",
         "reservation_ttl_seconds": "seconds",
+        "day_timezone": "zone",
     },
     "billing": {
         "freshness_seconds": "seconds",
@@ -60,6 +64,8 @@ class Config(NamedTuple):
     provider_caps_micros: dict[str, int] = {}  # noqa: RUF012 - never mutated
     warn_pct: Fraction = Fraction(90)
     reservation_ttl_seconds: int = 900
+    day_timezone: str = "UTC"
+    day_zone: dt.tzinfo = dt.UTC
     freshness_seconds: int = 300
     stale_halt_pct: Fraction = Fraction(75)
     stale_seconds: int = 900
@@ -123,6 +129,7 @@ _FIELD_FOR = {
     ("usd", "provider_caps"): "provider_caps_micros",
     ("usd", "warn_pct"): "warn_pct",
     ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
+    ("usd", "day_timezone"): "day_timezone",
     ("billing", "freshness_seconds"): "freshness_seconds",
     ("billing", "stale_halt_pct"): "stale_halt_pct",
     ("billing", "stale_seconds"): "stale_seconds",
@@ -150,6 +157,15 @@ def _number(value: Any, name: str) -> Fraction:
     except (ValueError, ZeroDivisionError) as exc:
         raise ConfigError(f"{name}: must be a number, got {value!r}") from exc
     return number
+
+
+def _convert_key(kind: str, value: Any, name: str) -> Any:
+    """A key's value, validated; ``usd.day_timezone`` by name only (see ``_day_zone``)."""
+    if kind == "zone":
+        if not isinstance(value, str) or not _ZONE_RE.fullmatch(value):
+            raise ConfigError(f"{name}: must be an IANA time zone name such as Europe/Berlin")
+        return value
+    return _convert(kind, value, name)
 
 
 def _convert(kind: str, value: Any, name: str) -> Any:
@@ -245,12 +261,31 @@ def env_name(section: str, key: str) -> str:
     return f"LEDGER_{section}_{key}".upper()
 
 
-def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
+ZoneLookup = Callable[[str], dt.tzinfo]
+"""Finds an IANA zone by name (raises ``KeyError``, ``ValueError`` or ``OSError``)."""
+
+
+def _day_zone(name: str, key: str, zones: ZoneLookup | None) -> dt.tzinfo:
+    if name == "UTC":
+        return dt.UTC
+    if zones is None:
+        raise ConfigError(f"{key}: {name!r}: no time zone database to find it in")
+    try:
+        return zones(name)
+    except (KeyError, ValueError, OSError) as exc:
+        raise ConfigError(f"{key}: {name!r} is not a known IANA time zone") from exc
+
+
+def from_mapping(
+    document: dict[str, Any], environ: dict[str, str], zones: ZoneLookup | None = None
+) -> Config:
     """Validate the file's tables and the ``LEDGER_*`` overrides into a ``Config``.
 
     Args:
         document: the parsed ``ledger.toml`` (empty when there is none).
         environ: the process environment.
+        zones: looks up ``usd.day_timezone`` (the time zone database is read at
+            the edge); without it only ``"UTC"`` is known.
 
     Raises:
         ConfigError: an unknown section or key in the file, or a malformed or
@@ -269,7 +304,7 @@ def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
             if key not in _SCHEMA[section]:
                 raise ConfigError(f"ledger.toml: unknown key {section}.{key}")
             kind = _SCHEMA[section][key]
-            values[_FIELD_FOR[section, key]] = _convert(kind, value, f"{section}.{key}")
+            values[_FIELD_FOR[section, key]] = _convert_key(kind, value, f"{section}.{key}")
     for section, keys in _SCHEMA.items():
         for key, kind in keys.items():
             variable = env_name(section, key)
@@ -281,13 +316,17 @@ def from_mapping(document: dict[str, Any], environ: dict[str, str]) -> Config:
                     raw = json.loads(raw)
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
-            values[_FIELD_FOR[section, key]] = _convert(kind, raw, variable)
+            values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
     if "LEDGER_PRICES" in environ:
         try:
             table = json.loads(environ["LEDGER_PRICES"])
         except ValueError as exc:
             raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
         values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
+    if "day_timezone" in values:
+        variable = env_name("usd", "day_timezone")
+        key = variable if variable in environ else "usd.day_timezone"
+        values["day_zone"] = _day_zone(values["day_timezone"], key, zones)
     return Config(**values)
 
 
@@ -305,6 +344,7 @@ def config_template(daily_cap_usd: str | None) -> str:
 {cap_line}
 warn_pct = 90
 reservation_ttl_seconds = 900
+# day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
 # [usd.provider_caps]
 # openai = 5.0
 

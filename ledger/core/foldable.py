@@ -30,7 +30,7 @@ LOA_VERDICTS = frozenset(
 _TIME_FIELDS = frozenset(
     {"billing_ts", "fetched_at", "server_ts", "expires_at", "deadline", "local_time"}
 )
-_DAY_FIELDS = frozenset({"utc_day"})
+_DAY_FIELDS = frozenset({"utc_day", "budget_day"})
 _MAX_DEPTH = 16
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -87,9 +87,7 @@ def check_entry(
     return _day_problem(event_type, moment, payload) or Foldable(payload)
 
 
-def _reading_problem(
-    event_type: str, payload: dict[str, Any], schema_for: SchemaFor
-) -> str | None:
+def _reading_problem(event_type: str, payload: dict[str, Any], schema_for: SchemaFor) -> str | None:
     """A reconcile carries the reading it took: held to the observation schema."""
     reading = payload.get("reading") if event_type == "budget.reconcile" else None
     if reading is None:

@@ -2,14 +2,23 @@
 
 State is plain JSON-able data so that it can be stored beside the chain and
 rebuilt from it at any time. Amounts are integer micro-USD. Only today and
-yesterday (UTC) are kept: a new day needs no reset job, yesterday's spend and
+yesterday are kept: a new day needs no reset job, yesterday's spend and
 reservations simply stop counting.
+
+Days are budget days (SPEC §10): midnight to midnight in ``usd.day_timezone``
+(UTC unless configured). The fold takes each entry's budget day from its own
+``ts_utc`` and the zone it is given, never from a day written in the payload
+(payloads' ``utc_day`` keeps meaning the UTC day), so a state folded under one
+zone is rebuilt when the zone changes. Spend, re-bases and the time of the
+newest spend are keyed by budget day; a reservation and an unpriced record
+carry theirs as ``budget_day`` beside the payload's ``utc_day``. A record that
+settles a live reservation counts on that reservation's budget day (SPEC §4).
 """
 
 import datetime as dt
 from typing import Any, NamedTuple
 
-from ledger.core.timefmt import parse_ts, utc_day
+from ledger.core.timefmt import budget_day, parse_ts
 
 AGGREGATE = "aggregate"
 VERDICT_EVENTS = frozenset({"budget.allow", "budget.warn_90"})
@@ -39,7 +48,7 @@ def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
         for old in [d for d in usd[table] if d not in keep and d < day]:
             del usd[table][old]
     unpriced = usd.get("unpriced") or {}
-    for ref in [ref for ref, rec in unpriced.items() if rec["utc_day"] not in keep]:
+    for ref in [ref for ref, rec in unpriced.items() if rec["budget_day"] not in keep]:
         del unpriced[ref]
     # Reservations from older days, or already expired when this entry was
     # sealed, count for nothing: dropping them keeps the state (and so every
@@ -47,7 +56,8 @@ def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
     stale = [
         ref
         for ref, res in usd["reservations"].items()
-        if (res["utc_day"] < day and res["utc_day"] not in keep) or res["expires_at"] <= ts_utc
+        if (res["budget_day"] < day and res["budget_day"] not in keep)
+        or res["expires_at"] <= ts_utc
     ]
     for ref in stale:
         del usd["reservations"][ref]
@@ -86,10 +96,15 @@ def negative_amount(event_type: str, payload: dict[str, Any]) -> str | None:
 
 
 def apply_usd_event(
-    usd: dict[str, Any], event_type: str, ts_utc: str, payload: dict[str, Any], entry_hash: str
+    usd: dict[str, Any],
+    event_type: str,
+    ts_utc: str,
+    payload: dict[str, Any],
+    entry_hash: str,
+    zone: dt.tzinfo = dt.UTC,
 ) -> None:
-    """Fold one ``budget.*`` event into the USD state (in place)."""
-    day = utc_day(parse_ts(ts_utc))
+    """Fold one ``budget.*`` event into the USD state (in place), days taken in ``zone``."""
+    day = budget_day(parse_ts(ts_utc), zone)
     _prune(usd, day, ts_utc)
     if event_type in VERDICT_EVENTS:
         reservation = payload.get("reservation")
@@ -98,10 +113,16 @@ def apply_usd_event(
                 "micros": reservation["micros"],
                 "provider": payload.get("provider"),
                 "utc_day": payload["utc_day"],
+                "budget_day": day,
                 "expires_at": reservation["expires_at"],
             }
     elif event_type == "budget.record_call":
-        spend_day = payload["utc_day"]
+        # SPEC §4: a record that settles a live reservation counts on that
+        # reservation's budget day; any other record on its own. Reservations
+        # expired by this entry's time were pruned above, as the gate judged.
+        ref = payload.get("verdict_ref")
+        live = usd["reservations"].get(ref) if ref else None
+        spend_day = live["budget_day"] if live is not None else day
         provider = payload["provider"]
         actual = payload["actual_micros"]
         if actual is None:
@@ -109,14 +130,14 @@ def apply_usd_event(
             # the gate halts on it until it is priced or re-based.
             usd.setdefault("unpriced", {})[entry_hash] = {
                 "provider": provider,
-                "utc_day": spend_day,
+                "utc_day": payload["utc_day"],
+                "budget_day": spend_day,
                 "model": payload.get("model_id"),
             }
         else:
             by_provider = usd["spend"].setdefault(spend_day, {})
             by_provider[provider] = by_provider.get(provider, 0) + actual
         usd["last_spend"].setdefault(spend_day, {})[provider] = ts_utc
-        ref = payload.get("verdict_ref")
         if ref:
             usd["reservations"].pop(ref, None)
     elif event_type == "budget.observation":
@@ -139,10 +160,10 @@ def apply_usd_event(
             "forced": bool(payload.get("forced")),
         }
         if payload.get("forced"):
-            rebase_day = payload["utc_day"]
-            _forget_unpriced(usd, provider, rebase_day)
+            # The reconcile judged the counter of its own budget day.
+            _forget_unpriced(usd, provider, day)
             delta = payload["billing_micros"] - payload["counter_micros"]
-            by_provider = usd["rebase"].setdefault(rebase_day, {})
+            by_provider = usd["rebase"].setdefault(day, {})
             by_provider[provider] = by_provider.get(provider, 0) + delta
 
 
@@ -152,7 +173,7 @@ def _forget_unpriced(usd: dict[str, Any], provider: str, day: str) -> None:
     for ref in [
         ref
         for ref, rec in unpriced.items()
-        if rec["utc_day"] == day and provider in {AGGREGATE, rec["provider"]}
+        if rec["budget_day"] == day and provider in {AGGREGATE, rec["provider"]}
     ]:
         del unpriced[ref]
 
@@ -168,7 +189,7 @@ def apply_priced(usd: dict[str, Any], priced: list[dict[str, Any]]) -> None:
         record = unpriced.pop(item["entry_hash"], None)
         if record is None:
             continue
-        by_provider = usd["spend"].setdefault(record["utc_day"], {})
+        by_provider = usd["spend"].setdefault(record["budget_day"], {})
         provider = record["provider"]
         by_provider[provider] = by_provider.get(provider, 0) + item["actual_micros"]
 
@@ -178,7 +199,7 @@ def unpriced_problem(usd: dict[str, Any], day: str) -> str | None:
     found = sorted(
         f"{rec['provider']}/{rec.get('model') or '(no model)'}"
         for rec in (usd.get("unpriced") or {}).values()
-        if rec["utc_day"] == day
+        if rec["budget_day"] == day
     )
     if not found:
         return None
@@ -200,7 +221,7 @@ class Reading(NamedTuple):
 
 
 class ScopeState(NamedTuple):
-    """Everything the gate knows about one cap's scope on one UTC day."""
+    """Everything the gate knows about one cap's scope on one budget day."""
 
     key: str
     cap_micros: int
@@ -233,9 +254,17 @@ def _reading(raw: dict[str, Any] | None) -> Reading | None:
 
 
 def scope_state(
-    usd: dict[str, Any], provider: str | None, cap_micros: int, day: str, now: dt.datetime
+    usd: dict[str, Any],
+    provider: str | None,
+    cap_micros: int,
+    day: str,
+    now: dt.datetime,
+    zone: dt.tzinfo = dt.UTC,
 ) -> ScopeState:
-    """The view of one scope: the aggregate (``provider`` None) or one provider."""
+    """The view of one scope on budget day ``day``: the aggregate (``provider`` None) or one.
+
+    A billing reading counts for the budget day (in ``zone``) on which it was fetched.
+    """
     spend_today: dict[str, int] = usd["spend"].get(day, {})
     rebase_today: dict[str, int] = usd["rebase"].get(day, {})
     last_today: dict[str, str] = usd["last_spend"].get(day, {})
@@ -243,7 +272,7 @@ def scope_state(
     open_reservations = [
         res
         for res in usd["reservations"].values()
-        if res["utc_day"] == day and res["expires_at"] > now_text
+        if res["budget_day"] == day and res["expires_at"] > now_text
     ]
     if provider is None:
         key_name = AGGREGATE
@@ -259,7 +288,7 @@ def scope_state(
         scope_key = f"provider:{provider}"
     reading = _reading(usd["readings"].get(key_name))
     billing = None
-    if reading is not None and utc_day(reading.fetched_at) == day:
+    if reading is not None and budget_day(reading.fetched_at, zone) == day:
         billing = reading.usd_used_micros
     reconcile = usd["reconciles"].get(key_name) or {}
     return ScopeState(

@@ -5,6 +5,7 @@ The state is a cache, never a source of truth: it can always be rebuilt from
 it reflects so that a stale or edited copy is noticed (SPEC §4 row 1).
 """
 
+import datetime as dt
 from typing import Any
 
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
@@ -38,8 +39,9 @@ def apply_entry(
     ts_utc: str,
     payload: dict[str, Any],
     entry_hash: str,
+    zone: dt.tzinfo = dt.UTC,
 ) -> None:
-    """Fold one entry into ``state`` (in place).
+    """Fold one entry into ``state`` (in place), budget days taken in ``zone``.
 
     Records, for the gate, how far any timestamp stepped back from the entry
     before it and whether any amount was negative: both make the counter
@@ -59,7 +61,7 @@ def apply_entry(
             apply_priced(state["usd"], priced)
     family = event_type.split(".", 1)[0]
     if family == "budget":
-        apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash)
+        apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)
     elif family in AGENT_EVENT_PREFIXES:
         apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
 
@@ -85,6 +87,7 @@ def fold_verified(
     payload: Any,
     entry_hash: str,
     schema_for: SchemaFor,
+    zone: dt.tzinfo = dt.UTC,
 ) -> None:
     """Fold an entry read from the chain (verified, but written by anyone holding a key).
 
@@ -99,7 +102,7 @@ def fold_verified(
         checked = f"payload unreadable ({type(exc).__name__})"
     if isinstance(checked, Foldable):
         try:
-            apply_entry(state, event_type, ts_utc, checked.payload, entry_hash)
+            apply_entry(state, event_type, ts_utc, checked.payload, entry_hash, zone)
         except errors as exc:
             # Checked, yet the fold failed (apply_entry counted it first): a halt,
             # never a crash.
@@ -150,8 +153,11 @@ def idempotency_record(
     }
 
 
-def apply_parsed(state: dict[str, Any], parsed: ParsedEntry, schema_for: SchemaFor) -> None:
+def apply_parsed(
+    state: dict[str, Any], parsed: ParsedEntry, schema_for: SchemaFor, zone: dt.tzinfo = dt.UTC
+) -> None:
     """Fold a verified chain entry (checked first, see ``fold_verified``)."""
     fold_verified(
-        state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash, schema_for
-    )
+        state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash, schema_for,
+        zone,
+    )  # fmt: skip

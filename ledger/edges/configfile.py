@@ -1,5 +1,6 @@
 """Reading ``ledger.toml`` with ``tomllib`` and the ``LEDGER_*`` overrides."""
 
+import datetime as dt
 import os
 import tomllib
 from pathlib import Path
@@ -29,4 +30,20 @@ def load_config(path: Path, environ: dict[str, str] | None = None) -> Config:
             document = tomllib.loads(data.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    return from_mapping(document, environ)
+    return from_mapping(document, environ, find_zone)
+
+
+def find_zone(name: str) -> dt.tzinfo:
+    """The IANA zone ``name`` from the system's time zone database (``usd.day_timezone``).
+
+    Raises:
+        KeyError: no such zone.
+        ValueError: not a zone name (a path, say).
+        OSError: the database could not be read.
+    """
+    import zoneinfo  # only a configured zone pays for it
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except zoneinfo.ZoneInfoNotFoundError as exc:
+        raise KeyError(name) from exc

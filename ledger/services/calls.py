@@ -202,6 +202,7 @@ def verdict(
         "deciding_cap": scope.key,
         "provider": outcome.provider or "aggregate",
         "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
         "billing_api_age_seconds": _age(outcome.now, reading.fetched_at if reading else None),
         "counter_age_seconds": _age(outcome.now, scope.last_spend_ts),
         "uncertainty_reason": decision.reason.value if decision.reason else None,
@@ -323,6 +324,7 @@ def record(
         "verdict_ref": first.get("verdict_ref", ref),
         "settled": outcome.settled,
         "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
         "idempotency_key": key,
         "duplicate": outcome.duplicate,
     }
@@ -366,6 +368,7 @@ def usage_view(deps: GateDeps, provider: object = None) -> dict[str, Any]:
         "provider_cap_usd": usd(outcome.provider_cap_micros),
         "provider": name or "aggregate",
         "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
         "billing_api_age_seconds": _age(outcome.now, reading.fetched_at if reading else None),
         "counter_age_seconds": _age(outcome.now, scope.last_spend_ts),
         "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,

@@ -18,7 +18,7 @@ from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
 from ledger.core.spend import ScopeState, unpriced_problem
 from ledger.core.state import apply_parsed, empty_state
-from ledger.core.timefmt import format_ts, parse_ts
+from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError
 from ledger.services.gate import _scopes
@@ -91,6 +91,7 @@ class Explanation:
 
 def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int, str | None]:
     """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts)."""
+    zone = deps.config.day_zone
     data = empty_state()
     schema_for = schema_lookup(deps)
     found: list[ParsedEntry] = []
@@ -102,7 +103,7 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
         if parsed.entry_hash == ref:
             found.append(parsed)
             return
-        apply_parsed(data, parsed, schema_for)
+        apply_parsed(data, parsed, schema_for, zone)
         last_ts[:] = [parsed.ts_utc]
 
     verifier = ChainVerifier(deps.keys.load_trust(), on_entry=fold)
@@ -118,7 +119,7 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
     raise UnknownVerdictError(f"no entry {ref} in the chain")
 
 
-def _reading(scope: ScopeState, now: dt.datetime, day: str) -> dict[str, Any]:
+def _reading(scope: ScopeState, now: dt.datetime, day: str, zone: dt.tzinfo) -> dict[str, Any]:
     reading = scope.reading
     if reading is None:
         return {"scope": scope.key, "reading": None}
@@ -129,7 +130,7 @@ def _reading(scope: ScopeState, now: dt.datetime, day: str) -> dict[str, Any]:
         "fetched_at": format_ts(reading.fetched_at),
         "server_ts": None if reading.server_ts is None else format_ts(reading.server_ts),
         "age_seconds": round((now - reading.fetched_at).total_seconds(), 3),
-        "counts_for_day": format_ts(reading.fetched_at)[:10] == day,
+        "counts_for_day": budget_day(reading.fetched_at, zone) == day,
     }
 
 
@@ -150,7 +151,8 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
     payload = entry.payload
     now = parse_ts(entry.ts_utc)
     local_now = parse_ts(payload["local_time"]) if payload.get("local_time") else now
-    day = str(payload["utc_day"])
+    # The verdict's budget day, in the zone in force now (as the rest of the config).
+    day = budget_day(now, config.day_zone)
     provider = payload.get("provider")
     estimate = int(payload["estimated_micros"])
     scopes = _scopes(data["usd"], config, provider, day, now)
@@ -182,7 +184,8 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
     context = {
         "event_type": entry.event_type,
         "ts_utc": entry.ts_utc,
-        "utc_day": day,
+        "utc_day": payload["utc_day"],
+        "budget_day": day,
         "provider": provider,
         "estimated_micros": estimate,
         "config": "in force now",
@@ -195,6 +198,6 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         differences,
         [scope_figures(scope, estimate) for scope in scopes],
         rows,
-        [_reading(scope, now, day) for scope in scopes],
+        [_reading(scope, now, day, config.day_zone) for scope in scopes],
         context,
     )

@@ -12,7 +12,7 @@ from ledger.core.config import Config
 from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
 from ledger.core.state import empty_state
-from ledger.core.timefmt import format_ts, parse_ts, utc_day
+from ledger.core.timefmt import budget_day, format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
 from ledger.errors import (
     CanonicalizationError,
@@ -76,6 +76,7 @@ class VerdictOutcome(NamedTuple):
     utc_day: str
     now: dt.datetime
     recording_error: str | None = None
+    budget_day: str | None = None
 
 
 def _daily_cap(config: Config) -> int:
@@ -88,17 +89,27 @@ def _scopes(
     usd: dict[str, Any], config: Config, provider: str | None, day: str, now: dt.datetime
 ) -> list[ScopeState]:
     cap = _daily_cap(config)
-    scopes = [scope_state(usd, None, cap, day, now)]
+    zone = config.day_zone
+    scopes = [scope_state(usd, None, cap, day, now, zone)]
     if provider is not None and provider in config.provider_caps_micros:
-        scopes.append(scope_state(usd, provider, config.provider_caps_micros[provider], day, now))
+        sub_cap = config.provider_caps_micros[provider]
+        scopes.append(scope_state(usd, provider, sub_cap, day, now, zone))
     elif provider is not None:
         # No sub-cap, but a reconcile may have found this provider's counter
         # drifting: its calls halt counter_drift all the same (fail closed). The
         # scope carries the aggregate cap, so it never decides anything else.
-        own = scope_state(usd, provider, cap, day, now)
+        own = scope_state(usd, provider, cap, day, now, zone)
         if own.reconcile_blocking:
             scopes.append(own)
     return scopes
+
+
+def _day_at(moment: dt.datetime, config: Config) -> str:
+    """The budget day of ``moment`` (SPEC §10); its UTC day for a clock at the calendar's end."""
+    try:
+        return budget_day(moment, config.day_zone)
+    except OverflowError:  # only a clock outside what the chain can hold gets here
+        return utc_day(moment)
 
 
 def _head_ts_text(counter: Counter) -> str | None:
@@ -162,7 +173,9 @@ def _unrecorded(
     provider: str | None, why: str,
 ) -> VerdictOutcome:  # fmt: skip
     decision = decide(scopes, estimate, config, now, counter_problem=f"verdict not recorded: {why}")
-    return VerdictOutcome(decision, None, provider, utc_day(now), now, why)
+    return VerdictOutcome(
+        decision, None, provider, utc_day(now), now, why, budget_day=_day_at(now, config)
+    )
 
 
 def check_verdict(
@@ -191,7 +204,8 @@ def check_verdict(
     except ClockRangeError as exc:
         # SPEC §3: a clock outside what the chain can hold is a verdict that
         # cannot be recorded, and still one printed halt.
-        empty = _scopes(empty_usd_state(), config, provider, utc_day(exc.moment), exc.moment)
+        day = _day_at(exc.moment, config)
+        empty = _scopes(empty_usd_state(), config, provider, day, exc.moment)
         return _unrecorded(empty, estimate_micros, config, exc.moment, provider, str(exc))
     writer = Writer(deps)
     try:
@@ -213,7 +227,7 @@ def check_verdict(
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
     except LockTimeoutError as exc:
         # Waiting again for the busy lock just to print figures would double the delay.
-        empty = _scopes(empty_usd_state(), config, provider, utc_day(now), now)
+        empty = _scopes(empty_usd_state(), config, provider, _day_at(now, config), now)
         return _unrecorded(empty, estimate_micros, config, now, provider, str(exc))
     except (ChainIOError, InputDataError) as exc:
         # InputDataError: the writer key is unusable at the sealing time (revoked,
@@ -231,7 +245,7 @@ def check_verdict(
         # chain can hold: nothing was appended. Folding again could overflow
         # the same way, so the figures are those of an empty day.
         why = f"a time outside what the chain can hold ({exc})"
-        empty = _scopes(empty_usd_state(), config, provider, utc_day(now), now)
+        empty = _scopes(empty_usd_state(), config, provider, _day_at(now, config), now)
         return _unrecorded(empty, estimate_micros, config, now, provider, why)
     return final
 
@@ -250,7 +264,7 @@ def _known_scopes(deps: GateDeps, provider: str | None, now: dt.datetime) -> lis
             usd = counter.data["usd"]
     except LedgerError:
         pass
-    return _scopes(usd, deps.config, provider, utc_day(now), now)
+    return _scopes(usd, deps.config, provider, _day_at(now, deps.config), now)
 
 
 def _gate_once(
@@ -278,7 +292,7 @@ def _gate_once(
             sealed = writer.append(tx, "budget.observation", payload, now=now)
             if problem is None:
                 fold_sealed(counter, sealed, tx.head())
-        day = utc_day(now)
+        day = budget_day(now, config.day_zone)
         scopes = _scopes(with_spooled(deps, counter.data, now), config, provider, day, now)
         # SPEC §7: spend of today whose price is unknown halts like a damaged counter.
         halting = problem or unpriced_problem(counter.data["usd"], day)
@@ -290,13 +304,15 @@ def _gate_once(
             scopes, estimate_micros, config, now,
             head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
         )  # fmt: skip
-        payload = _verdict_payload(decision, provider, cycle_id, agent, day, now, config, local_now)
+        payload = _verdict_payload(
+            decision, provider, cycle_id, agent, utc_day(now), now, config, local_now
+        )
         payload.update(details or {})
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)
-    return VerdictOutcome(decision, sealed.entry_hash, provider, day, now)
+    return VerdictOutcome(decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day)
 
 
 class RecordOutcome(NamedTuple):
@@ -309,6 +325,7 @@ class RecordOutcome(NamedTuple):
     duplicate: bool = False
     payload: dict[str, Any] | None = None
     spooled: bool = False
+    budget_day: str | None = None
 
 
 def record_call(
@@ -381,10 +398,10 @@ def _record_call(
                 body = first["payload"]
                 return RecordOutcome(
                     first["entry_hash"], str(body.get("utc_day")), bool(body.get("settled")),
-                    None, duplicate=True, payload=body,
+                    None, duplicate=True, payload=body, budget_day=body.get("budget_day"),
                 )  # fmt: skip
         now = chain_time(deps.clock.now(), _head_ts_text(counter))
-        day = utc_day(now)
+        day, spend_utc_day = budget_day(now, deps.config.day_zone), utc_day(now)
         warning = None
         settled = False
         if verdict_ref is not None:
@@ -400,12 +417,15 @@ def _record_call(
                 settled = True
                 # SPEC §4: a settled record counts on its reservation's budget
                 # day, so a call admitted before midnight and recorded after it
-                # never pushes the new day past its cap.
-                day = reservation["utc_day"]
+                # never pushes the new day past its cap. The payload's
+                # utc_day is that verdict's UTC day, as it always was.
+                day = reservation.get("budget_day") or reservation["utc_day"]
+                spend_utc_day = reservation["utc_day"]
         payload = {
             "provider": provider,
             "actual_micros": actual_micros,
-            "utc_day": day,
+            "utc_day": spend_utc_day,
+            "budget_day": day,
             "verdict_ref": verdict_ref,
             "settled": settled,
             "model_id": model_id,
@@ -419,7 +439,9 @@ def _record_call(
         fold_sealed(counter, sealed, tx.head())
         save_counter(counter, deps.states)
         remember_keys_untrusted(counter, deps.states)
-    return RecordOutcome(sealed.entry_hash, day, settled, warning, payload=payload)
+    return RecordOutcome(
+        sealed.entry_hash, spend_utc_day, settled, warning, payload=payload, budget_day=day
+    )
 
 
 class UsageOutcome(NamedTuple):
@@ -434,6 +456,7 @@ class UsageOutcome(NamedTuple):
     now: dt.datetime
     uncertainty: Uncertainty | None
     diagnostic: str | None
+    budget_day: str | None = None
 
 
 def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
@@ -454,13 +477,13 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
         local_now = deps.clock.now()
         counter = Counter(empty_state(), None, str(exc))
     now = chain_time(local_now, _head_ts_text(counter))
-    day = utc_day(now)
+    day, zone = budget_day(now, config.day_zone), config.day_zone
     usd = with_spooled(deps, counter.data, now)
-    aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now)
+    aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now, zone)
     provider_cap = config.provider_caps_micros.get(provider) if provider else None
     provider_scope = None
     if provider is not None:
-        provider_scope = scope_state(usd, provider, provider_cap or 0, day, now)
+        provider_scope = scope_state(usd, provider, provider_cap or 0, day, now, zone)
     scopes = [aggregate]
     if provider_scope is not None and provider_cap is not None:
         scopes.append(provider_scope)
@@ -472,5 +495,5 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     reason = decision.reason
     return UsageOutcome(
         aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
-        day, now, reason, decision.diagnostic,
+        utc_day(now), now, reason, decision.diagnostic, budget_day=day,
     )  # fmt: skip

@@ -4,8 +4,10 @@ Per scope (the aggregate and each provider with a sub-cap): used, reserved, cap
 and usage % from the gate's own read-only ``usage`` (derived state, caught up
 as a verdict would). From one pass over the chain's lines: the entry count,
 today's verdicts by outcome and uncertainty reason, and the newest snapshot's
-time. Only lines of today (and snapshot entries) are parsed; the rest are
-counted by their bytes, so the pass costs little more than reading the file.
+time. Today is the budget day (``usd.day_timezone``), which spans at most two
+UTC dates: only lines of those dates (and snapshot entries) are parsed; the
+rest are counted by their bytes, so the pass costs little more than reading the
+file.
 """
 
 import re
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
-from ledger.core.timefmt import parse_ts
+from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
 from ledger.services.gate import GateDeps, usage
 
@@ -51,6 +53,7 @@ class Metrics:
     entries: int = 0
     snapshot_age_seconds: float | None = None
     counter_trusted: bool = True
+    budget_day: str | None = None
 
 
 def _figures(scope: ScopeState) -> ScopeFigures:
@@ -67,20 +70,25 @@ def _figures(scope: ScopeState) -> ScopeFigures:
 
 
 def scan_chain(
-    lines: Iterable[bytes], day: str
+    lines: Iterable[bytes], bounds: tuple[str, str]
 ) -> tuple[int, Counter[tuple[str, str]], str | None]:
-    """``(entries, today's verdicts by (outcome, reason), newest snapshot ts)`` of raw lines."""
+    """``(entries, the day's verdicts by (outcome, reason), newest snapshot ts)`` of raw lines.
+
+    ``bounds`` are the day's first moment and the next day's, in the chain's
+    time format (the budget day may span two UTC dates).
+    """
     entries = 0
     verdicts: Counter[tuple[str, str]] = Counter()
     newest_snapshot: str | None = None
-    wanted = day.encode()
+    start, end = bounds
+    wanted = {start[:10].encode(), end[:10].encode()}
     for raw in lines:
         if raw.startswith(b"[") or not raw.endswith(b"\n"):
             continue
         entries += 1
         match = _TS.search(raw)
         is_snapshot = _SNAPSHOT in raw
-        if not is_snapshot and (match is None or match.group(1) != wanted):
+        if not is_snapshot and (match is None or match.group(1) not in wanted):
             continue
         try:
             parsed = parse_line(raw[:-1])
@@ -89,7 +97,7 @@ def scan_chain(
         if parsed.event_type == "ledger.snapshot":
             newest_snapshot = max(newest_snapshot or "", parsed.ts_utc)
         outcome = VERDICT_EVENTS.get(parsed.event_type)
-        if outcome is not None and parsed.ts_utc.startswith(day):
+        if outcome is not None and start <= parsed.ts_utc < end:
             reason = parsed.payload.get("uncertainty_reason") or ""
             verdicts[outcome, str(reason)] += 1
     return entries, verdicts, newest_snapshot or None
@@ -112,8 +120,10 @@ def gather(deps: GateDeps) -> Metrics:
             scopes.append(_figures(outcome.provider_scope))
     trusted = first.uncertainty is None or first.uncertainty.value != "counter_inconsistent"
     lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
-    entries, verdicts, snapshot_ts = scan_chain(lines, first.utc_day)
+    day = first.budget_day or first.utc_day
+    start, end = day_bounds(day, config.day_zone)
+    entries, verdicts, snapshot_ts = scan_chain(lines, (format_ts(start), format_ts(end)))
     age = None
     if snapshot_ts is not None:
         age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
-    return Metrics(first.utc_day, scopes, verdicts, entries, age, trusted)
+    return Metrics(first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day)

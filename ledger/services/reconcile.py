@@ -7,7 +7,7 @@ from ledger.core.observation import Deferred, Reading, Unreachable, reading_payl
 from ledger.core.reconcile import drift_pct, pct_text
 from ledger.core.seal import chain_time
 from ledger.core.spend import scope_state
-from ledger.core.timefmt import utc_day
+from ledger.core.timefmt import budget_day, utc_day
 from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
 from ledger.services.gate import GateDeps
 from ledger.services.poll import PollDeps, billing_lock
@@ -67,11 +67,11 @@ def reconcile(
                     provider, "untrusted", EXIT_HALT, None, None, None, True,
                     f"local counter cannot be trusted: {counter.problem}", None,
                 )  # fmt: skip
-            day = utc_day(now)
-            local = _local_counter(counter, provider, day, now)
+            # The counter of the budget day (SPEC §10); the payload keeps the UTC day.
+            local = _local_counter(counter, provider, budget_day(now, deps.config.day_zone), now)
             payload: dict[str, Any] = {
                 "provider": provider,
-                "utc_day": day,
+                "utc_day": utc_day(now),
                 "counter_micros": local,
                 "billing_micros": None,
                 "drift_pct": None,

@@ -183,6 +183,7 @@ class _DayWalk:
         checkpoint_entries: int | None,
     ) -> None:  # fmt: skip
         self.day = day
+        self.zone = zone
         self.config = config
         self.schema_for = schema_for
         start, end = day_bounds(day, zone)
@@ -207,7 +208,7 @@ class _DayWalk:
             self.readings_at_end = copy.deepcopy(usd["readings"])
         if ts >= self.held_until and self.usd_held is None:
             self.usd_held = copy.deepcopy(usd)
-        apply_parsed(self.data, parsed, self.schema_for)
+        apply_parsed(self.data, parsed, self.schema_for, self.zone)
         number = int(self.data["meta"]["entries"])
         if number == self.checkpoint_entries:
             self.hashes[number] = parsed.entry_hash
@@ -292,7 +293,7 @@ def _summaries(
             if provider is None
             else config.provider_caps_micros.get(provider)
         )
-        figures = scope_state(usd, provider, cap or 0, day, now)
+        figures = scope_state(usd, provider, cap or 0, day, now, walk.zone)
         key = _key(provider)
         scopes.append(
             ScopeDay(
@@ -308,10 +309,10 @@ def _summaries(
     return scopes
 
 
-def gather(
-    deps: ReportDeps, day: str | None, *, zone: dt.tzinfo = dt.UTC, zone_name: str = "UTC"
-) -> DayReport:
+def gather(deps: ReportDeps, day: str | None) -> DayReport:
     """The report of budget day ``day`` (``YYYY-MM-DD``; ``None``: today); writes nothing.
+
+    Days are budget days in ``usd.day_timezone`` (SPEC §10).
 
     Raises:
         ChainBrokenError: the chain does not verify (names the first bad line).
@@ -321,6 +322,7 @@ def gather(
         ChainIOError: the chain cannot be read.
     """
     config = deps.config
+    zone = config.day_zone
     with deps.chain.read_transaction() as tx:
         local_now = deps.clock.now()
         head = tx.head()
@@ -346,12 +348,12 @@ def gather(
     usd = walk.usd_held if walk.usd_held is not None else walk.data["usd"]
     if walk.readings_at_end is not None:
         usd = {**usd, "readings": walk.readings_at_end}
-    unpriced = sum(1 for rec in (usd.get("unpriced") or {}).values() if rec["utc_day"] == day)
+    unpriced = sum(1 for rec in (usd.get("unpriced") or {}).values() if rec["budget_day"] == day)
     problem = counter_problem(Counter(walk.data, head), config) or unpriced_problem(usd, day)
     start, end = day_bounds(day, zone)
     return DayReport(
         day=day,
-        timezone=zone_name,
+        timezone=config.day_timezone,
         start=start,
         end=end,
         now=now,

@@ -199,6 +199,8 @@ def with_spooled(deps: object, data: dict[str, Any], now: dt.datetime) -> dict[s
         usd: dict[str, Any] = data["usd"]
         return usd
     folded = copy.deepcopy(data)
+    config = getattr(deps, "config", None)
+    zone = config.day_zone if config is not None else dt.UTC  # days as the fold keys them
     for document in spool.entries():
         request = document["request"]
         ref = request.get("verdict_ref")
@@ -212,6 +214,8 @@ def with_spooled(deps: object, data: dict[str, Any], now: dt.datetime) -> dict[s
         except (KeyError, TypeError):
             spooled_at = format_ts(now)
         payload = _payload(request, live, day)
-        apply_entry(folded, "budget.record_call", spooled_at, payload, f"spooled-{document['key']}")
+        apply_entry(
+            folded, "budget.record_call", spooled_at, payload, f"spooled-{document['key']}", zone
+        )
     result: dict[str, Any] = folded["usd"]
     return result

@@ -7,6 +7,7 @@ rebuilt from the verified chain.
 """
 
 import copy
+import datetime as dt
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.envelope import GENESIS
@@ -79,7 +80,7 @@ class StateStore(Protocol):
 class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
-    __slots__ = ("data", "dirty", "head", "new_keys", "problem", "rebuilt")
+    __slots__ = ("data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
 
     def __init__(
         self,
@@ -90,6 +91,7 @@ class Counter:
         dirty: bool = False,
         new_keys: list[dict[str, Any]] | None = None,
         rebuilt: bool = False,
+        zone: dt.tzinfo = dt.UTC,
     ) -> None:
         self.data = data
         self.head = head
@@ -100,6 +102,8 @@ class Counter:
         # state can only happen with a state that lags the chain (caught up).
         self.new_keys = new_keys if new_keys is not None else []
         self.rebuilt = rebuilt
+        # The budget day's zone the state is folded in (``usd.day_timezone``).
+        self.zone = zone
 
 
 def _fold_range(
@@ -113,6 +117,7 @@ def _fold_range(
     remember: tuple[int, dict[int, str]] | None = None,
     keys: list[dict[str, Any]] | None = None,
     schema_for: "SchemaFor | None" = None,
+    zone: dt.tzinfo = dt.UTC,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
@@ -120,7 +125,7 @@ def _fold_range(
         schema_for = _no_schemas
 
     def fold(parsed: "ParsedEntry") -> None:
-        apply_parsed(data, parsed, schema_for)
+        apply_parsed(data, parsed, schema_for, zone)
         number = data["meta"]["entries"]
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
@@ -182,6 +187,11 @@ class CounterDeps(Protocol):
         """Where the trust store comes from."""
         ...
 
+    @property
+    def config(self) -> "Config":
+        """The configuration (``usd.day_timezone`` keys the fold's days)."""
+        ...
+
     def newest_checkpoint(self) -> "Checkpoint | None":
         """The newest signed checkpoint of the chain."""
         ...
@@ -201,8 +211,20 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     Never raises for a damaged chain or state: the damage becomes ``problem``.
     A missing state is rebuilt from the chain, which must verify and must still
     hold everything its newest checkpoint vouches for: without that check a cut
-    chain plus a deleted state file would quietly forget spend.
+    chain plus a deleted state file would quietly forget spend. A state folded
+    under another ``usd.day_timezone`` (or before the zone was remembered) is
+    rebuilt too: its days are keyed in that zone.
+
+    Raises:
+        ConfigError: the configuration is invalid.
     """
+    config = deps.config
+    counter = _load_counter(tx, deps, config.day_zone, config.day_timezone)
+    counter.zone = config.day_zone
+    return counter
+
+
+def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str) -> Counter:
     store, states, trust = deps.chain, deps.states, deps.keys.load_trust
     try:
         head = tx.head()
@@ -218,6 +240,9 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             # Verified under another trust store (a revocation, a rotation, an
             # edit): every entry is verified again before the next decision.
             stored = None
+        if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
+            # Folded with its days in another zone: every day is keyed afresh.
+            stored = None
         if stored is None:
             data = empty_state()
             checkpoint = deps.newest_checkpoint()
@@ -227,7 +252,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
                 problem = _fold_range(
                     store, data, trust(), 0, head.size, GENESIS,
                     remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
-                    schema_for=schema_lookup(deps),
+                    schema_for=schema_lookup(deps), zone=zone,
                 )  # fmt: skip
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
@@ -237,6 +262,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
                     return Counter(data, head, problem + "; run `ledger recover`")
                 data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
             data["meta"]["trust"] = fingerprint
+            data["meta"]["day_zone"] = zone_name
             return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
         if head is None:
             if stored.head_hash is None:
@@ -252,7 +278,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             keys = []
             problem = _fold_range(
                 store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
-                keys=keys, schema_for=schema_lookup(deps),
+                keys=keys, schema_for=schema_lookup(deps), zone=zone,
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
@@ -365,8 +391,9 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
     entry = sealed.entry
     if counter.problem is None:
         apply_entry(
-            counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash
-        )
+            counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash,
+            counter.zone,
+        )  # fmt: skip
         number = int(counter.data["meta"]["entries"])
     else:
         number = 0  # unknown here: lookups on an untrusted counter search the chain
