@@ -15,6 +15,8 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
 * verify: lines/s >= 80 % of cores x the single-core Ed25519 verify rate;
 * verify peak memory flat from the small chain to the 10x one (here: <= 1.25x);
 * cold ``ledger verdict`` process p50 <= 50 ms;
+* PG store: durable verdicts/s from 8 processes >= 50 % of ``pgbench -c 8 -j 2 -N`` TPS
+  on the same server in the same run (beside: warm in-process p50/p99, the file store);
 * verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x;
 * inclusion proof at 1M entries (100k with --quick): p50 <= 5 ms, <= 2 log2 n node reads;
   the index build beside verify-chain of the same chain; appends unchanged by the index.
@@ -39,6 +41,7 @@ SCRIPTS = {
     "verify": "bench_verify.py",
     "gate": "bench_gate.py",
     "merkle": "bench_merkle.py",
+    "pg": "bench_pg.py",
 }
 NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 MEMORY_FLAT = 1.25
@@ -202,11 +205,20 @@ def parse_merkle(f: Figures) -> None:
     f.grab("verify_s", rf"verify-chain, same chain \(\d+ cores\)\s*:\s*{NUM}\s*s")
 
 
+def parse_pg(f: Figures) -> None:
+    f.grab("pgbench_tps", rf"pgbench -c 8 -j 2 -T \d+ -N\s*:\s*{NUM} tps")
+    f.grab("pg_rate", rf"pg store, 8 processes\s*:\s*{NUM} verdicts/s")
+    f.grab("pg_p50_ms", rf"one verdict in-process\s*:\s*p50 {NUM} ms")
+    f.grab("pg_p99_ms", rf"one verdict in-process\s*:\s*p50 [\d.]+ ms p99 {NUM} ms")
+    f.grab("file_rate", rf"file store, 8 processes\s*:\s*{NUM} verdicts/s")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
     "gate": parse_gate,
     "merkle": parse_merkle,
+    "pg": parse_pg,
 }
 
 
@@ -315,6 +327,21 @@ def merkle_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def pg_rows(f: Figures) -> list[Row]:
+    v = f.values
+    rate, tps = v.get("pg_rate"), v.get("pgbench_tps")
+    ratio = rate / tps if rate and tps else None
+    return [
+        Row("PG store: verdicts/s, 8 processes", fmt(rate, " /s"),
+            f"pgbench -c 8 -N {fmt(tps, ' tps')}", fmt(None if ratio is None else 100 * ratio, " %", 1),
+            ">= 50 %", status(None if ratio is None else ratio >= 0.5)),
+        Row("  PG verdict in-process (warm) p50 / p99",
+            f"{fmt(v.get('pg_p50_ms'), ' ms', 3)} / {fmt(v.get('pg_p99_ms'), ' ms', 3)}",
+            "", "", "", ""),
+        Row("  file store: verdicts/s, 8 processes", fmt(v.get("file_rate"), " /s"), "", "", "", ""),
+    ]  # fmt: skip
+
+
 def print_table(rows: list[Row]) -> None:
     headers = Row("figure", "value", "limit (same run)", "ratio", "goal", "status")
     table = [headers, *rows]
@@ -376,6 +403,7 @@ def main() -> int:
         rows += gate_rows(results["gate"])
     if "merkle" in results:
         rows += merkle_rows(results["merkle"])
+    rows += pg_rows(results["pg"]) if "pg" in results else []
     print()
     print_table(rows)
     print()

@@ -66,6 +66,7 @@ class _Shared:
         self.last_error: str | None = None
         self.checked = False
         self.cursors = 0
+        self.memo: dict[str, Any] = {}
         self.abandoned: list[Any] = []
 
 
@@ -226,10 +227,12 @@ class PgDatabase:
                     if read_only:
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     shared.depth += 1
+                    shared.memo = {}
                     try:
                         yield conn
                     finally:
                         shared.depth -= 1
+                        shared.memo = {}
                     status = conn.info.transaction_status
                     if status == psycopg.pq.TransactionStatus.INERROR:
                         raise ChainIOError(f"store {self.display}: the transaction failed")
@@ -252,6 +255,15 @@ class PgDatabase:
                 return cursor.fetchall() if cursor.description is not None else []
             except Exception as exc:
                 raise self.translate(exc) from exc
+
+    def memo(self) -> dict[str, Any] | None:
+        """Values read once per transaction (``None`` outside one).
+
+        A store object may keep here what it read inside the open transaction,
+        so the next read in the same transaction costs no round trip.
+        """
+        shared = self._shared
+        return shared.memo if shared.depth > 0 else None
 
     def stream(
         self, sql: str, params: Sequence[Any] = (), batch: int = 2000

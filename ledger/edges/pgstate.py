@@ -42,10 +42,15 @@ class PgStateStore:
             StateMismatchError: the row does not parse (edited).
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
-        rows = self.db.execute("SELECT head_hash, size, body FROM derived_state WHERE id = 1")
-        if not rows:
+        memo = self.db.memo()
+        if memo is not None and "state" in memo:
+            row = memo.pop("state")  # read with the head, in this transaction
+        else:
+            rows = self.db.execute("SELECT head_hash, size, body FROM derived_state WHERE id = 1")
+            row = rows[0] if rows else None
+        if row is None:
             return None
-        head_hash, size, body = rows[0]
+        head_hash, size, body = row
         try:
             document = json.loads(bytes(body))
             if document["format"] != STATE_FORMAT:
@@ -64,6 +69,9 @@ class PgStateStore:
         """
         body = _dumps({"format": STATE_FORMAT, "head_hash": head_hash, "size": size, "data": data})
         entries = int(data.get("meta", {}).get("entries", 0))
+        memo = self.db.memo()
+        if memo is not None:
+            memo.pop("state", None)
         self.db.execute(
             "INSERT INTO derived_state (id, head_seq, head_hash, size, body)"
             " VALUES (1, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
@@ -74,6 +82,9 @@ class PgStateStore:
 
     def delete(self) -> None:
         """Remove the stored state and the key index (rebuilt from the chain on next use)."""
+        memo = self.db.memo()
+        if memo is not None:
+            memo.pop("state", None)
         self.db.execute("DELETE FROM derived_state")
         self.db.execute("DELETE FROM idempotency_keys")
 

@@ -40,11 +40,13 @@ class PgHead(NamedTuple):
     seq: int
 
 
+# One round trip: the newest row, any note of a changed row, and (kept for the
+# state store, read in the same transaction right after) the derived-state row.
 _HEAD_SQL = (
     "SELECT c.seq, c.end_pos, c.line, (SELECT min(coalesce(t.seq, 0)) FROM chain_tampered t),"
-    " (SELECT count(*) FROM chain_tampered) FROM (SELECT 1) AS one"
+    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body FROM (SELECT 1) AS one"
     " LEFT JOIN LATERAL (SELECT seq, end_pos, line FROM chain ORDER BY seq DESC LIMIT 1) AS c"
-    " ON true"
+    " ON true LEFT JOIN derived_state AS s ON s.id = 1"
 )
 
 
@@ -57,7 +59,10 @@ def _read_head(db: PgDatabase) -> PgHead | None:
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
     rows = db.execute(_HEAD_SQL)
-    seq, end_pos, line, first_changed, changes = rows[0]
+    seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0]
+    memo = db.memo()
+    if memo is not None:
+        memo["state"] = None if state_body is None else (state_hash, state_size, state_body)
     if changes:
         where = "the chain was truncated" if first_changed == 0 else f"row {first_changed}"
         raise ChainTamperedError(

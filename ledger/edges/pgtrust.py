@@ -31,8 +31,15 @@ class PgKeyDir(KeyDir):
 
     def trust_bytes(self) -> bytes | None:
         """The stored trust document as it is, or ``None`` before the first enrolment."""
+        memo = self.db.memo()
+        if memo is not None and "trust" in memo:
+            cached: bytes | None = memo["trust"]
+            return cached
         rows = self.db.execute("SELECT document FROM trust_store WHERE id = 1")
-        return bytes(rows[0][0]) if rows else None
+        data = bytes(rows[0][0]) if rows else None
+        if memo is not None:
+            memo["trust"] = data  # read once per transaction
+        return data
 
     def load_trust(self) -> TrustStore:
         """The fleet's trust store (root signature checked when this home pins a root).
@@ -61,6 +68,9 @@ class PgKeyDir(KeyDir):
     def save_trust(self, store: TrustStore, root: Signer | None = None) -> None:
         """Replace the fleet's trust store (in the open transaction, if any)."""
         document = canonical_bytes(trust_document(store, root)) + b"\n"
+        memo = self.db.memo()
+        if memo is not None:
+            memo.pop("trust", None)
         self.db.execute(
             "INSERT INTO trust_store (id, document) VALUES (1, %s) ON CONFLICT (id)"
             " DO UPDATE SET document = excluded.document, updated_at = now()",
