@@ -24,6 +24,7 @@ from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
 
 _DAY_SECONDS = 86_400
+_SPOOL_SECONDS = 30
 
 
 def _log(message: str) -> None:
@@ -76,6 +77,22 @@ def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
         _log(f"poll {provider}: {outcome.status} billing={outcome.billing_micros}")
     else:
         _log(f"poll {provider}: {outcome.status} reason={outcome.reason}")
+
+
+def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """Seal records this host spooled while the fleet's database was unreachable (SPEC §8)."""
+    from ledger.services.spool import drain_spool
+
+    runtime = runtime_factory()
+    if not runtime.spool.pending():
+        return
+    try:
+        drained = drain_spool(runtime)
+    except LedgerError as exc:
+        _log(f"spool: error: {exc}")
+        return
+    if drained:
+        _log(f"spool: sealed {drained} spooled record(s)")
 
 
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
@@ -141,6 +158,7 @@ def run_daemon(home_runtime: Runtime) -> int:
     scheduler.add_job(
         snapshot_job, snapshot_trigger, args=[fresh_runtime], id="snapshot", **snapshot_kwargs
     )
+    _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -165,11 +183,38 @@ def run_daemon(home_runtime: Runtime) -> int:
         stop.wait()
     finally:
         notify_systemd("STOPPING=1")
-        scheduler.shutdown(wait=False)
+        _shutdown(scheduler, config.store_url)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _log("stopped")
     return 0
+
+
+def _add_fleet_jobs(
+    scheduler: Any, store_url: str | None, runtime_factory: Callable[[], Runtime], now: dt.datetime
+) -> None:
+    """On a fleet host, seal spooled records within ``_SPOOL_SECONDS`` (SPEC §8).
+
+    The jobs share one database connection, kept between runs and reopened
+    with backoff when it breaks.
+    """
+    if store_url is None:
+        return
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    scheduler.add_job(
+        spool_job, IntervalTrigger(seconds=_SPOOL_SECONDS, timezone=dt.UTC),
+        args=[runtime_factory], id="spool", next_run_time=now,
+    )  # fmt: skip
+
+
+def _shutdown(scheduler: Any, store_url: str | None) -> None:
+    """Stop the scheduler; on a fleet host, close the database connection too."""
+    scheduler.shutdown(wait=False)
+    if store_url is not None:
+        from ledger.edges.pgdb import close_all
+
+        close_all()
 
 
 def _snapshot_missed(runtime: Runtime, now: dt.datetime) -> bool:

@@ -289,3 +289,30 @@ def test_recover_moves_bad_rows_to_evidence_and_keeps_the_longest_valid_prefix(
     assert cli(home, "verify-chain").stdout == "OK 6 entries\n"
     assert json.loads(chain_lines(home)[-1])["event_type"] == "ledger.recovered"
     assert cli(home, "verdict", "1").json()["uncertainty_reason"] is None
+
+
+def test_the_daemons_spool_job_seals_what_was_spooled_and_keeps_one_connection(
+    own_pg_server, tmp_path
+):
+    from ledger.daemon import spool_job
+    from ledger.edges.pgdb import close_all
+    from ledger.runtime import Runtime
+
+    home = tmp_path / "host"
+    init_host(home, own_pg_server.url, "fleet")
+    own_pg_server.stop("immediate")
+    assert cli(home, "record", "4", "--provider", "openai").json()["spooled"] is True
+    own_pg_server.start()
+    env = {"LEDGER_NOW": at(0), **CAP_ENV}
+    try:
+        spool_job(lambda: Runtime(home, dict(env)))
+        assert list((home / "spool").iterdir()) == []
+        assert len(record_keys(home)) == 1
+        spool_job(lambda: Runtime(home, dict(env)))  # nothing left: nothing written
+        assert len(record_keys(home)) == 1
+        backends = own_pg_server.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ledger'"
+        )
+        assert backends == [(1,)]
+    finally:
+        close_all()

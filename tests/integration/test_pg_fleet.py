@@ -224,3 +224,57 @@ def test_a_server_that_never_answers_is_given_up_on_within_the_lock_timeout(tmp_
     assert result.json()["uncertainty_reason"] == "counter_inconsistent"
     assert "127.0.0.1" in result.json()["diagnostic"]
     assert elapsed < 3.5, elapsed
+
+
+def test_enrolment_into_a_root_signed_trust_store_needs_the_root(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    root = tmp_path / "root.pem"
+    root.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    root.chmod(0o600)
+    first, second = tmp_path / "a", tmp_path / "b"
+    made = run_inproc(["--home", str(first), "init", "--daily-cap-usd", "50"], dict(pg_store_env))
+    assert made.code == 0, made.stderr
+    pinned = run_inproc(["--home", str(first), "keys", "pin-root", "--root-key", str(root)])
+    assert pinned.code == 0, pinned.stderr
+    joined = run_inproc(
+        ["--home", str(second), "init", "--daily-cap-usd", "50"], dict(pg_store_env)
+    )
+    assert joined.code == 0, joined.stderr
+    assert joined.json()["enrolled"] is False
+    assert "keys enroll --root-key" in joined.stderr
+    a, b = host(run_inproc, first), host(run_inproc, second)
+    assert b("verdict", "1").code == 1  # no enrolled key: nothing can be sealed
+    refused = b("keys", "enroll")
+    assert refused.code == 65
+    assert "--root-key" in refused.stderr
+    enrolled = b("keys", "enroll", "--root-key", str(root))
+    assert enrolled.code == 0, enrolled.stderr
+    assert enrolled.json()["enrolled"] is True
+    assert enrolled.json()["root_signed"] is True
+    assert (second / "trust-root.pub.pem").exists()
+    assert b("keys", "enroll").json()["already_enrolled"] is True
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    document = json.loads(
+        bytes(pg_server.sql(f'SELECT document FROM "{schema}".trust_store')[0][0])
+    )
+    assert document["root_signature"] is not None
+    assert len(document["keys"]) == 2
+    assert b("verdict", "1").code == 0
+    assert a("verdict", "1").code == 0
+    assert a("verify-chain").stdout == "OK 2 entries\n"
+
+
+def test_keys_enroll_without_a_store_is_a_bad_command_line(home, run_inproc):
+    result = run_inproc(["--home", str(home), "keys", "enroll"])
+    assert result.code == 2
+    assert "store.url is not set" in result.stderr
