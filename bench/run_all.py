@@ -19,7 +19,10 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   on the same server in the same run (beside: warm in-process p50/p99, the file store);
 * verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x;
 * inclusion proof at 1M entries (100k with --quick): p50 <= 5 ms, <= 2 log2 n node reads;
-  the index build beside verify-chain of the same chain; appends unchanged by the index.
+  the index build beside verify-chain of the same chain; appends unchanged by the index;
+* cold ``ledger verdict --model M --input-tokens N --max-output-tokens K`` p50 <= 1.1x
+  cold ``ledger verdict 0.25`` (both measured in bench_calls); ``import ledger`` beside
+  ``import json``; guard_client overhead around a local-server request p50 <= 3 ms.
 """
 
 import argparse
@@ -42,6 +45,7 @@ SCRIPTS = {
     "gate": "bench_gate.py",
     "merkle": "bench_merkle.py",
     "pg": "bench_pg.py",
+    "calls": "bench_calls.py",
 }
 NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 MEMORY_FLAT = 1.25
@@ -205,6 +209,16 @@ def parse_merkle(f: Figures) -> None:
     f.grab("verify_s", rf"verify-chain, same chain \(\d+ cores\)\s*:\s*{NUM}\s*s")
 
 
+def parse_calls(f: Figures) -> None:
+    f.grab("tokens_ms", rf"cold verdict --model \(tokens\)\s+p50\s+{NUM}\s*ms")
+    f.grab("usd_ms", rf"cold verdict 0\.25 \(usd\)\s+p50\s+{NUM}\s*ms")
+    f.grab("import_ledger_ms", rf"import ledger\s+median\s+{NUM}\s*ms")
+    f.grab("import_json_ms", rf"import json\s+median\s+{NUM}\s*ms")
+    f.grab("bare_ms", rf"bare SDK call\s+p50\s+{NUM}\s*ms")
+    f.grab("guarded_ms", rf"guarded call\s+p50\s+{NUM}\s*ms")
+    f.grab("overhead_ms", rf"guard_client overhead p50\s+{NUM}\s*ms")
+
+
 def parse_pg(f: Figures) -> None:
     f.grab("pgbench_tps", rf"pgbench -c 8 -j 2 -T \d+ -N\s*:\s*{NUM} tps")
     f.grab("pg_rate", rf"pg store, 8 processes\s*:\s*{NUM} verdicts/s")
@@ -219,6 +233,7 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "gate": parse_gate,
     "merkle": parse_merkle,
     "pg": parse_pg,
+    "calls": parse_calls,
 }
 
 
@@ -327,6 +342,26 @@ def merkle_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def calls_rows(f: Figures) -> list[Row]:
+    v = f.values
+    tokens, usd = v.get("tokens_ms"), v.get("usd_ms")
+    ratio = tokens / usd if tokens and usd else None
+    own, json_ms = v.get("import_ledger_ms"), v.get("import_json_ms")
+    overhead, bare = v.get("overhead_ms"), v.get("bare_ms")
+    return [
+        Row("cold `ledger verdict --model --input-tokens --max-output-tokens` p50",
+            fmt(tokens, " ms", 1), f"`ledger verdict 0.25` {fmt(usd, ' ms', 1)}",
+            fmt(ratio, "x", 3), "<= 1.1x", status(None if ratio is None else ratio <= 1.1)),
+        Row("`import ledger` (fresh interpreter, median)", fmt(own, " ms", 2),
+            f"`import json` {fmt(json_ms, ' ms', 2)}",
+            fmt(own / json_ms if own and json_ms else None, "x", 2), "", ""),
+        Row("guard_client overhead p50 (guarded - bare, 2 fsync'd envelopes)",
+            fmt(overhead, " ms", 2), f"bare SDK call {fmt(bare, ' ms', 2)}",
+            f"guarded {fmt(v.get('guarded_ms'), ' ms', 2)}", "<= 3 ms",
+            status(None if overhead is None else overhead <= 3)),
+    ]  # fmt: skip
+
+
 def pg_rows(f: Figures) -> list[Row]:
     v = f.values
     rate, tps = v.get("pg_rate"), v.get("pgbench_tps")
@@ -404,6 +439,8 @@ def main() -> int:
     if "merkle" in results:
         rows += merkle_rows(results["merkle"])
     rows += pg_rows(results["pg"]) if "pg" in results else []
+    if "calls" in results:
+        rows += calls_rows(results["calls"])
     print()
     print_table(rows)
     print()

@@ -110,6 +110,9 @@ class ProviderServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes: without TCP_NODELAY, Nagle's
+            # algorithm and the client's delayed ACK add ~40 ms to every reply.
+            disable_nagle_algorithm = True
 
             def log_message(self, *_args: Any) -> None:
                 return
