@@ -10,7 +10,10 @@ the same run:
 2. durable verdicts/s from 8 processes through the PG store (each verdict one
    committed transaction: advisory lock, head, state, insert, state update);
 3. p50/p99 of one verdict in-process with a warm connection;
-4. the same 8-process figure on the file store (``events.jsonl`` on this disk).
+4. the same 8-process figure on the file store (``events.jsonl`` on this disk);
+5. ``pgbench -c 1 -N``: one client, one commit at a time, which is what the
+   advisory lock makes the writers do (the lock is held until the commit's WAL
+   flush is done, so their commits are never grouped).
 
 Every verdict is admitted (the cap is far away), so each one reserves and
 writes; the goal is PG verdicts/s >= 50 % of pgbench's TPS.
@@ -76,12 +79,12 @@ def stop_server(root: Path) -> None:
     )  # fmt: skip
 
 
-def pgbench(socket_dir: str, seconds: int) -> float:
+def pgbench(socket_dir: str, seconds: int, clients: int = 8) -> float:
     tool = shutil.which("pgbench") or str(pg_bin() / "pgbench")
     base = [tool, "-h", socket_dir, "-U", "postgres"]
     subprocess.run([*base, "-i", "-s", "8", "-q", "postgres"], check=True, capture_output=True)
     run = subprocess.run(
-        [*base, "-c", "8", "-j", "2", "-T", str(seconds), "-N", "postgres"],
+        [*base, "-c", str(clients), "-j", str(min(2, clients)), "-T", str(seconds), "-N", "postgres"],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     match = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", run.stdout)
@@ -171,6 +174,10 @@ def main() -> int:
               f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
         tps = pgbench(socket_dir, seconds)
         print(f"pgbench -c 8 -j 2 -T {seconds} -N  : {tps:,.1f} tps")
+        serial = pgbench(socket_dir, seconds, clients=1)
+        # One client commits one transaction at a time, as the advisory lock makes the
+        # writers do: the ceiling of any one-writer-at-a-time design on this disk.
+        print(f"pgbench -c 1 -j 1 -T {seconds} -N  : {serial:,.1f} tps (one writer at a time)")
         pg_home = work / "pg-home"
         init_home(pg_home, {"LEDGER_STORE_URL": url, "LEDGER_STORE_SCHEMA": "bench"})
         rate = parallel_rate(pg_home, 8, seconds)
