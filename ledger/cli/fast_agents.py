@@ -27,13 +27,13 @@ def _runtime(home: str | None) -> Any:
 
 
 def _id(value: str, what: str) -> str:
-    from ledger.core.agent_ids import check_id
+    from ledger.core.agents.ids import check_id
 
     return check_id(value, what)
 
 
 def _count(text: str, what: str, minimum: int = 0) -> int:
-    from ledger.core.agent_ids import parse_count
+    from ledger.core.agents.ids import parse_count
 
     return parse_count(text, what, minimum=minimum)
 
@@ -43,7 +43,7 @@ def _count(text: str, what: str, minimum: int = 0) -> int:
 
 def tokens_create(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens create CONVOY [--convoy-max N] [--agent-max N] [--warn-pct P]``."""
-    from ledger.core.agent_ids import parse_pct
+    from ledger.core.agents.ids import parse_pct
     from ledger.services.agents import tokens_create as create
 
     convoy = _id(args.convoy, "CONVOY")
@@ -131,7 +131,7 @@ def turns_create(home: str | None, args: argparse.Namespace) -> int:
 
 def turns_phase(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns phase WORKFLOW NAME [--phase N]``: a phase transition."""
-    from ledger.core.agent_ids import check_phase
+    from ledger.core.agents.ids import check_phase
     from ledger.services.agents import turns_phase as phase
 
     workflow = _id(args.workflow, "WORKFLOW")
@@ -163,7 +163,7 @@ def _advisory(workflow: str, action: Callable[[], dict[str, Any]]) -> int:
     A bad command line is still exit 2 (raised before this); any other failure
     prints the no-budget advice with the reason, plus the one stderr line.
     """
-    from ledger.core.agent_turns import no_budget
+    from ledger.core.agents.turns import no_budget
     from ledger.errors import LedgerError
 
     try:
@@ -182,7 +182,7 @@ def tools_create(home: str | None, args: argparse.Namespace) -> int:
 
     Builder budgets come from the planner's formula (seed 001).
     """
-    from ledger.core.agent_ids import decimal_text, parse_fraction
+    from ledger.core.agents.ids import decimal_text, parse_fraction
     from ledger.services.agents import tools_create as create
 
     agent = _id(args.agent, "AGENT")
@@ -223,7 +223,7 @@ def _budget_end(environ: dict[str, str]) -> Any:
     Raises:
         ConfigError: set but not Unix seconds.
     """
-    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
     from ledger.errors import ConfigError
 
     text = environ.get(BUDGET_END_VARIABLE)
@@ -281,8 +281,8 @@ def _read_stdin() -> bytes | str:
 
 
 def _hook_scope(environ: dict[str, str]) -> Any:
-    from ledger.core.agent_ids import ID_RE
-    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.core.agents.ids import ID_RE
+    from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
     from ledger.services.agent_hooks import HookScope
 
     notes: list[str] = []

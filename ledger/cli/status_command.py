@@ -46,7 +46,7 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
 
 def agent_view(runtime: Any) -> dict[str, Any]:
     """The agent budgets (convoys, workflows, agents, time) as ``status --json`` shows them."""
-    from ledger.core.agent_time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
     from ledger.errors import ConfigError
     from ledger.services.agents import agent_status
 

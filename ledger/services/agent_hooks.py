@@ -13,7 +13,9 @@ time budgets warn. PostToolUse and Stop record the transcript's new calls
 import datetime as dt
 from typing import Any, NamedTuple, Protocol
 
-from ledger.core import agent_time, agent_tools, agent_turns
+from ledger.core.agents import time as agent_time
+from ledger.core.agents import tools as agent_tools
+from ledger.core.agents import turns as agent_turns
 from ledger.core.hook_protocol import (
     HookInput,
     clip,

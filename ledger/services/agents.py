@@ -11,10 +11,13 @@ import datetime as dt
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from ledger.core import agent_time, agent_tokens, agent_tools, agent_turns
-from ledger.core.agent_ids import UnknownBudgetError, display_number, pct_value
-from ledger.core.agent_time import countdown_from
-from ledger.core.agent_tokens import TokenReason
+from ledger.core.agents import time as agent_time
+from ledger.core.agents import tokens as agent_tokens
+from ledger.core.agents import tools as agent_tools
+from ledger.core.agents import turns as agent_turns
+from ledger.core.agents.ids import UnknownBudgetError, display_number, pct_value
+from ledger.core.agents.time import countdown_from
+from ledger.core.agents.tokens import TokenReason
 from ledger.core.timefmt import format_ts
 from ledger.errors import (
     ChainIOError,

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from ledger.core.agent_time import (
+from ledger.core.agents.time import (
     Countdown,
     Tier,
     countdown_message,

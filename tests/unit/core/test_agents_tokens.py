@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from ledger.core.agent_tokens import (
+from ledger.core.agents.tokens import (
     TokenFigures,
     TokenReason,
     convoy_report,

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from ledger.core.agent_tools import (
+from ledger.core.agents.tools import (
     ToolOutcome,
     budget_line,
     builder_budget,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ledger.core.agent_turns import TurnVerdict, assess, no_budget
+from ledger.core.agents.turns import TurnVerdict, assess, no_budget
 
 
 def state(used_total, total, used_phase, phase, name="initial"):

@@ -15,7 +15,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from ledger.core.agent_ids import display_number, pct_value
+from ledger.core.agents.ids import display_number, pct_value
 
 DEFAULT_CONVOY_MAX = 500_000
 DEFAULT_AGENT_MAX = 100_000
