@@ -27,7 +27,7 @@ from ledger.errors import (
     UsageError,
 )
 from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
-from ledger.services.state import find_duplicate, remember_keys_untrusted
+from ledger.services.idempotency import find_duplicate, remember_keys_untrusted
 
 # --------------------------------------------------------------------------- tokens
 

@@ -25,15 +25,14 @@ from ledger.errors import (
     SchemaValidationError,
     StoreUnreachableError,
 )
+from ledger.services.idempotency import find_duplicate, remember_keys_untrusted
 from ledger.services.spool import with_spooled
 from ledger.services.state import (
     Counter,
     StateStore,
     counter_problem,
-    find_duplicate,
     fold_sealed,
     load_counter,
-    remember_keys_untrusted,
     save_counter,
 )
 from ledger.services.writer import Writer, WriterDeps
