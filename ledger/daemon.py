@@ -9,12 +9,18 @@ A daily snapshot missed while the daemon was down is taken at start. Missed runs
 coalesce into one, a job never runs twice at once, each run is logged as one line
 on stderr, and SIGTERM/SIGINT stop it cleanly. Under systemd (``NOTIFY_SOCKET``
 set) it reports ``READY=1`` once scheduled.
+
+Unless told not to, it also runs ``ledger serve`` for its home (SPEC §9) as a
+child process, restarted if it dies and drained on stop. A child rather than a
+thread: the server takes on each client's environment and directory for the
+length of a request, which the scheduler's threads must never see.
 """
 
 import datetime as dt
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +31,9 @@ from ledger.runtime import Runtime
 
 _DAY_SECONDS = 86_400
 _SPOOL_SECONDS = 30
+_SERVE_DRAIN_SECONDS = 15.0
+_EXIT_CONFIG = 78
+_EXIT_BUSY = 75
 
 
 def _log(message: str) -> None:
@@ -46,6 +55,55 @@ def notify_systemd(state: str) -> None:
             sock.sendall(state.encode("ascii"))
         except OSError as exc:
             _log(f"sd_notify failed: {exc}")
+
+
+class ServerProcess:
+    """``ledger serve`` for the daemon's home, as a child process restarted when it dies."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._argv = [sys.executable, "-m", "ledger", "--home", str(runtime.home), "serve"]
+        self._environ = dict(runtime.environ)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._run, name="ledger-serve", daemon=True)
+
+    def start(self) -> "ServerProcess":
+        """Start the server and its watcher."""
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                proc = subprocess.Popen(self._argv, env=self._environ, stdin=subprocess.DEVNULL)
+                self._proc = proc
+            code = proc.wait()
+            if self._stop.is_set():
+                return
+            if code == _EXIT_CONFIG:
+                _log(f"serve: exited {code} (configuration error); not restarted")
+                return
+            # 75: another server answers for the home; try again later.
+            pause = 30.0 if code == _EXIT_BUSY else 1.0
+            _log(f"serve: exited {code}; restarting in {pause:g} s")
+            self._stop.wait(pause)
+
+    def stop(self) -> None:
+        """SIGTERM the server (it answers what it has accepted) and wait for it."""
+        with self._lock:
+            self._stop.set()
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=_SERVE_DRAIN_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._thread.join(timeout=_SERVE_DRAIN_SECONDS)
 
 
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
@@ -107,8 +165,8 @@ def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     _log(f"snapshot: {result.path} entries={result.entries} head={result.head_hash[:16]}")
 
 
-def run_daemon(home_runtime: Runtime) -> int:
-    """Schedule the jobs and block until SIGTERM or SIGINT.
+def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
+    """Schedule the jobs (and ``ledger serve`` unless ``serve`` is false); block until SIGTERM.
 
     Raises:
         ConfigError: ``LEDGER_NOW`` is set, or the configuration is invalid.
@@ -167,6 +225,7 @@ def run_daemon(home_runtime: Runtime) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     scheduler.start()
+    server = ServerProcess(home_runtime).start() if serve else None
     if polling:
         poll_text = f"poll every {config.poll_seconds} s"
     elif config.poll_seconds > 0:
@@ -176,13 +235,16 @@ def run_daemon(home_runtime: Runtime) -> int:
     _log(
         f"started: reconcile every {float(config.interval_hours):g} h for "
         f"{', '.join(config.reconcile_providers)}; {poll_text}; "
-        f"snapshot on '{config.snapshot_cron}' UTC"
+        f"snapshot on '{config.snapshot_cron}' UTC; "
+        + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
     )
     notify_systemd("READY=1")
     try:
         stop.wait()
     finally:
         notify_systemd("STOPPING=1")
+        if server is not None:
+            server.stop()
         _shutdown(scheduler, config.store_url)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

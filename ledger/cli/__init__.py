@@ -8,7 +8,12 @@ call the same service functions and print through ``ledger.cli.output``.
 """
 
 import sys
-from typing import NoReturn
+
+# typing is not imported at run time: it costs a hook several milliseconds
+# before the server is even asked (see ``ledger/__init__.py``).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 FAST_COMMANDS = frozenset(
     {"verdict", "record", "usage", "hook", "tokens", "turns", "tools", "time"}
@@ -31,11 +36,21 @@ def split_global_options(args: list[str]) -> tuple[str | None, list[str]]:
     return home, rest
 
 
-def main(argv: list[str] | None = None) -> NoReturn:
-    """Run one command and exit with its code."""
+def main(argv: list[str] | None = None) -> "NoReturn":
+    """Run one command and exit with its code.
+
+    A per-call command asks ``ledger serve`` first (``ledger.cli.client``, standard
+    library only) and runs in-process when no server answers.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     home, rest = split_global_options(args)
     if rest and rest[0] in FAST_COMMANDS:
+        from ledger.cli.client import through_server
+
+        answered = through_server(home, rest, args)
+        if answered is not None:
+            sys.stdout.flush()
+            sys.exit(answered)
         from ledger.cli.fast import run as run_fast
 
         code = run_fast(home, rest)

@@ -46,8 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(home: str | None, args: list[str]) -> int:
-    """Parse and run one per-call command; returns its exit code."""
-    namespace = build_parser().parse_args(args)
+def run(home: str | None, args: list[str], parser: argparse.ArgumentParser | None = None) -> int:
+    """Parse and run one per-call command; returns its exit code.
+
+    A long-lived process (``ledger serve``) passes the parser it built once:
+    building it costs more than most commands.
+    """
+    namespace = (parser or build_parser()).parse_args(args)
     handler: Handler = namespace.handler
     return guarded(lambda: handler(home, namespace))

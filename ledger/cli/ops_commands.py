@@ -109,8 +109,19 @@ def rebuild_state_command() -> None:
     _exit(guarded(body))
 
 
-def daemon_command() -> None:
+def daemon_command(
+    no_serve: Annotated[
+        bool,
+        typer.Option(
+            "--no-serve",
+            help="Do not run `ledger serve` for the home (per-call commands then run in-process).",
+        ),
+    ] = False,
+) -> None:
     """Run the scheduler in the foreground: reconcile, poll and snapshot jobs; stops on SIGTERM.
+
+    It also serves the per-call commands on gate.sock (as `ledger serve` does)
+    unless --no-serve is given.
 
     Example: ledger --home /var/lib/ledger daemon
     """
@@ -118,7 +129,7 @@ def daemon_command() -> None:
     def body() -> int:
         from ledger.daemon import run_daemon
 
-        return run_daemon(_runtime(_home()))
+        return run_daemon(_runtime(_home()), serve=not no_serve)
 
     _exit(guarded(body))
 

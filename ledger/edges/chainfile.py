@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
 from ledger.edges.files import describe_mode, fsync_dir, open_regular
+from ledger.edges.groupcommit import GroupCommit, joined
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
 
@@ -68,9 +69,12 @@ def read_last_line(fd: int, size: int) -> tuple[bytes, int]:
 class ChainTransaction:
     """The chain while its lock is held: read the head, append whole lines."""
 
-    def __init__(self, path: Path, *, follow_symlinks: bool = False) -> None:
+    def __init__(
+        self, path: Path, *, follow_symlinks: bool = False, group: GroupCommit | None = None
+    ) -> None:
         self._path = path
         self._follow = follow_symlinks
+        self._group = group
         self._head: ChainHead | None = None
         self._head_read = False
 
@@ -92,7 +96,8 @@ class ChainTransaction:
         """Write one complete line and fsync it; on failure leave the file as it was.
 
         A writer that sealed the line passes its hash, time and type so the new
-        head need not be parsed back.
+        head need not be parsed back. In a group commit the fsync waits for the
+        group's end (``ledger.edges.groupcommit``).
 
         Raises:
             ChainIOError: the write or fsync failed (the partial line is removed).
@@ -111,13 +116,16 @@ class ChainTransaction:
             try:
                 while written < len(line):
                     written += os.write(fd, line[written:])
-                os.fsync(fd)
+                if self._group is None:
+                    os.fsync(fd)
             except OSError as exc:
                 self._roll_back(fd, start)
                 raise ChainIOError(f"cannot append to {self._path}: {exc.strerror}") from exc
         finally:
             os.close(fd)
-        if created:
+        if self._group is not None:
+            self._group.appended(created=created)
+        elif created:
             fsync_dir(self._path.parent)
         if entry_hash is None or ts_utc is None or event_type is None:
             parsed = parse_line(line[:-1])
@@ -197,6 +205,10 @@ class ChainFile:
                 file, or the lock file cannot be opened.
         """
         self.check_path()
+        group = joined(self.lock_path, self.lock_timeout)
+        if group is not None:
+            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks, group=group)
+            return
         with exclusive_lock(self.lock_path, self.lock_timeout):
             yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
 
@@ -209,6 +221,10 @@ class ChainFile:
             ChainIOError: the chain path holds something other than a regular file.
         """
         self.check_path()
+        group = joined(self.lock_path, self.lock_timeout)
+        if group is not None:
+            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks, group=group)
+            return
         with shared_lock(self.lock_path, self.lock_timeout):
             yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
 

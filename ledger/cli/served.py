@@ -1,0 +1,222 @@
+"""Running one per-call request exactly as the in-process front door would (SPEC §9).
+
+The server runs every request here, and so does a client whose server was lost.
+For the length of a request the process takes on the client's environment,
+working directory, stdin and stream encodings, runs ``ledger.cli.fast.run`` and
+records what it writes. Those are process-wide, so requests run one at a time.
+
+``record`` and ``tokens record`` without a key of their own get the request id as
+their idempotency key, so a client's retry after a lost server never counts the
+call twice; the key is printed as ``null``, as the command would have printed it
+without one.
+"""
+
+import io
+import json
+import os
+import sys
+from typing import Any
+
+from ledger.cli import split_global_options
+from ledger.server.protocol import STATUS_DECLINED, STATUS_OK, Reply, Request
+
+_KEY_OPTION = "--idempotency-key"
+
+
+class Capture(io.TextIOBase):
+    """A text stream that records each write, encodable as the client's stream requires."""
+
+    def __init__(self, writes: list[tuple[int, str]], stream: int, codec: tuple[str, str]) -> None:
+        super().__init__()
+        self._writes = writes
+        self._stream = stream
+        self._codec = codec
+
+    # TextIOBase's encoding and errors are read-only descriptors: properties it is.
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        """The client's encoding for this stream."""
+        return self._codec[0]
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        """The client's error handler for this stream."""
+        return self._codec[1]
+
+    def writable(self) -> bool:
+        """Always: this is an output stream."""
+        return True
+
+    def write(self, text: str) -> int:
+        """Record ``text``; fail where the client's own stream would fail to encode it."""
+        text.encode(*self._codec)
+        self._writes.append((self._stream, text))
+        return len(text)
+
+
+def keyed_argv(argv: list[str], key: str) -> list[str] | None:
+    """``argv`` with ``--idempotency-key KEY`` after ``record`` / ``tokens record``.
+
+    The option goes first, so a key the caller gave (in any spelling argparse
+    accepts) comes later and wins. ``None`` for the other commands.
+    """
+    _home, rest = split_global_options(argv)
+    if rest[:1] == ["record"]:
+        depth = 1
+    elif rest[:2] == ["tokens", "record"]:
+        depth = 2
+    else:
+        return None
+    at = len(argv) - len(rest) + depth
+    return [*argv[:at], _KEY_OPTION, key, *argv[at:]]
+
+
+def hide_key(writes: list[tuple[int, str]], key: str) -> list[tuple[int, str]]:
+    """Print a request-id key as the ``null`` the caller would have seen without it."""
+    shown = []
+    for stream, text in writes:
+        document = None
+        if stream == 1 and key in text and text.endswith("\n"):
+            try:
+                document = json.loads(text)
+            except ValueError:
+                document = None
+        if isinstance(document, dict) and document.get("idempotency_key") == key:
+            document["idempotency_key"] = None
+            shown.append((stream, json.dumps(document, ensure_ascii=False) + "\n"))
+        else:
+            shown.append((stream, text))
+    return shown
+
+
+def _exit_code(exc: SystemExit, writes: list[tuple[int, str]]) -> int:
+    # The interpreter's own rule for SystemExit's argument.
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    writes.append((2, f"{exc.code}\n"))
+    return 1
+
+
+def _take_environment(items: list[bytes], columns: int) -> None:
+    os.environ.clear()
+    for item in items:
+        name, _, value = item.partition(b"=")
+        if name:
+            try:
+                os.environb[name] = value
+            except ValueError:  # a NUL byte: the client's exec could not have had it
+                continue
+    try:
+        positive = int(os.environ.get("COLUMNS", "")) > 0
+    except ValueError:
+        positive = False
+    if not positive:
+        # argparse wraps usage lines at the client's terminal width, not ours.
+        os.environ["COLUMNS"] = str(columns or 80)
+
+
+def _home_identity(home_option: str | None) -> tuple[int, int] | None:
+    from ledger.runtime import resolve_home
+
+    try:
+        found = resolve_home(home_option).stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def execute(request: Request, parser: Any = None, home: tuple[int, int] | None = None) -> Reply:
+    """Run ``request`` as the in-process front door would; what it wrote and its exit code.
+
+    Args:
+        request: the command line, environment, directory, stdin and streams.
+        parser: a prebuilt per-call parser (reused by the server), else a fresh one.
+        home: the server's home (device, inode); a request for another home is
+            declined.
+
+    Returns:
+        an ``ok`` reply; ``declined`` when the request could not be set up here
+        (its directory is gone) or failed outside the command's own error
+        handling, so that the client runs it itself.
+    """
+    from ledger.cli.fast import run as run_fast
+
+    argv = [os.fsdecode(arg) for arg in request.argv]
+    keyed = keyed_argv(argv, request.request_id)
+    writes: list[tuple[int, str]] = []
+    saved_environ = dict(os.environ)
+    saved_cwd = os.getcwdb()  # noqa: PTH109 - bytes: any directory name
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    try:
+        os.chdir(request.cwd)
+    except OSError:
+        return Reply(STATUS_DECLINED)
+    try:
+        _take_environment(request.environ, request.columns)
+        encoding, errors = request.stdin_codec
+        sys.stdin = io.TextIOWrapper(
+            io.BytesIO(request.stdin or b""), encoding=encoding, errors=errors, newline="\n"
+        )
+        sys.stdout = Capture(writes, 1, request.stdout_codec)
+        sys.stderr = Capture(writes, 2, request.stderr_codec)
+        home_option, rest = split_global_options(keyed or argv)
+        if home is not None and _home_identity(home_option) != home:
+            return Reply(STATUS_DECLINED)
+        try:
+            code = run_fast(home_option, rest, parser=parser)
+        except SystemExit as exc:
+            code = _exit_code(exc, writes)
+    except Exception:  # noqa: BLE001 - outside the command's own handling: let the client run it
+        return Reply(STATUS_DECLINED)
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        os.chdir(saved_cwd)
+    if keyed is not None:
+        writes = hide_key(writes, request.request_id)
+    return Reply(STATUS_OK, code, writes)
+
+
+def make_durable(request: Request) -> str | None:
+    """Make the chain of the request's home durable; the failure, if any.
+
+    Run in the request's own environment and directory (a client's retry runs
+    in them already).
+    """
+    from ledger.edges.chainfile import ChainFile
+    from ledger.edges.groupcommit import sync_chain
+    from ledger.errors import ChainIOError
+    from ledger.runtime import CHAIN_FILE, resolve_home
+
+    home, _rest = split_global_options([os.fsdecode(arg) for arg in request.argv])
+    try:
+        sync_chain(ChainFile(resolve_home(home) / CHAIN_FILE))
+    except ChainIOError as exc:
+        return str(exc)
+    return None
+
+
+def run_here(request: Request, *, retry: bool = False) -> Reply:
+    """Answer ``request`` in this process (a client whose server declined or was lost).
+
+    A retry makes the chain durable before it answers: an entry the lost server
+    wrote but did not fsync is found here as a duplicate, and must not be
+    acknowledged while a crash could still take it away.
+    """
+    reply = execute(request)
+    if reply.status != STATUS_OK:
+        # Could not be set up even here: run it plainly, on the real streams.
+        from ledger.cli.fast import run as run_fast
+
+        home, rest = split_global_options([os.fsdecode(arg) for arg in request.argv])
+        if request.stdin is not None:
+            sys.stdin = io.TextIOWrapper(io.BytesIO(request.stdin), newline="\n")
+        reply = Reply(STATUS_OK, run_fast(home, rest))
+    if retry:
+        problem = make_durable(request)
+        if problem is not None:
+            return Reply(STATUS_OK, 74, [(2, f"ledger: {problem}\n")])
+    return reply
