@@ -22,7 +22,10 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   the index build beside verify-chain of the same chain; appends unchanged by the index;
 * cold ``ledger verdict --model M --input-tokens N --max-output-tokens K`` p50 <= 1.1x
   cold ``ledger verdict 0.25`` (both measured in bench_calls); ``import ledger`` beside
-  ``import json``; guard_client overhead around a local-server request p50 <= 3 ms.
+  ``import json``; guard_client overhead around a local-server request p50 <= 3 ms;
+* ``ledger serve``: cold ``ledger verdict`` and ``ledger hook pre-tool-use`` through the
+  server <= 1.5x ``python -c pass`` (paired medians); 8 client processes' durable
+  verdicts/s through the server >= 3x the same 8 in-process and >= 1x the bare loop.
 """
 
 import argparse
@@ -46,6 +49,7 @@ SCRIPTS = {
     "merkle": "bench_merkle.py",
     "pg": "bench_pg.py",
     "calls": "bench_calls.py",
+    "server": "bench_server.py",
 }
 NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 MEMORY_FLAT = 1.25
@@ -227,6 +231,23 @@ def parse_pg(f: Figures) -> None:
     f.grab("file_rate", rf"file store, 8 processes\s*:\s*{NUM} verdicts/s")
 
 
+def parse_server(f: Figures) -> None:
+    f.grab("floor_ms", rf"python -c pass\s+p50\s+{NUM} ms")
+    for key, label in (
+        ("verdict", r"ledger verdict"),
+        ("hook", r"ledger hook pre-tool-use"),
+        ("front", r"front door verdict \(no pip wrapper\)"),
+    ):
+        f.grab(f"{key}_ms", rf"{label}\s+p50\s+{NUM} ms")
+        f.grab(f"{key}_ratio", rf"{label}\s+p50\s+[\d.]+ ms\s+paired ratio p50 {NUM}x")
+    f.grab("served_rate", rf"through the server\s*:\s*{NUM} verdicts/s")
+    f.grab("batch", rf"mean batch {NUM} requests per fsync")
+    f.grab("inproc_rate", rf"in-process \(LEDGER_NO_SERVER\)\s*:\s*{NUM} verdicts/s")
+    f.grab("bare_rate", rf"bare flock\+write\+fsync loop\s*:\s*{NUM} appends/s")
+    f.grab("spawn_served", rf"per-call processes, server\s*:\s*{NUM} verdicts/s")
+    f.grab("spawn_inproc", rf"per-call processes, in-process\s*:\s*{NUM} verdicts/s")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
@@ -234,6 +255,7 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "merkle": parse_merkle,
     "pg": parse_pg,
     "calls": parse_calls,
+    "server": parse_server,
 }
 
 
@@ -377,6 +399,45 @@ def pg_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def server_rows(f: Figures) -> list[Row]:
+    v = f.values
+    floor = fmt(v.get("floor_ms"), " ms", 1)
+    rows = []
+    for key, name in (
+        ("verdict", "cold `ledger verdict` via the server p50"),
+        ("hook", "cold `ledger hook pre-tool-use` via the server p50"),
+        ("front", "  the front door alone (no pip wrapper) p50"),
+    ):
+        ratio = v.get(f"{key}_ratio")
+        rows.append(
+            Row(
+                name,
+                fmt(v.get(f"{key}_ms"), " ms", 1),
+                f"python -c pass {floor}",
+                fmt(ratio, "x", 2),
+                "<= 1.5x",
+                status(None if ratio is None else ratio <= 1.5),
+            )
+        )
+    served, inproc, bare = v.get("served_rate"), v.get("inproc_rate"), v.get("bare_rate")
+    over_inproc = served / inproc if served and inproc else None
+    over_bare = served / bare if served and bare else None
+    spawn = (
+        v["spawn_served"] / v["spawn_inproc"]
+        if v.get("spawn_served") and v.get("spawn_inproc")
+        else None
+    )
+    return [*rows,
+        Row(f"8 clients via the server (batch {fmt(v.get('batch'), '', 1)})", fmt(served, " /s"),
+            f"in-process {fmt(inproc, ' /s')}", fmt(over_inproc, "x", 2), ">= 3x",
+            status(None if over_inproc is None else over_inproc >= 3)),
+        Row("  the same vs the bare fsync loop", fmt(served, " /s"), f"bare loop {fmt(bare, ' /s')}",
+            fmt(over_bare, "x", 2), ">= 1x", status(None if over_bare is None else over_bare >= 1)),
+        Row("  8 clients, a process per verdict", fmt(v.get("spawn_served"), " /s"),
+            f"in-process {fmt(v.get('spawn_inproc'), ' /s')}", fmt(spawn, "x", 2), "", ""),
+    ]  # fmt: skip
+
+
 def print_table(rows: list[Row]) -> None:
     headers = Row("figure", "value", "limit (same run)", "ratio", "goal", "status")
     table = [headers, *rows]
@@ -439,8 +500,8 @@ def main() -> int:
     if "merkle" in results:
         rows += merkle_rows(results["merkle"])
     rows += pg_rows(results["pg"]) if "pg" in results else []
-    if "calls" in results:
-        rows += calls_rows(results["calls"])
+    rows += calls_rows(results["calls"]) if "calls" in results else []
+    rows += server_rows(results["server"]) if "server" in results else []
     print()
     print_table(rows)
     print()

@@ -99,22 +99,34 @@ def _exit_code(exc: SystemExit, writes: list[tuple[int, str]]) -> int:
     return 1
 
 
-def _take_environment(items: list[bytes], columns: int) -> None:
-    os.environ.clear()
+def _switch_environment(target: dict[bytes, bytes]) -> None:
+    """Make the process environment ``target``, touching only what differs.
+
+    A client's environment is mostly the server's own (same user, same shell),
+    so this costs a few lookups rather than a rebuild of every variable.
+    """
+    current = os.environb
+    for name in [name for name in current if name not in target]:
+        del current[name]
+    for name, value in target.items():
+        if current.get(name) != value:
+            current[name] = value
+
+
+def _requested_environment(items: list[bytes], columns: int) -> dict[bytes, bytes]:
+    target: dict[bytes, bytes] = {}
     for item in items:
         name, _, value = item.partition(b"=")
-        if name:
-            try:
-                os.environb[name] = value
-            except ValueError:  # a NUL byte: the client's exec could not have had it
-                continue
+        if name and b"\0" not in item:  # a NUL: the client's exec could not have had it
+            target[name] = value
     try:
-        positive = int(os.environ.get("COLUMNS", "")) > 0
+        positive = int(target.get(b"COLUMNS", b"")) > 0
     except ValueError:
         positive = False
     if not positive:
         # argparse wraps usage lines at the client's terminal width, not ours.
-        os.environ["COLUMNS"] = str(columns or 80)
+        target[b"COLUMNS"] = str(columns or 80).encode("ascii")
+    return target
 
 
 def _home_identity(home_option: str | None) -> tuple[int, int] | None:
@@ -146,7 +158,7 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
     argv = [os.fsdecode(arg) for arg in request.argv]
     keyed = keyed_argv(argv, request.request_id)
     writes: list[tuple[int, str]] = []
-    saved_environ = dict(os.environ)
+    saved_environ = dict(os.environb)
     saved_cwd = os.getcwdb()  # noqa: PTH109 - bytes: any directory name
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     try:
@@ -154,7 +166,7 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
     except OSError:
         return Reply(STATUS_DECLINED)
     try:
-        _take_environment(request.environ, request.columns)
+        _switch_environment(_requested_environment(request.environ, request.columns))
         encoding, errors = request.stdin_codec
         sys.stdin = io.TextIOWrapper(
             io.BytesIO(request.stdin or b""), encoding=encoding, errors=errors, newline="\n"
@@ -172,8 +184,7 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
         return Reply(STATUS_DECLINED)
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
-        os.environ.clear()
-        os.environ.update(saved_environ)
+        _switch_environment(saved_environ)
         os.chdir(saved_cwd)
     if keyed is not None:
         writes = hide_key(writes, request.request_id)

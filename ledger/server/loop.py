@@ -25,23 +25,18 @@ import socket
 import stat
 import struct
 import sys
-from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import monotonic
-from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
-from ledger.errors import ChainIOError, LedgerError, LockTimeoutError
-from ledger.runtime import Runtime
+from ledger.errors import ChainIOError, LockTimeoutError
+from ledger.server.batches import Batches, Execute
 from ledger.server.protocol import (
     HEADER_SIZE,
     MAX_REQUEST,
     REQUEST_MAGIC,
     SOCKET_NAME,
     STATUS_DECLINED,
-    STATUS_OK,
     STATUS_REFUSED,
     ProtocolError,
     Reply,
@@ -49,14 +44,11 @@ from ledger.server.protocol import (
     body_length,
 )
 
-Execute = Callable[[Request], Reply]
-
 LOCK_NAME = "gate.lock"
 BATCH_LIMIT = 256
 READ_TIMEOUT = 10.0  # a connection that has not sent its whole request by then is closed
 SEND_TIMEOUT = 5.0
 DRAIN_TIMEOUT = 10.0
-ANSWERED_KEPT = 4096  # replies kept by request id, for a repeat of the same id
 _UCRED = struct.Struct("3i")
 _UNIX_PATH_MAX = 107
 
@@ -96,13 +88,12 @@ class Server:
         """
         self.home = Path(os.path.abspath(home))  # noqa: PTH100 - keep the caller's links
         self.socket_path = self.home / SOCKET_NAME
-        self._execute = execute
+        self.batcher = Batches(self.home, execute, self.log)
         self._log_stream = log or sys.stderr
         self._batch_limit = batch_limit
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, _Connection] = {}
         self._ready: list[tuple[socket.socket, Request]] = []
-        self._answered: OrderedDict[str, bytes] = OrderedDict()
         self._listener: socket.socket | None = None
         self._socket_inode: int | None = None
         self._stopping = False
@@ -137,7 +128,7 @@ class Server:
             self._listener = self._listen()
             self._selector.register(self._listener, selectors.EVENT_READ, "listen")
             self._selector.register(wake_read, selectors.EVENT_READ, "wake")
-            self._make_predecessor_durable()
+            self.batcher.make_predecessor_durable()
             self.log(f"serving {self.socket_path} (pid {os.getpid()})")
             self._loop(wake_read)
         finally:
@@ -215,16 +206,6 @@ class Server:
         with contextlib.suppress(OSError):
             if self.socket_path.lstat().st_ino == self._socket_inode:
                 self.socket_path.unlink()
-
-    def _make_predecessor_durable(self) -> None:
-        # Entries a killed server wrote and never fsync'd become durable before
-        # anything is decided on top of them.
-        try:
-            chain = Runtime(self.home).chain
-            if isinstance(chain, ChainFile):
-                sync_chain(chain)
-        except LedgerError as exc:
-            self.log(f"could not fsync the chain at start: {exc}")
 
     # ------------------------------------------------------------------ the loop
 
@@ -344,7 +325,7 @@ class Server:
     def _answer(self, batch: list[tuple[socket.socket, Request]]) -> None:
         """Decide a batch in one group commit, then reply to each request in it."""
         requests = [request for _sock, request in batch]
-        replies = self._run_batch(requests)
+        replies = self.batcher.run(requests)
         self.batches += 1
         self.served += len(batch)
         for (sock, _request), data in zip(batch, replies, strict=True):
@@ -353,47 +334,3 @@ class Server:
         patience = monotonic() + READ_TIMEOUT
         for connection in self._connections.values():
             connection.deadline = max(connection.deadline, patience)
-
-    def _run_batch(self, requests: list[Request]) -> list[bytes]:
-        try:
-            runtime = Runtime(self.home)
-            chain = runtime.chain
-        except LedgerError:
-            # No usable configuration here: each request finds that out itself.
-            return self._run_each(requests)
-        if not isinstance(chain, ChainFile):
-            # A fleet's database commits each transaction itself (SPEC §8).
-            return self._run_each(requests)
-        try:
-            with group_commit(chain):
-                return self._run_each(requests)
-        except GroupCommitError as exc:
-            # Nothing of the batch was acknowledged and its entries are gone
-            # again; derived state written meanwhile may be ahead of the chain.
-            self.log(f"group commit failed, deciding the batch again one by one: {exc}")
-            with contextlib.suppress(LedgerError):
-                runtime.states.delete()
-            for request in requests:
-                self._answered.pop(request.request_id, None)
-            return self._run_each(requests)
-        except ChainIOError:
-            # The group could not start (the chain or its lock is unusable):
-            # each request meets that as it would in its own process.
-            return self._run_each(requests)
-
-    def _run_each(self, requests: list[Request]) -> list[bytes]:
-        replies: list[bytes] = []
-        for request in requests:
-            known = self._answered.get(request.request_id)
-            if known is None:
-                reply = self._execute(request)
-                known = reply.encode()
-                if reply.status == STATUS_OK:
-                    self._remember(request.request_id, known)
-            replies.append(known)
-        return replies
-
-    def _remember(self, request_id: str, data: bytes) -> None:
-        self._answered[request_id] = data
-        while len(self._answered) > ANSWERED_KEPT:
-            self._answered.popitem(last=False)

@@ -1,4 +1,4 @@
-"""The server's batches: group commit, and what a failed group fsync does (SPEC §9)."""
+"""The server's batches (ledger.server.batches): group commit, and a failed group fsync."""
 
 import errno
 import io
@@ -9,15 +9,16 @@ from typing import Any
 
 from ledger.cli.fast import build_parser
 from ledger.cli.served import execute
-from ledger.server.loop import Server
+from ledger.server.batches import Batches
 from ledger.server.protocol import STATUS_OK, Reply
 from tests.integration.server_helpers import assert_verifies, entries
 from tests.integration.test_server_lifecycle import raw_request
 
 
-def _server(home: Path) -> Server:
+def _server(home: Path) -> Batches:
     parser = build_parser()
-    return Server(home, lambda request: execute(request, parser), log=io.StringIO())
+    log = io.StringIO()
+    return Batches(home, lambda request: execute(request, parser), log.write)
 
 
 def _documents(replies: list[bytes], codes: tuple[int, ...] = (0,)) -> list[dict[str, Any]]:
@@ -31,7 +32,7 @@ def test_a_batch_is_decided_in_order_in_one_group(home: Path):
     reservation), and the batch's entries all land."""
     server = _server(home)
     requests = [raw_request(home, "verdict", "40", request_id=f"rq-{i}") for i in range(3)]
-    documents = _documents(server._run_batch(requests), codes=(0, 1))
+    documents = _documents(server.run(requests), codes=(0, 1))
     assert [d["usd_reserved"] for d in documents] == [0.0, 40.0, 80.0]
     assert [d["verdict"] for d in documents][:2] == ["allow", "allow"]
     assert documents[2]["verdict"] != "allow"  # 120 of a $100 cap
@@ -42,9 +43,9 @@ def test_a_failed_group_fsync_decides_the_batch_again_one_by_one(home: Path, mon
     """The group's fsync fails once: its entries are removed, derived state is dropped,
     and each request is decided again with its own fsync; nothing counted twice."""
     server = _server(home)
-    assert _documents(server._run_batch([raw_request(home, "usage", request_id="rq-u")]))
+    assert _documents(server.run([raw_request(home, "usage", request_id="rq-u")]))
     first = raw_request(home, "record", "0.5", "--provider", "openai", request_id="rq-first")
-    assert _documents(server._run_batch([first]))[0]["duplicate"] is False
+    assert _documents(server.run([first]))[0]["duplicate"] is False
     chain = home / "events.jsonl"
     real = os.fsync
     failed: list[int] = []
@@ -60,7 +61,7 @@ def test_a_failed_group_fsync_decides_the_batch_again_one_by_one(home: Path, mon
         raw_request(home, "record", "0.25", "--provider", "openai", request_id=f"rq-{i}")
         for i in range(3)
     ]
-    documents = _documents(server._run_batch(requests))
+    documents = _documents(server.run(requests))
     assert failed
     assert [d["duplicate"] for d in documents] == [False, False, False]
     records = [e for e in entries(home) if e["event_type"] == "budget.record_call"]
@@ -71,5 +72,5 @@ def test_a_failed_group_fsync_decides_the_batch_again_one_by_one(home: Path, mon
         "rq-2",
     ]
     assert assert_verifies(home) == len(entries(home))
-    usage = _documents(server._run_batch([raw_request(home, "usage", request_id="rq-u2")]))
+    usage = _documents(server.run([raw_request(home, "usage", request_id="rq-u2")]))
     assert usage[0]["usd_used_micros"] == 1_250_000

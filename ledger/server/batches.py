@@ -1,0 +1,108 @@
+"""Batches of requests: one group commit each, and replies kept by request id (SPEC §9).
+
+A batch is decided inside one group commit on the home's chain (see
+``ledger.edges.groupcommit``): one lock hold, each request in its own
+transaction in arrival order, one fsync at the end, and no reply before it. A
+request id answered before gets the same reply again without running. If the
+group's fsync fails, nothing of the batch was acknowledged and its entries are
+gone again: derived state written meanwhile is dropped (it is rebuilt from the
+chain) and each request is decided again on its own, with its own fsync.
+"""
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from ledger.edges.chainfile import ChainFile
+from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
+from ledger.errors import ChainIOError, LedgerError
+from ledger.runtime import Runtime
+from ledger.server.protocol import STATUS_OK, Reply, Request
+
+Execute = Callable[[Request], Reply]
+ANSWERED_KEPT = 4096  # replies kept by request id, for a repeat of the same id
+
+
+class Batches:
+    """Runs the server's batches for one home."""
+
+    def __init__(self, home: Path, execute: Execute, log: Callable[[str], None]) -> None:
+        self.home = home
+        self._execute = execute
+        self._log = log
+        self._answered: OrderedDict[str, bytes] = OrderedDict()
+        self._chain_for: tuple[tuple[int, ...] | None, object] | None = None
+
+    def make_predecessor_durable(self) -> None:
+        """Make durable what a killed server wrote before anything is decided on top of it."""
+        try:
+            chain = Runtime(self.home).chain
+            if isinstance(chain, ChainFile):
+                sync_chain(chain)
+        except LedgerError as exc:
+            self._log(f"could not fsync the chain at start: {exc}")
+
+    def _batch_chain(self) -> "ChainFile | object":
+        """The chain a batch groups on, as the home's configuration says now.
+
+        Only the store and the lock timeout are taken from it, so it is parsed
+        again only when ``ledger.toml`` changes (its inode, size or mtime);
+        each request still reads the configuration itself.
+
+        Raises:
+            LedgerError: the configuration is unusable.
+        """
+        config_path = Runtime(self.home).config_path
+        try:
+            found = config_path.stat()
+            identity: tuple[int, ...] | None = (found.st_ino, found.st_size, found.st_mtime_ns)
+        except OSError:
+            identity = None
+        if identity is None or self._chain_for is None or self._chain_for[0] != identity:
+            self._chain_for = (identity, Runtime(self.home).chain)
+        return self._chain_for[1]
+
+    def run(self, requests: list[Request]) -> list[bytes]:
+        """Decide ``requests`` in order in one group commit; their encoded replies."""
+        try:
+            chain = self._batch_chain()
+        except LedgerError:
+            # No usable configuration here: each request finds that out itself.
+            return self._run_each(requests)
+        if not isinstance(chain, ChainFile):
+            # A fleet's database commits each transaction itself (SPEC §8).
+            return self._run_each(requests)
+        try:
+            with group_commit(chain):
+                return self._run_each(requests)
+        except GroupCommitError as exc:
+            # Nothing of the batch was acknowledged and its entries are gone
+            # again; derived state written meanwhile may be ahead of the chain.
+            self._log(f"group commit failed, deciding the batch again one by one: {exc}")
+            with contextlib.suppress(LedgerError):
+                Runtime(self.home).states.delete()
+            for request in requests:
+                self._answered.pop(request.request_id, None)
+            return self._run_each(requests)
+        except ChainIOError:
+            # The group could not start (the chain or its lock is unusable):
+            # each request meets that as it would in its own process.
+            return self._run_each(requests)
+
+    def _run_each(self, requests: list[Request]) -> list[bytes]:
+        replies: list[bytes] = []
+        for request in requests:
+            known = self._answered.get(request.request_id)
+            if known is None:
+                reply = self._execute(request)
+                known = reply.encode()
+                if reply.status == STATUS_OK:
+                    self._remember(request.request_id, known)
+            replies.append(known)
+        return replies
+
+    def _remember(self, request_id: str, data: bytes) -> None:
+        self._answered[request_id] = data
+        while len(self._answered) > ANSWERED_KEPT:
+            self._answered.popitem(last=False)
