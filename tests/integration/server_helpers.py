@@ -110,7 +110,7 @@ def wait_for_socket(
 
 def ledger(
     home: Path | str,
-    *args: str,
+    *args: str | bytes,
     env: dict[str, str] | None = None,
     stdin: str | bytes | None = None,
     cwd: Path | None = None,

@@ -1,7 +1,6 @@
 """The server's batches (ledger.server.batches): group commit, and a failed group fsync."""
 
 import errno
-import io
 import json
 import os
 from pathlib import Path
@@ -17,8 +16,8 @@ from tests.integration.test_server_lifecycle import raw_request
 
 def _server(home: Path) -> Batches:
     parser = build_parser()
-    log = io.StringIO()
-    return Batches(home, lambda request: execute(request, parser), log.write)
+    lines: list[str] = []
+    return Batches(home, lambda request: execute(request, parser), lines.append)
 
 
 def _documents(replies: list[bytes], codes: tuple[int, ...] = (0,)) -> list[dict[str, Any]]:
