@@ -153,3 +153,41 @@ def test_a_stdin_too_large_for_a_request_is_answered_in_process(tmp_path: Path):
     assert server.served_count() == 0
     assert (result.code, result.stdout, result.stderr) == (plain.code, plain.stdout, plain.stderr)
     assert "malformed input" in result.stderr
+
+
+def test_a_full_disk_is_answered_as_in_process_and_heals(tmp_path: Path):
+    """ENOSPC under the server: each request halts exactly as in-process, nothing torn;
+    with space again, the same server seals."""
+    from tests.batteries.test_battery_disk_full import fill, free, small_fs
+
+    with small_fs("tmpfs", tmp_path / "fs") as mount:
+        if isinstance(mount, str):
+            pytest.skip(mount)
+        home = init_home(mount / "home")
+        server = start_server(home)
+        try:
+            assert ledger("home", "verdict", "1", cwd=mount).code == 0
+            filler = fill(mount)
+            plain_env = clean_env(LEDGER_NOW=NOW, LEDGER_NO_SERVER="1")
+            for _ in range(50):  # the chain's last page may still hold a few lines
+                if ledger("home", "verdict", "0.01", env=plain_env, cwd=mount).code == 1:
+                    break
+            answers = {}
+            for side, extra in (("served", {}), ("plain", {"LEDGER_NO_SERVER": "1"})):
+                env = clean_env(LEDGER_NOW=NOW, **extra)
+                answers[side] = [
+                    ledger("home", "verdict", "1", env=env, cwd=mount),
+                    ledger("home", "record", "0.5", "--provider", "openai", env=env, cwd=mount),
+                    ledger("home", "usage", env=env, cwd=mount),
+                ]
+            assert normalized(answers["served"]) == normalized(answers["plain"])
+            assert answers["served"][0].code == 1
+            assert "No space left on device" in answers["served"][0].stdout
+            assert (home / "events.jsonl").read_bytes().endswith(b"\n")
+            free(filler, 512)
+            healed = ledger("home", "verdict", "1", cwd=mount)
+            assert healed.code == 0, healed.stdout
+        finally:
+            assert server.stop() == 0
+        assert server.served_count() == 5  # one before, three while full, one after
+        assert ledger(home, "verify-chain", env=clean_env()).code == 0
