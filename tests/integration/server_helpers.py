@@ -39,6 +39,11 @@ class Server:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 30) -> int:
+        """Wait for an exit already asked for (a second SIGTERM while the interpreter
+        shuts down would find the default handler back)."""
         code = self.proc.wait(timeout=timeout)
         self.close()
         return code

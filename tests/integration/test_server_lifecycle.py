@@ -101,7 +101,7 @@ def test_sigterm_drains_every_accepted_request(tmp_path: Path):
     replies = [read_reply(sock) for sock in [*complete, partial]]
     for sock in [*complete, partial]:
         sock.close()
-    assert server.stop() == 0
+    assert server.wait() == 0
     assert [(r.status, r.code) for r in replies] == [(STATUS_OK, 0)] * 6
     assert len(entries(home)) == before + 6
     assert not (home / "gate.sock").exists()
@@ -345,3 +345,15 @@ def test_the_daemon_serves_unless_told_not_to(tmp_path: Path):
         finally:
             assert watched.stop() == 0
         assert not (home / "gate.sock").exists()
+
+
+def test_something_else_at_gate_sock_is_never_removed(tmp_path: Path):
+    """A directory where the socket goes: the server refuses to start (74), touching nothing."""
+    home = init_home(tmp_path / "home")
+    (home / "gate.sock").mkdir()
+    (home / "gate.sock" / "keep").write_text("mine")
+    result = ledger(home, "serve", env=clean_env(), timeout=60)
+    assert result.code == 74
+    assert "in the way" in result.stderr
+    assert (home / "gate.sock" / "keep").read_text() == "mine"
+    assert ledger(home, "verdict", "1").code == 0  # clients run in-process
