@@ -212,11 +212,12 @@ def through_server(home_option: str | None, rest: list[str], args: list[str]) ->
     needs_stdin = reads_stdin(rest)
     if needs_stdin and (sys.stdin is None or sys.stdin.isatty()):
         return None
-    request = build_request(args)
-    if request is None:
-        return None
     sock = _connect(socket_path(home_option))
     if sock is None:
+        return None  # the usual case without a server: nothing else was spent
+    request = build_request(args)
+    if request is None:
+        sock.close()
         return None
     if needs_stdin:
         buffer = getattr(sys.stdin, "buffer", None)

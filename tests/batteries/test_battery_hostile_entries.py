@@ -257,7 +257,7 @@ def _same_type(a: Any, b: Any) -> bool:
 
 
 def with_value(payload: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    copy = json.loads(json.dumps(payload))
+    copy: dict[str, Any] = json.loads(json.dumps(payload))
     target = copy
     for key in path[:-1]:
         target = target[key]
@@ -266,7 +266,7 @@ def with_value(payload: dict[str, Any], path: tuple[str, ...], value: Any) -> di
 
 
 def without(payload: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    copy = json.loads(json.dumps(payload))
+    copy: dict[str, Any] = json.loads(json.dumps(payload))
     target = copy
     for key in path[:-1]:
         target = target[key]

@@ -184,7 +184,7 @@ class Home:
         keys = {key["key_id"]: key for key in trust.get("keys", [])}
         revocations = trust.get("revocations", [])
         for number, entry in enumerate(self.lines(), 1):
-            key_id, moment = entry.get("signing_key_id"), entry["ts_utc"]
+            key_id, moment = str(entry.get("signing_key_id")), entry["ts_utc"]
             key = keys.get(key_id)
             if key is None or key["public_key"] != self.public.get(key_id):
                 return number
