@@ -131,7 +131,7 @@ def _connect(path: str) -> _socket.socket | None:
         if int.from_bytes(credentials[4:8], sys.byteorder) != os.geteuid():
             sock.close()
             return None
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL byte in the home's path
         sock.close()
         return None
     finally:
