@@ -123,13 +123,22 @@ def _restore(path: Path, saved: Path) -> Undo:
     return undo
 
 
+def _active_key_file(home: Path) -> Path:
+    """The writer key that signs now: the trusted key with no end of validity."""
+    trust = json.loads((home / "trust.json").read_text())
+    active = next(
+        k["key_id"] for k in trust["keys"] if k.get("valid_until") is None and k.get("signs", True)
+    )
+    return home / "keys" / f"{active}.key.pem"
+
+
 def _replaced(relative: str, kind: str) -> Callable[[Path, Path], Undo]:
     """Move ``relative`` aside and put a ``kind`` in its place."""
 
     def make(home: Path, other: Path) -> Undo:
         path = home / relative
         if relative == "KEY":
-            path = next((home / "keys").glob("*.key.pem"))
+            path = _active_key_file(home)
         saved = _aside(path) if path.exists() or path.is_symlink() else None
         if kind == "directory":
             path.mkdir(mode=0o700)
