@@ -228,7 +228,7 @@ def test_no_scope_prints_an_empty_object(home, run_inproc):
 
 def test_real_processes(home, run_inproc):
     cli(run_inproc, home, "tools", "create", "e", "--role", "explorer", env=NOW_ENV)
-    env = process_env(LEDGER_AGENT="e", LEDGER_HOME=str(home))
+    env = process_env(LEDGER_AGENT="e", LEDGER_HOME=str(home), **NOW_ENV)
     outputs = []
     for _ in range(5):
         proc = subprocess.run(
