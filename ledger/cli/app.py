@@ -15,6 +15,8 @@ try:  # typer ≥ 0.28 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
+from ledger.cli.operator import exit_with as _exit
+from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_USAGE, LedgerError, UsageError
 
@@ -56,17 +58,6 @@ class State:
 @app.callback()
 def _global(home: HomeOption = None) -> None:
     State.home = home
-
-
-def _runtime() -> Any:
-    from ledger.runtime import build_runtime
-
-    return build_runtime(State.home)
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 @app.command()

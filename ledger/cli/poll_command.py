@@ -11,20 +11,10 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator import exit_with as _exit
+from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 from ledger.errors import UsageError
-
-
-def _runtime() -> Any:
-    from ledger.cli.app import State
-    from ledger.runtime import build_runtime
-
-    return build_runtime(State.home)
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 def poll_command(

@@ -1,9 +1,11 @@
 """``ledger prices show`` and ``ledger prices sync`` (SPEC §7)."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from ledger.cli.operator import exit_with as _exit
+from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_HALT
 
@@ -16,18 +18,6 @@ prices_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def _runtime() -> Any:
-    from ledger.cli.app import State
-    from ledger.runtime import build_runtime
-
-    return build_runtime(State.home)
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 @prices_app.command("show")

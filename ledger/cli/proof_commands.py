@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator import exit_with as _exit
+from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_HALT, UsageError
 
@@ -27,18 +29,6 @@ prove_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def _runtime() -> Any:
-    from ledger.cli.app import State
-    from ledger.runtime import build_runtime
-
-    return build_runtime(State.home)
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 def parse_target(text: str) -> int | str:

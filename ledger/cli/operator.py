@@ -1,0 +1,19 @@
+"""What every typer (operator) command module shares: the runtime and the exit."""
+
+from typing import Any
+
+import typer
+
+
+def runtime() -> Any:
+    """The composition root for the home given before the command."""
+    from ledger.cli.app import State
+    from ledger.runtime import build_runtime
+
+    return build_runtime(State.home)
+
+
+def exit_with(code: int) -> None:
+    """Leave a typer command with ``code`` (nothing to do for 0)."""
+    if code:
+        raise typer.Exit(code)
