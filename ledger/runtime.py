@@ -42,8 +42,8 @@ CHAIN_FILE = "events.jsonl"
 
 def resolve_home(option: str | None, environ: dict[str, str] | None = None) -> Path:
     """``--home``, else ``$LEDGER_HOME``, else ``./.ledger`` (SPEC §1)."""
-    environ = dict(os.environ) if environ is None else environ
-    return Path(option or environ.get("LEDGER_HOME") or ".ledger")
+    found = (os.environ if environ is None else environ).get("LEDGER_HOME")
+    return Path(option or found or ".ledger")
 
 
 class Runtime:

@@ -52,6 +52,31 @@ def run(home: str | None, args: list[str], parser: argparse.ArgumentParser | Non
     A long-lived process (``ledger serve``) passes the parser it built once:
     building it costs more than most commands.
     """
-    namespace = (parser or build_parser()).parse_args(args)
+    namespace = _parse(parser, args) if parser is not None else build_parser().parse_args(args)
     handler: Handler = namespace.handler
     return guarded(lambda: handler(home, namespace))
+
+
+_PARSED_KEPT = 256
+_parsed: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+def _parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(args)``, remembered for a long-lived process.
+
+    Agents repeat the same few command lines; parsing is deterministic for a
+    given argument list (every converter is ``int``), and only a parse that
+    succeeded is remembered: errors and ``--help`` print and exit every time.
+    """
+    key = tuple(args)
+    known = _parsed.get(key)
+    if known is None:
+        namespace = parser.parse_args(args)
+        if len(_parsed) >= _PARSED_KEPT:
+            _parsed.clear()
+        _parsed[key] = dict(vars(namespace))
+        return namespace
+    # A fresh namespace (and fresh lists) each time: a handler may change its own.
+    return argparse.Namespace(
+        **{name: list(value) if isinstance(value, list) else value for name, value in known.items()}
+    )

@@ -58,7 +58,7 @@ def serve(home_option: str | None) -> int:
     parser: Any = build_parser()
 
     def run(request: Request) -> Reply:
-        return execute(request, parser, identity)
+        return execute(request, parser, identity, resident=True)
 
     return Server(home, run).serve()
 

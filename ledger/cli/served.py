@@ -99,6 +99,10 @@ def _exit_code(exc: SystemExit, writes: list[tuple[int, str]]) -> int:
     return 1
 
 
+# The environment a resident server last put in place for a request.
+_APPLIED: dict[str, tuple[list[bytes], int]] = {}
+
+
 def _switch_environment(target: dict[bytes, bytes]) -> None:
     """Make the process environment ``target``, touching only what differs.
 
@@ -139,7 +143,13 @@ def _home_identity(home_option: str | None) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def execute(request: Request, parser: Any = None, home: tuple[int, int] | None = None) -> Reply:
+def execute(
+    request: Request,
+    parser: Any = None,
+    home: tuple[int, int] | None = None,
+    *,
+    resident: bool = False,
+) -> Reply:
     """Run ``request`` as the in-process front door would; what it wrote and its exit code.
 
     Args:
@@ -147,6 +157,10 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
         parser: a prebuilt per-call parser (reused by the server), else a fresh one.
         home: the server's home (device, inode); a request for another home is
             declined.
+        resident: the server runs it. The client's environment then stays in
+            place after the request, so the next request from the same shell
+            (nearly every one) need not switch a hundred variables twice; the
+            server's own code never reads the process environment.
 
     Returns:
         an ``ok`` reply; ``declined`` when the request could not be set up here
@@ -158,7 +172,7 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
     argv = [os.fsdecode(arg) for arg in request.argv]
     keyed = keyed_argv(argv, request.request_id)
     writes: list[tuple[int, str]] = []
-    saved_environ = dict(os.environb)
+    saved_environ = None if resident else dict(os.environb)
     saved_cwd = os.getcwdb()  # noqa: PTH109 - bytes: any directory name
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     try:
@@ -166,7 +180,10 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
     except OSError:
         return Reply(STATUS_DECLINED)
     try:
-        _switch_environment(_requested_environment(request.environ, request.columns))
+        raw = (request.environ, request.columns)
+        if not resident or raw != _APPLIED.get("raw"):
+            _switch_environment(_requested_environment(request.environ, request.columns))
+            _APPLIED["raw"] = raw
         encoding, errors = request.stdin_codec
         sys.stdin = io.TextIOWrapper(
             io.BytesIO(request.stdin or b""), encoding=encoding, errors=errors, newline="\n"
@@ -184,7 +201,9 @@ def execute(request: Request, parser: Any = None, home: tuple[int, int] | None =
         return Reply(STATUS_DECLINED)
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
-        _switch_environment(saved_environ)
+        if saved_environ is not None:
+            _switch_environment(saved_environ)
+            _APPLIED.pop("raw", None)
         os.chdir(saved_cwd)
     if keyed is not None:
         writes = hide_key(writes, request.request_id)

@@ -118,6 +118,7 @@ class ChainTransaction:
                     written += os.write(fd, line[written:])
                 if self._group is None:
                     os.fsync(fd)
+                found = _Found.of(os.fstat(fd))
             except OSError as exc:
                 self._roll_back(fd, start)
                 raise ChainIOError(f"cannot append to {self._path}: {exc.strerror}") from exc
@@ -131,6 +132,8 @@ class ChainTransaction:
             parsed = parse_line(line[:-1])
             entry_hash, ts_utc, event_type = parsed.entry_hash, parsed.ts_utc, parsed.event_type
         self._head = ChainHead(entry_hash, ts_utc, start + len(line), event_type)
+        if found.size == self._head.size:
+            _KNOWN_HEADS[found.file] = (found, self._head)
 
     def _roll_back(self, fd: int, size: int) -> None:
         # Our own half-written line, under our own lock: cutting it keeps the
@@ -156,9 +159,13 @@ def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
     except OSError as exc:
         raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
     try:
-        size = os.fstat(fd).st_size
+        found = _Found.of(os.fstat(fd))
+        size = found.size
         if size == 0:
             return None
+        known = _KNOWN_HEADS.get(found.file)
+        if known is not None and known[0] == found:
+            return known[1]
         line, _start = read_last_line(fd, size)
     except OSError as exc:
         raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
@@ -172,7 +179,28 @@ def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
         raise CorruptTailError(
             f"{path}: last line is not a valid entry ({exc}); run `ledger recover`"
         ) from exc
-    return ChainHead(parsed.entry_hash, parsed.ts_utc, size, parsed.event_type)
+    head = ChainHead(parsed.entry_hash, parsed.ts_utc, size, parsed.event_type)
+    _KNOWN_HEADS[found.file] = (found, head)
+    return head
+
+
+class _Found(NamedTuple):
+    """A chain file as ``fstat`` finds it; equal only if its bytes cannot have changed."""
+
+    file: tuple[int, int]  # device, inode
+    size: int
+    mtime_ns: int
+    ctime_ns: int  # changes with every write and every utime(), and cannot be set back
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> "_Found":
+        return cls((info.st_dev, info.st_ino), info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+# The head last read or written in each chain file this process touched, so a
+# long-lived writer (``ledger serve``, a Python API user) does not parse the
+# last line again when nothing else has written since.
+_KNOWN_HEADS: dict[tuple[int, int], tuple[_Found, ChainHead]] = {}
 
 
 class ChainFile:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ledger.core.config import Config, from_mapping
 from ledger.edges.files import read_regular
+from ledger.edges.memo import remembered
 from ledger.errors import ConfigError
 
 
@@ -20,11 +21,21 @@ def load_config(path: Path, environ: dict[str, str] | None = None) -> Config:
     """
     environ = dict(os.environ) if environ is None else environ
     try:
-        data = read_regular(path)  # never blocks on a FIFO
+        data: bytes | None = read_regular(path)  # never blocks on a FIFO
     except FileNotFoundError:
-        document = {}
+        data = None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    # Only LEDGER_* variables shape a Config (``core.config.env_name``).
+    overrides = tuple(sorted((k, v) for k, v in environ.items() if k.startswith("LEDGER_")))
+    return remembered(
+        "config", (str(path), data, overrides), lambda: _parse(path, data, dict(overrides))
+    )
+
+
+def _parse(path: Path, data: bytes | None, environ: dict[str, str]) -> Config:
+    if data is None:
+        document = {}
     else:
         try:
             document = tomllib.loads(data.decode("utf-8"))

@@ -22,7 +22,7 @@ written during the group may then be ahead of the chain; the caller removes it
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +42,16 @@ class GroupCommitError(ChainIOError):
 class GroupCommit:
     """One batch of transactions on one chain under one lock hold."""
 
-    __slots__ = ("_follow", "_path", "created", "held", "identity", "pending", "start_size")
+    __slots__ = (
+        "_follow",
+        "_path",
+        "after_commit",
+        "created",
+        "held",
+        "identity",
+        "pending",
+        "start_size",
+    )
 
     def __init__(
         self, path: Path, identity: tuple[int, int], start_size: int, *, held: bool, follow: bool
@@ -54,6 +63,9 @@ class GroupCommit:
         self.held = held
         self.pending = False
         self.created = False
+        # Run once the group is durable, still under its lock (derived state
+        # kept in memory during the group is written here).
+        self.after_commit: list[Callable[[], None]] = []
 
     def appended(self, *, created: bool) -> None:
         """A transaction wrote a whole line; it becomes durable at ``commit``."""
@@ -67,6 +79,7 @@ class GroupCommit:
             GroupCommitError: the fsync failed; the appends were cut off again.
         """
         if not self.pending:
+            self._after()
             return
         try:
             fd = open_regular(self._path, os.O_WRONLY, follow_symlinks=self._follow)
@@ -82,6 +95,12 @@ class GroupCommit:
                 f"cannot make {self._path} durable: {exc.strerror}; the batch was not recorded"
             ) from exc
         self.pending = False
+        self._after()
+
+    def _after(self) -> None:
+        hooks, self.after_commit = self.after_commit, []
+        for hook in hooks:
+            hook()
 
     def _roll_back(self) -> None:
         # Nothing in the group was acknowledged, and the lock is still ours: cut

@@ -22,6 +22,7 @@ from ledger.core.signing import (
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
 from ledger.edges.files import atomic_write, exclusive_create, read_user_file
+from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
 
 
@@ -86,7 +87,9 @@ class KeyDir:
                 "chmod 600 it"
             )
         data = read_user_file(path, "key file")
-        signer = Signer.from_private_key(private_key_from_pem(data, str(path)))
+        signer = remembered(
+            "signer", data, lambda: Signer.from_private_key(private_key_from_pem(data, str(path)))
+        )
         if signer.key_id != key_id:
             raise KeyFileError(f"key file {path} holds key {signer.key_id}, not {key_id}")
         return signer
@@ -123,16 +126,20 @@ class KeyDir:
         if self._trust_cache is not None and self._trust_cache[0] == identity:
             return self._trust_cache[1]
         data = read_user_file(self.trust_path, "trust store")
-        try:
-            document = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise KeyFileError(f"trust store {self.trust_path} is not JSON") from exc
-        store = trust_from_document(
-            document, pinned_root=self.pinned_root(), source=str(self.trust_path)
+        pinned = self.pinned_root()
+        store = remembered(
+            "trust", (str(self.trust_path), data, pinned), lambda: self._parse_trust(data, pinned)
         )
         if identity[0] is not None:
             self._trust_cache = (identity, store)
         return store
+
+    def _parse_trust(self, data: bytes, pinned: bytes | None) -> TrustStore:
+        try:
+            document = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise KeyFileError(f"trust store {self.trust_path} is not JSON") from exc
+        return trust_from_document(document, pinned_root=pinned, source=str(self.trust_path))
 
     def save_trust(self, store: TrustStore, root: Signer | None = None) -> None:
         """Write the trust store (signed by ``root`` when given).
@@ -143,12 +150,12 @@ class KeyDir:
         atomic_write(self.trust_path, canonical_bytes(trust_document(store, root)) + b"\n")
 
 
-def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
+def _file_identity(path: Path) -> tuple[int, int, int, int, int] | None:
     try:
         info = path.stat()
     except OSError:
         return None
-    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_size)
+    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
 
 
 def load_public_key_file(path: Path) -> bytes:

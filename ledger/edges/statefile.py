@@ -6,6 +6,11 @@ the file detectable. The file is replaced atomically but not fsync'd: after a
 power loss it may lag the chain, which the gate catches up by verifying the
 missing tail, or it may be unreadable, which the gate treats as a mismatch
 (``counter_inconsistent`` until ``ledger rebuild-state``).
+
+Inside ``deferred_writes`` (the resident gate's group commit) a save is kept in
+memory instead: later requests of the batch load it from there, and it reaches
+the file once, after the batch's fsync. So the file is written once per batch
+rather than once per request, and is never ahead of what is durable.
 """
 
 import contextlib
@@ -14,6 +19,8 @@ import hmac
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -22,6 +29,49 @@ from ledger.edges.files import atomic_write, exclusive_create, read_regular
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
+_DEFERRED: ContextVar[dict[Path, bytes | None] | None] = ContextVar(
+    "ledger_deferred_state", default=None
+)
+
+
+@contextlib.contextmanager
+def deferred_writes() -> Iterator[dict[Path, bytes | None]]:
+    """Keep state saves (and removals, as ``None``) in memory; ``flush_deferred`` writes them."""
+    pending: dict[Path, bytes | None] = {}
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
+
+
+def flush_deferred(pending: dict[Path, bytes | None]) -> None:
+    """Write what ``deferred_writes`` kept: the newest content of each state file.
+
+    Raises:
+        ChainIOError: a file could not be written (the state then lags, or is
+            gone, and is refolded from the chain).
+    """
+    for path, raw in pending.items():
+        if raw is None:
+            _remove(path)
+        else:
+            atomic_write(path, raw, 0o600, durable=False)
+    pending.clear()
+
+
+def _absolute(path: Path) -> Path:
+    # Kept saves are written after the batch, from the server's own directory.
+    return Path(os.path.abspath(path))  # noqa: PTH100 - keep the caller's links
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ChainIOError(f"cannot remove {path}: {exc.strerror}") from exc
 
 
 class StoredState(NamedTuple):
@@ -64,8 +114,14 @@ class StateFile:
                 its MAC does not match (edited).
             ChainIOError: the MAC key cannot be read.
         """
+        pending = _DEFERRED.get()
         try:
-            raw = read_regular(self.path)
+            if pending is not None and _absolute(self.path) in pending:
+                raw = pending[_absolute(self.path)]
+                if raw is None:
+                    return None
+            else:
+                raw = read_regular(self.path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -104,6 +160,10 @@ class StateFile:
         key = self._mac_key(create=True)
         assert key is not None  # noqa: S101 - create=True always yields a key
         mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
+        pending = _DEFERRED.get()
+        if pending is not None:
+            pending[_absolute(self.path)] = body + b"\n" + mac + b"\n"
+            return
         atomic_write(self.path, body + b"\n" + mac + b"\n", 0o600, durable=False)
 
     def delete(self) -> None:
@@ -112,12 +172,11 @@ class StateFile:
         Raises:
             ChainIOError: something is there that cannot be removed.
         """
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise ChainIOError(f"cannot remove {self.path}: {exc.strerror}") from exc
+        pending = _DEFERRED.get()
+        if pending is not None:
+            pending[_absolute(self.path)] = None
+            return
+        _remove(self.path)
 
     # Idempotency keys: one small MAC'd file per key under ``state/keys/``, named
     # by the SHA-256 of the key, so a lookup reads one file whatever the chain's

@@ -7,15 +7,20 @@ request id answered before gets the same reply again without running. If the
 group's fsync fails, nothing of the batch was acknowledged and its entries are
 gone again: derived state written meanwhile is dropped (it is rebuilt from the
 chain) and each request is decided again on its own, with its own fsync.
+
+Derived state saved during a batch stays in memory (``edges.statefile.
+deferred_writes``) and is written once, after the batch's fsync.
 """
 
 import contextlib
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
+from ledger.edges.statefile import deferred_writes, flush_deferred
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime
 from ledger.server.protocol import STATUS_OK, Reply, Request
@@ -33,11 +38,17 @@ class Batches:
         self._log = log
         self._answered: OrderedDict[str, bytes] = OrderedDict()
         self._chain_for: tuple[tuple[int, ...] | None, object] | None = None
+        # The server's own environment: requests run in their clients' (see
+        # ``cli.served``), which may still be in place between requests.
+        self._environ = dict(os.environ)
+
+    def _runtime(self) -> Runtime:
+        return Runtime(self.home, self._environ)
 
     def make_predecessor_durable(self) -> None:
         """Make durable what a killed server wrote before anything is decided on top of it."""
         try:
-            chain = Runtime(self.home).chain
+            chain = self._runtime().chain
             if isinstance(chain, ChainFile):
                 sync_chain(chain)
         except LedgerError as exc:
@@ -53,14 +64,14 @@ class Batches:
         Raises:
             LedgerError: the configuration is unusable.
         """
-        config_path = Runtime(self.home).config_path
+        config_path = self._runtime().config_path
         try:
             found = config_path.stat()
             identity: tuple[int, ...] | None = (found.st_ino, found.st_size, found.st_mtime_ns)
         except OSError:
             identity = None
         if identity is None or self._chain_for is None or self._chain_for[0] != identity:
-            self._chain_for = (identity, Runtime(self.home).chain)
+            self._chain_for = (identity, self._runtime().chain)
         return self._chain_for[1]
 
     def run(self, requests: list[Request]) -> list[bytes]:
@@ -74,14 +85,15 @@ class Batches:
             # A fleet's database commits each transaction itself (SPEC §8).
             return self._run_each(requests)
         try:
-            with group_commit(chain):
+            with group_commit(chain) as group, deferred_writes() as pending:
+                group.after_commit.append(lambda: self._write_state(pending))
                 return self._run_each(requests)
         except GroupCommitError as exc:
             # Nothing of the batch was acknowledged and its entries are gone
             # again; derived state written meanwhile may be ahead of the chain.
             self._log(f"group commit failed, deciding the batch again one by one: {exc}")
             with contextlib.suppress(LedgerError):
-                Runtime(self.home).states.delete()
+                self._runtime().states.delete()
             for request in requests:
                 self._answered.pop(request.request_id, None)
             return self._run_each(requests)
@@ -89,6 +101,13 @@ class Batches:
             # The group could not start (the chain or its lock is unusable):
             # each request meets that as it would in its own process.
             return self._run_each(requests)
+
+    def _write_state(self, pending: dict[Path, bytes | None]) -> None:
+        try:
+            flush_deferred(pending)
+        except LedgerError as exc:
+            # Derived state only: the next request refolds what the file lacks.
+            self._log(f"could not write derived state after a batch: {exc}")
 
     def _run_each(self, requests: list[Request]) -> list[bytes]:
         replies: list[bytes] = []

@@ -1,0 +1,231 @@
+"""What a long-lived process remembers between requests, and when it must not.
+
+``ledger serve`` answers thousands of requests in one process. It keeps parsed
+files (by their exact bytes), the chain's head (by the file's identity), parsed
+command lines, and the batch's derived state in memory. Each test shows a case
+where remembering would be wrong, and that it is not done there.
+"""
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from ledger.cli.fast import build_parser
+from ledger.cli.fast import run as run_fast
+from ledger.edges import memo
+from ledger.edges.chainfile import ChainFile, CorruptTailError, read_head
+from ledger.edges.configfile import load_config
+from ledger.edges.groupcommit import GroupCommitError, group_commit
+from ledger.edges.keyfiles import KeyDir
+from ledger.edges.statefile import StateFile, deferred_writes, flush_deferred
+from ledger.runtime import Runtime
+from ledger.services.writer import Writer
+
+NOW = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}
+
+
+def _payload(index: int) -> dict[str, object]:
+    return {
+        "provider": "openai",
+        "actual_micros": index,
+        "utc_day": "2026-11-22",
+        "verdict_ref": None,
+        "settled": False,
+        "cycle_id": f"c-{index}",
+    }
+
+
+def _append(home: Path, index: int) -> None:
+    Writer(Runtime(home, dict(NOW))).append_one("budget.record_call", _payload(index))
+
+
+class TestRememberedFiles:
+    def test_a_changed_config_is_parsed_again(self, home):
+        """Same path, new bytes: the new cap, never the remembered one."""
+        path = home / "ledger.toml"
+        first = load_config(path, {})
+        assert load_config(path, {}) is first  # the same bytes: parsed once
+        text = path.read_text().replace("daily_cap = ", "daily_cap = 1")
+        path.write_text(text)
+        assert load_config(path, {}) != first
+
+    def test_a_config_depends_on_the_ledger_variables(self, home):
+        """The same file under another LEDGER_* override is another Config."""
+        path = home / "ledger.toml"
+        plain = load_config(path, {})
+        overridden = load_config(path, {"LEDGER_USD_RESERVATION_TTL_SECONDS": "7"})
+        assert overridden.reservation_ttl_seconds == 7
+        assert plain.reservation_ttl_seconds != 7
+        assert load_config(path, {"UNRELATED": "x"}) is plain
+
+    def test_an_invalid_config_fails_every_time(self, home):
+        """An error is not remembered as a value: each load raises it again."""
+        path = home / "ledger.toml"
+        path.write_text("[usd]\nnot_a_key = 1\n")
+        for _ in range(2):
+            with pytest.raises(Exception, match=r"unknown key usd\.not_a_key"):
+                load_config(path, {})
+
+    def test_a_replaced_key_file_is_loaded_again(self, home, tmp_path):
+        """The key file's bytes decide: a different key in the same file is seen."""
+        keys = KeyDir(home)
+        key_id = keys.active_signer(keys.load_trust()).key_id
+        other = KeyDir(tmp_path / "other")
+        new = other.generate()
+        path = keys.private_path(key_id)
+        path.write_bytes(other.private_path(new.key_id).read_bytes())
+        with pytest.raises(Exception, match=f"holds key {new.key_id}"):
+            keys.load_signer(key_id)
+
+    def test_forget_all_empties_the_memo(self):
+        calls = []
+        memo.remembered("t", 1, lambda: calls.append(1) or "v")
+        memo.forget_all()
+        memo.remembered("t", 1, lambda: calls.append(1) or "v")
+        assert len(calls) == 2
+
+
+class TestKnownHead:
+    def test_an_append_by_another_writer_is_seen(self, home):
+        """The remembered head is dropped when the file grows."""
+        _append(home, 0)
+        chain = home / "events.jsonl"
+        first = read_head(chain)
+        _append(home, 1)
+        second = read_head(chain)
+        assert first is not None
+        assert second is not None
+        assert second.size > first.size
+        assert second.entry_hash != first.entry_hash
+
+    def test_a_same_size_rewrite_of_the_last_line_is_seen(self, home):
+        """Bytes changed in place with the size kept: the head is read again."""
+        _append(home, 0)
+        _append(home, 1)
+        chain = home / "events.jsonl"
+        assert read_head(chain) is not None
+        data = chain.read_bytes()
+        # Same length, no longer an entry: the rewrite must not be trusted.
+        last = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
+        forged = data[: len(data) - len(last) - 1] + b"x" * len(last) + b"\n"
+        stat = chain.stat()
+        chain.write_bytes(forged)
+        os.utime(chain, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # mtime set back too
+        with pytest.raises(CorruptTailError):
+            read_head(chain)
+
+    def test_a_head_written_here_needs_no_read(self, home, monkeypatch):
+        """After our own append, the next transaction's head comes from memory."""
+        _append(home, 0)
+        from ledger.edges import chainfile
+
+        def no_read(*_args: object) -> None:
+            raise AssertionError("the last line was read again")
+
+        monkeypatch.setattr(chainfile, "read_last_line", no_read)
+        with ChainFile(home / "events.jsonl").transaction() as tx:
+            assert tx.head() is not None
+
+
+class TestParsedCommandLines:
+    def test_each_run_gets_its_own_namespace(self, home, monkeypatch, capsys):
+        """A remembered parse hands out fresh namespaces."""
+        parser = build_parser()
+        seen = []
+        from ledger.cli import fast
+
+        real = fast._parse
+
+        def spy(parser_: object, args: list[str]) -> object:
+            namespace = real(parser_, args)  # type: ignore[arg-type]
+            seen.append(namespace)
+            return namespace
+
+        monkeypatch.setattr(fast, "_parse", spy)
+        monkeypatch.setenv("LEDGER_NOW", NOW["LEDGER_NOW"])
+        for _ in range(2):
+            assert run_fast(str(home), ["usage"], parser=parser) == 0
+        assert seen[0] is not seen[1]
+        assert vars(seen[0]) == vars(seen[1])
+        capsys.readouterr()
+
+    def test_errors_are_printed_every_time(self, home, capsys):
+        """A bad command line is not remembered: it fails with its message each time."""
+        parser = build_parser()
+        for _ in range(2):
+            with pytest.raises(SystemExit) as exited:
+                run_fast(str(home), ["verdict", "--no-such-option"], parser=parser)
+            assert exited.value.code == 2
+            assert "unrecognized arguments" in capsys.readouterr().err
+
+
+class TestDeferredState:
+    def _states(self, home: Path) -> StateFile:
+        return StateFile(home / "state", home / "keys" / "state-mac.key")
+
+    def test_a_save_stays_in_memory_until_flushed(self, home):
+        """Inside the batch the file keeps its old bytes; loads see the new state."""
+        states = self._states(home)
+        states.save_state(None, 0, {"n": 1})
+        before = states.path.read_bytes()
+        with deferred_writes() as pending:
+            states.save_state(None, 0, {"n": 2})
+            assert states.path.read_bytes() == before
+            loaded = states.load()
+            assert loaded is not None
+            assert loaded.data == {"n": 2}
+        assert states.path.read_bytes() == before
+        flush_deferred(pending)
+        loaded = states.load()
+        assert loaded is not None
+        assert loaded.data == {"n": 2}
+
+    def test_a_relative_home_is_written_where_it_was_meant(self, home, monkeypatch, tmp_path):
+        """A request's relative path is kept absolute: the flush runs from another directory."""
+        monkeypatch.chdir(home.parent)
+        states = StateFile(Path(home.name) / "state", Path(home.name) / "keys" / "state-mac.key")
+        with deferred_writes() as pending:
+            states.save_state(None, 0, {"n": 3})
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        flush_deferred(pending)
+        assert not (elsewhere / home.name).exists()
+        loaded = self._states(home).load()
+        assert loaded is not None
+        assert loaded.data == {"n": 3}
+
+    def test_a_delete_is_deferred_too(self, home):
+        states = self._states(home)
+        states.save_state(None, 0, {"n": 1})
+        with deferred_writes() as pending:
+            states.delete()
+            assert states.load() is None
+            assert states.path.exists()
+        flush_deferred(pending)
+        assert not states.path.exists()
+
+    def test_state_is_written_after_the_groups_fsync_and_not_on_failure(self, home, monkeypatch):
+        """The after-commit hook runs only once the group is durable."""
+        _append(home, 0)
+        chain = ChainFile(home / "events.jsonl")
+        order: list[str] = []
+        with group_commit(chain) as group:
+            _append(home, 1)
+            group.after_commit.append(lambda: order.append("after"))
+            real = os.fsync
+            monkeypatch.setattr(os, "fsync", lambda fd: (order.append("fsync"), real(fd)))
+        assert order == ["fsync", "after"]
+
+        def failing(_fd: int) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        ran: list[str] = []
+        with pytest.raises(GroupCommitError):  # noqa: PT012
+            with group_commit(chain) as group:
+                _append(home, 2)
+                group.after_commit.append(lambda: ran.append("after"))
+                monkeypatch.setattr(os, "fsync", failing)
+        assert ran == []
