@@ -6,12 +6,13 @@ Schema (draft 2020-12): ``type``, ``properties``, ``required``,
 ``minimum``, ``maximum``, ``minLength``, ``maxLength``, ``items``, ``minItems``,
 ``maxItems``, ``anyOf``. Every ``ledger`` call seals an envelope, and importing
 ``jsonschema`` costs more than the whole hot path may (about 100 ms here), so
-payloads are checked by this interpreter of the subset. The test suite checks
+payloads are checked by this small compiler of the subset. The test suite checks
 that every schema uses only this subset, that ``jsonschema`` accepts each schema,
 and that both validators agree on generated payloads.
 """
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +42,7 @@ SUPPORTED_KEYWORDS = frozenset(
     }
 )
 
-_TYPE_CHECKS = {
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
@@ -70,64 +71,194 @@ def _equal(a: Any, b: Any) -> bool:
 
 def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | None:
     """The first way ``value`` fails ``schema``, or ``None`` if it conforms."""
+    return _compiled(schema)(value, path)
+
+
+Check = Callable[[Any, str], "str | None"]
+_COMPILED: dict[int, tuple[dict[str, Any], Check]] = {}
+_COMPILED_KEPT = 1024
+
+
+def _compiled(schema: dict[str, Any]) -> Check:
+    """``schema`` turned into one function, built on first use.
+
+    Walking the schema for every payload cost more than signing it; the
+    function asks only what the schema says. Kept by the schema object's
+    identity (schemas are loaded once and never changed); the schema itself is
+    kept beside it, so its id cannot be reused while the entry lives.
+    """
+    known = _COMPILED.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    check = _compile(schema)
+    if len(_COMPILED) >= _COMPILED_KEPT:
+        _COMPILED.clear()
+    _COMPILED[id(schema)] = (schema, check)
+    return check
+
+
+def _compile(schema: dict[str, Any]) -> Check:
+    steps = [
+        step
+        for step in (
+            _type_step(schema),
+            _value_step(schema),
+            _any_of_step(schema),
+            _string_step(schema),
+            _number_step(schema),
+            _array_step(schema),
+            _object_step(schema),
+        )
+        if step is not None
+    ]
+    if len(steps) == 1:
+        return steps[0]
+
+    def check(value: Any, path: str) -> str | None:
+        for step in steps:
+            problem = step(value, path)
+            if problem is not None:
+                return problem
+        return None
+
+    return check
+
+
+def _type_step(schema: dict[str, Any]) -> Check | None:
     kind = schema.get("type")
-    if kind is not None:
-        kinds = kind if isinstance(kind, list) else [kind]
-        if not any(_TYPE_CHECKS[k](value) for k in kinds):
-            return f"{path}: expected {' or '.join(kinds)}"
-    if "const" in schema and not _equal(value, schema["const"]):
-        return f"{path}: must be {schema['const']!r}"
-    if "enum" in schema and not any(_equal(value, option) for option in schema["enum"]):
-        return f"{path}: must be one of {schema['enum']!r}"
-    if "anyOf" in schema and all(
-        schema_errors(value, option, path) is not None for option in schema["anyOf"]
-    ):
-        return f"{path}: matches none of the allowed shapes"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return f"{path}: shorter than {schema['minLength']}"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{path}: longer than {schema['maxLength']}"
-        if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-            return f"{path}: does not match {schema['pattern']!r}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{path}: below {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{path}: above {schema['maximum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{path}: fewer than {schema['minItems']} items"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{path}: more than {schema['maxItems']} items"
-        if "items" in schema:
+    if kind is None:
+        return None
+    kinds = kind if isinstance(kind, list) else [kind]
+    tests = [_TYPE_CHECKS[name] for name in kinds]
+    expected = " or ".join(kinds)
+
+    def check(value: Any, path: str) -> str | None:
+        if any(test(value) for test in tests):
+            return None
+        return f"{path}: expected {expected}"
+
+    return check
+
+
+def _value_step(schema: dict[str, Any]) -> Check | None:
+    has_const, const = "const" in schema, schema.get("const")
+    options = schema.get("enum")
+    if not has_const and options is None:
+        return None
+
+    def check(value: Any, path: str) -> str | None:
+        if has_const and not _equal(value, const):
+            return f"{path}: must be {const!r}"
+        if options is not None and not any(_equal(value, option) for option in options):
+            return f"{path}: must be one of {options!r}"
+        return None
+
+    return check
+
+
+def _any_of_step(schema: dict[str, Any]) -> Check | None:
+    if "anyOf" not in schema:
+        return None
+    options = [_compiled(option) for option in schema["anyOf"]]
+
+    def check(value: Any, path: str) -> str | None:
+        if all(option(value, path) is not None for option in options):
+            return f"{path}: matches none of the allowed shapes"
+        return None
+
+    return check
+
+
+def _string_step(schema: dict[str, Any]) -> Check | None:
+    low, high, pattern = schema.get("minLength"), schema.get("maxLength"), schema.get("pattern")
+    if low is None and high is None and pattern is None:
+        return None
+    regex = None if pattern is None else _regex(pattern)
+
+    def check(value: Any, path: str) -> str | None:
+        if not isinstance(value, str):
+            return None
+        if low is not None and len(value) < low:
+            return f"{path}: shorter than {low}"
+        if high is not None and len(value) > high:
+            return f"{path}: longer than {high}"
+        if regex is not None and not regex.search(value):
+            return f"{path}: does not match {pattern!r}"
+        return None
+
+    return check
+
+
+def _number_step(schema: dict[str, Any]) -> Check | None:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is None and high is None:
+        return None
+
+    def check(value: Any, path: str) -> str | None:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        if low is not None and value < low:
+            return f"{path}: below {low}"
+        if high is not None and value > high:
+            return f"{path}: above {high}"
+        return None
+
+    return check
+
+
+def _array_step(schema: dict[str, Any]) -> Check | None:
+    low, high = schema.get("minItems"), schema.get("maxItems")
+    items = None if "items" not in schema else _compiled(schema["items"])
+    if low is None and high is None and items is None:
+        return None
+
+    def check(value: Any, path: str) -> str | None:
+        if not isinstance(value, list):
+            return None
+        if low is not None and len(value) < low:
+            return f"{path}: fewer than {low} items"
+        if high is not None and len(value) > high:
+            return f"{path}: more than {high} items"
+        if items is not None:
             for index, item in enumerate(value):
-                problem = schema_errors(item, schema["items"], f"{path}[{index}]")
+                problem = items(item, f"{path}[{index}]")
                 if problem:
                     return problem
-    if isinstance(value, dict):
-        return _object_errors(value, schema, path)
-    return None
+        return None
+
+    return check
 
 
-def _object_errors(value: dict[str, Any], schema: dict[str, Any], path: str) -> str | None:
-    for name in schema.get("required", ()):
-        if name not in value:
-            return f"{path}: missing required field {name!r}"
-    properties = schema.get("properties", {})
+def _object_step(schema: dict[str, Any]) -> Check | None:
+    required = tuple(schema.get("required", ()))
+    properties = {name: _compiled(item) for name, item in schema.get("properties", {}).items()}
     extra = schema.get("additionalProperties", True)
-    for name, item in value.items():
-        if name in properties:
-            problem = schema_errors(item, properties[name], f"{path}.{name}")
-        elif extra is False:
-            problem = f"{path}: unexpected field {name!r}"
-        elif isinstance(extra, dict):
-            problem = schema_errors(item, extra, f"{path}.{name}")
-        else:
-            problem = None
-        if problem:
-            return problem
-    return None
+    rest = _compiled(extra) if isinstance(extra, dict) else None
+    closed = extra is False
+    if not required and not properties and rest is None and not closed:
+        return None
+
+    def check(value: Any, path: str) -> str | None:
+        if not isinstance(value, dict):
+            return None
+        for name in required:
+            if name not in value:
+                return f"{path}: missing required field {name!r}"
+        for name, item in value.items():
+            known = properties.get(name)
+            if known is not None:
+                problem = known(item, f"{path}.{name}")
+            elif closed:
+                problem = f"{path}: unexpected field {name!r}"
+            elif rest is not None:
+                problem = rest(item, f"{path}.{name}")
+            else:
+                problem = None
+            if problem:
+                return problem
+        return None
+
+    return check
 
 
 def validate_payload(event_type: str, payload: dict[str, Any], schema: dict[str, Any]) -> None:

@@ -104,7 +104,7 @@ class ChainTransaction:
         """
         head = self.head()
         start = head.size if head else 0
-        created = not os.path.lexists(self._path)
+        created = head is None and not os.path.lexists(self._path)
         try:
             fd = open_regular(
                 self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow_symlinks=self._follow

@@ -64,8 +64,12 @@ def exclusive_lock(path: Path, timeout: float) -> Iterator[None]:
         ChainIOError: the lock file cannot be opened, or is not a regular file.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fd = open_regular(path, os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:
+            # Its folder is missing (a first write): made only then, not per lock.
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise ChainIOError(f"cannot open {path}: {exc.strerror}") from exc
     try:

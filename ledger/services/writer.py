@@ -78,15 +78,16 @@ class Writer:
             KeyFileError: no usable key.
             InputDataError: the trust store is unreadable.
         """
-        keys = self.deps.keys
-        trust = keys.load_trust()
+        return self._signer_in(self.deps.keys.load_trust())
+
+    def _signer_in(self, trust: TrustStore) -> Signer:
         cached = self._signer
         if cached is not None and any(
             key.key_id == cached.key_id and key.valid_until is None and key.signs
             for key in trust.keys
         ):
             return cached
-        self._signer = keys.active_signer(trust)
+        self._signer = self.deps.keys.active_signer(trust)
         return self._signer
 
     def append(
@@ -117,8 +118,9 @@ class Writer:
             raise ClockRangeError(
                 f"cannot seal at {format_ts(moment)}: outside what the chain can hold", moment
             )
-        chosen = signer if signer is not None else self.signer()
-        problem = self.deps.keys.load_trust().signing_problem(chosen.key_id, moment)
+        trust = self.deps.keys.load_trust()  # once: the key is chosen and checked in one view
+        chosen = signer if signer is not None else self._signer_in(trust)
+        problem = trust.signing_problem(chosen.key_id, moment)
         if problem is not None:
             raise KeyFileError(f"{problem}: nothing sealed; see `ledger keys --help`")
         sealed = seal(
