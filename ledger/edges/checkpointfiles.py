@@ -1,11 +1,14 @@
 """Checkpoint files: ``checkpoints/checkpoint-<time>-<entries>.json``."""
 
 import json
+import os
+import re
 from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
 from ledger.edges.files import atomic_write, read_json_file
+from ledger.errors import ChainIOError
 
 
 class CheckpointDir:
@@ -20,7 +23,7 @@ class CheckpointDir:
         Raises:
             ChainIOError: the file cannot be written.
         """
-        stamp = checkpoint.ts_utc.replace("-", "").replace(":", "").replace(".", "")
+        stamp = _stamp(checkpoint.ts_utc)
         path = self.directory / f"checkpoint-{stamp}-{checkpoint.entries:012d}.json"
         atomic_write(path, canonical_bytes(checkpoint.to_document()) + b"\n")
         return path
@@ -31,15 +34,42 @@ class CheckpointDir:
         Raises:
             CheckpointError: the newest file is malformed.
         """
-        if not self.directory.is_dir():
+        try:
+            names = os.listdir(self.directory)  # noqa: PTH208 - names only, no Path per file
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
+        paths = [self.directory / name for name in names if _PATTERN.fullmatch(name)]
+        # Every verdict asks, and a home gathers a checkpoint a day: the newest
+        # is found by its name and read alone. Names are only a guide: when the
+        # file's own time and count do not match its name, all are read.
+        named = [(_STAMP.fullmatch(path.name), path) for path in paths]
+        if named and all(match is not None for match, _path in named):
+            match, path = max(named, key=lambda item: _named_rank(item[0]))
+            checkpoint = load_checkpoint(path)
+            if _named_rank(match) == (_stamp(checkpoint.ts_utc), checkpoint.entries):
+                return path, checkpoint
         newest: tuple[tuple[str, int], Path, Checkpoint] | None = None
-        for path in self.directory.glob("checkpoint-*.json"):
+        for path in paths:
             checkpoint = load_checkpoint(path)
             rank = (checkpoint.ts_utc, checkpoint.entries)
             if newest is None or rank > newest[0]:
                 newest = (rank, path, checkpoint)
         return None if newest is None else (newest[1], newest[2])
+
+
+_PATTERN = re.compile(r"checkpoint-.*\.json")
+_STAMP = re.compile(r"checkpoint-(\d{8}T\d{12}Z)-(\d{12})\.json")
+
+
+def _stamp(ts_utc: str) -> str:
+    return ts_utc.replace("-", "").replace(":", "").replace(".", "")
+
+
+def _named_rank(match: "re.Match[str] | None") -> tuple[str, int]:
+    assert match is not None  # noqa: S101 - only names that matched are ranked
+    return match.group(1), int(match.group(2))
 
 
 def load_checkpoint(path: Path) -> Checkpoint:

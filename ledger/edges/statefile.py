@@ -29,15 +29,15 @@ from ledger.edges.files import atomic_write, exclusive_create, read_regular
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
-_DEFERRED: ContextVar[dict[Path, bytes | None] | None] = ContextVar(
+_DEFERRED: ContextVar[dict[str, bytes | None] | None] = ContextVar(
     "ledger_deferred_state", default=None
 )
 
 
 @contextlib.contextmanager
-def deferred_writes() -> Iterator[dict[Path, bytes | None]]:
+def deferred_writes() -> Iterator[dict[str, bytes | None]]:
     """Keep state saves (and removals, as ``None``) in memory; ``flush_deferred`` writes them."""
-    pending: dict[Path, bytes | None] = {}
+    pending: dict[str, bytes | None] = {}
     token = _DEFERRED.set(pending)
     try:
         yield pending
@@ -45,24 +45,24 @@ def deferred_writes() -> Iterator[dict[Path, bytes | None]]:
         _DEFERRED.reset(token)
 
 
-def flush_deferred(pending: dict[Path, bytes | None]) -> None:
+def flush_deferred(pending: dict[str, bytes | None]) -> None:
     """Write what ``deferred_writes`` kept: the newest content of each state file.
 
     Raises:
         ChainIOError: a file could not be written (the state then lags, or is
             gone, and is refolded from the chain).
     """
-    for path, raw in pending.items():
+    for name, raw in pending.items():
         if raw is None:
-            _remove(path)
+            _remove(Path(name))
         else:
-            atomic_write(path, raw, 0o600, durable=False)
+            atomic_write(Path(name), raw, 0o600, durable=False)
     pending.clear()
 
 
-def _absolute(path: Path) -> Path:
+def _absolute(path: Path) -> str:
     # Kept saves are written after the batch, from the server's own directory.
-    return Path(os.path.abspath(path))  # noqa: PTH100 - keep the caller's links
+    return os.path.abspath(path)  # noqa: PTH100 - keep the caller's links
 
 
 def _remove(path: Path) -> None:

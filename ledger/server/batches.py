@@ -102,7 +102,7 @@ class Batches:
             # each request meets that as it would in its own process.
             return self._run_each(requests)
 
-    def _write_state(self, pending: dict[Path, bytes | None]) -> None:
+    def _write_state(self, pending: dict[str, bytes | None]) -> None:
         try:
             flush_deferred(pending)
         except LedgerError as exc:

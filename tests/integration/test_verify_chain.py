@@ -338,6 +338,40 @@ class TestCheckpoints:
         _keep_lines(home / "events.jsonl", 5)
         _broken(run_inproc(["--home", str(home), "verify-chain"]), 6, "truncated")
 
+    def test_the_newest_checkpoint_is_read_alone(self, run_inproc, home, monkeypatch):
+        """Among many checkpoints the newest is found by name and is the only one read."""
+        from ledger.edges import checkpointfiles
+
+        for first in range(0, 8, 2):
+            _append(home, 2, first=first)
+            assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        read: list[str] = []
+        real = checkpointfiles.load_checkpoint
+
+        def counted(path: Path) -> object:
+            read.append(path.name)
+            return real(path)
+
+        monkeypatch.setattr(checkpointfiles, "load_checkpoint", counted)
+        found = checkpointfiles.CheckpointDir(home / "checkpoints").newest()
+        assert found is not None
+        assert found[1].entries == 8
+        assert len(read) == 1
+
+    def test_a_checkpoint_whose_name_lies_makes_every_one_read(self, run_inproc, home):
+        """A newer name over an older checkpoint: the contents decide, as before."""
+        from ledger.edges.checkpointfiles import CheckpointDir
+
+        _append(home, 2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        older = next((home / "checkpoints").glob("checkpoint-*.json"))
+        _append(home, 2, first=2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        older.rename(older.with_name("checkpoint-29991231T235959000000Z-000000000002.json"))
+        found = CheckpointDir(home / "checkpoints").newest()
+        assert found is not None
+        assert found[1].entries == 4
+
     def test_checkpoint_option_with_log(self, run_inproc, verify, home, tmp_path):
         """--checkpoint F with LOG: a log cut below the checkpoint fails at the first missing line."""
         _append(home, 6)
