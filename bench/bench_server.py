@@ -6,9 +6,9 @@
 1. cold processes, paired: each round runs ``python -c pass``, ``ledger verdict``
    through the server and ``ledger hook pre-tool-use`` through the server, one
    after another, from the same venv; medians of the times and of the per-round
-   ratios. The console script is pip's wrapper, which imports ``re`` before our
-   code runs; the front door without it (``python -c "from ledger.cli import
-   main; main()"``) is shown beside it.
+   ratios. ``ledger`` is the installed launcher (``bin/ledger``: the front door
+   and nothing before it). Beside them, the server's share: the same two
+   requests' round trips from a warm client process (build, connect, reply).
 2. throughput: 8 client processes start together and each makes ``--per-client``
    durable verdicts in a loop, through the server (one request per connection)
    and then, on a fresh home, in-process (``LEDGER_NO_SERVER=1``: one lock and
@@ -116,14 +116,11 @@ def cold(workdir: Path, runs: int) -> None:
     server = start_server(home)
     env = clean_env()
     script = ledger_script()
-    front_door = [sys.executable, "-c", "from ledger.cli import main; main()"]
     commands = {
         "python -c pass": ([sys.executable, "-c", "pass"], None),
         "ledger verdict": ([script, "--home", str(home), "verdict", "0.01"], None),
         "ledger hook pre-tool-use": ([script, "--home", str(home), "hook", "pre-tool-use"],
                                      HOOK_INPUT),
-        "front door verdict (no pip wrapper)": (
-            [*front_door, "--home", str(home), "verdict", "0.01"], None),
     }  # fmt: skip
     try:
         for argv, stdin in commands.values():  # warm the page cache
@@ -132,6 +129,10 @@ def cold(workdir: Path, runs: int) -> None:
         for _ in range(runs):
             for name, (argv, stdin) in commands.items():
                 times[name].append(timed(argv, env, stdin))
+        trips = {
+            "verdict": round_trips(home, ["verdict", "0.01"], None, runs),
+            "hook pre-tool-use": round_trips(home, ["hook", "pre-tool-use"], HOOK_INPUT, runs),
+        }
     finally:
         stop_server(server)
     floor = times["python -c pass"]
@@ -141,6 +142,28 @@ def cold(workdir: Path, runs: int) -> None:
             f"  {name:<36} p50 {statistics.median(values) * 1000:7.2f} ms"
             f"   paired ratio p50 {statistics.median(ratios):.2f}x"
         )
+    for name, values in trips.items():
+        print(
+            f"  round trip, warm client, {name:<18} p50 {statistics.median(values) * 1000:7.2f} ms"
+        )
+
+
+def round_trips(home: Path, args: list[str], stdin: bytes | None, runs: int) -> list[float]:
+    """Seconds per request from this (warm) process: what a cold client waits for the server."""
+    from ledger.cli.client import _connect, build_request, exchange
+
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        request = build_request(["--home", str(home), *args])
+        sock = _connect(str(home / "gate.sock")) if request else None
+        if request is None or sock is None:
+            raise SystemExit("bench_server: no server to time the round trip against")
+        request.stdin = stdin
+        if exchange(sock, request.encode(), 60).code != 0:
+            raise SystemExit(f"bench_server: {args} through the server did not exit 0")
+        times.append(time.perf_counter() - began)
+    return times
 
 
 # --- 2. throughput ---------------------------------------------------------------------------

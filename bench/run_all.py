@@ -233,13 +233,11 @@ def parse_pg(f: Figures) -> None:
 
 def parse_server(f: Figures) -> None:
     f.grab("floor_ms", rf"python -c pass\s+p50\s+{NUM} ms")
-    for key, label in (
-        ("verdict", r"ledger verdict"),
-        ("hook", r"ledger hook pre-tool-use"),
-        ("front", r"front door verdict \(no pip wrapper\)"),
-    ):
+    for key, command in (("verdict", "verdict"), ("hook", "hook pre-tool-use")):
+        label = f"ledger {command}"
         f.grab(f"{key}_ms", rf"{label}\s+p50\s+{NUM} ms")
         f.grab(f"{key}_ratio", rf"{label}\s+p50\s+[\d.]+ ms\s+paired ratio p50 {NUM}x")
+        f.grab(f"{key}_trip_ms", rf"round trip, warm client, {command}\s+p50\s+{NUM} ms")
     f.grab("served_rate", rf"through the server\s*:\s*{NUM} verdicts/s")
     f.grab("batch", rf"mean batch {NUM} requests per fsync")
     f.grab("inproc_rate", rf"in-process \(LEDGER_NO_SERVER\)\s*:\s*{NUM} verdicts/s")
@@ -406,7 +404,6 @@ def server_rows(f: Figures) -> list[Row]:
     for key, name in (
         ("verdict", "cold `ledger verdict` via the server p50"),
         ("hook", "cold `ledger hook pre-tool-use` via the server p50"),
-        ("front", "  the front door alone (no pip wrapper) p50"),
     ):
         ratio = v.get(f"{key}_ratio")
         rows.append(
@@ -419,6 +416,10 @@ def server_rows(f: Figures) -> list[Row]:
                 status(None if ratio is None else ratio <= 1.5),
             )
         )
+        rows.append(
+            Row("  of which the server round trip (warm client)",
+                fmt(v.get(f"{key}_trip_ms"), " ms", 1), "", "", "", "")
+        )  # fmt: skip
     served, inproc, bare = v.get("served_rate"), v.get("inproc_rate"), v.get("bare_rate")
     over_inproc = served / inproc if served and inproc else None
     over_bare = served / bare if served and bare else None

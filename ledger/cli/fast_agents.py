@@ -711,14 +711,25 @@ _FAMILIES: dict[str, tuple[str, Any, str]] = {
 }  # fmt: skip
 
 
+# Each family's parser once built: ``ledger serve`` answers every hook with the
+# same one, and building it (four argparse parsers, a gettext look-up per
+# label) cost each served hook ~2 ms. Parsing leaves a parser as it was.
+_BUILT: dict[str, argparse.ArgumentParser] = {}
+
+
 def _family_parser(name: str) -> argparse.ArgumentParser:
     from ledger.cli.fast import Parser
 
-    help_text, build, _actions = _FAMILIES[name]
-    parser = Parser(prog=f"ledger {name}", description=help_text)
-    build(
-        parser.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=Parser)
-    )
+    parser = _BUILT.get(name)
+    if parser is None:
+        help_text, build, _actions = _FAMILIES[name]
+        parser = Parser(prog=f"ledger {name}", description=help_text)
+        build(
+            parser.add_subparsers(
+                dest="action", required=True, metavar="ACTION", parser_class=Parser
+            )
+        )
+        _BUILT[name] = parser
     return parser
 
 
