@@ -7,10 +7,8 @@ power loss it may lag the chain, which the gate catches up by verifying the
 missing tail, or it may be unreadable, which the gate treats as a mismatch
 (``counter_inconsistent`` until ``ledger rebuild-state``).
 
-Inside ``deferred_writes`` (the resident gate's group commit) a save is kept in
-memory instead: later requests of the batch load it from there, and it reaches
-the file once, after the batch's fsync. So the file is written once per batch
-rather than once per request, and is never ahead of what is durable.
+Inside ``ledger.edges.keptstate.keeping`` (the resident gate) saves and loads
+go through memory, and the file is written from there now and then.
 """
 
 import contextlib
@@ -19,59 +17,15 @@ import hmac
 import json
 import os
 import shutil
-from collections.abc import Iterator
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
+from ledger.edges import keptstate
 from ledger.edges.files import atomic_write, exclusive_create, read_regular
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
-_DEFERRED: ContextVar[dict[str, bytes | None] | None] = ContextVar(
-    "ledger_deferred_state", default=None
-)
-
-
-@contextlib.contextmanager
-def deferred_writes() -> Iterator[dict[str, bytes | None]]:
-    """Keep state saves (and removals, as ``None``) in memory; ``flush_deferred`` writes them."""
-    pending: dict[str, bytes | None] = {}
-    token = _DEFERRED.set(pending)
-    try:
-        yield pending
-    finally:
-        _DEFERRED.reset(token)
-
-
-def flush_deferred(pending: dict[str, bytes | None]) -> None:
-    """Write what ``deferred_writes`` kept: the newest content of each state file.
-
-    Raises:
-        ChainIOError: a file could not be written (the state then lags, or is
-            gone, and is refolded from the chain).
-    """
-    for name, raw in pending.items():
-        if raw is None:
-            _remove(Path(name))
-        else:
-            atomic_write(Path(name), raw, 0o600, durable=False)
-    pending.clear()
-
-
-def _absolute(path: Path) -> str:
-    # Kept saves are written after the batch, from the server's own directory.
-    return os.path.abspath(path)  # noqa: PTH100 - keep the caller's links
-
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise ChainIOError(f"cannot remove {path}: {exc.strerror}") from exc
 
 
 class StoredState(NamedTuple):
@@ -114,13 +68,14 @@ class StateFile:
                 its MAC does not match (edited).
             ChainIOError: the MAC key cannot be read.
         """
-        pending = _DEFERRED.get()
+        kept = keptstate.current()
+        raw: bytes | object | None = keptstate.MISSING
+        if kept is not None:
+            raw = kept.lookup(keptstate.absolute(self.path))
+            if raw is None:
+                return None
         try:
-            if pending is not None and _absolute(self.path) in pending:
-                raw = pending[_absolute(self.path)]
-                if raw is None:
-                    return None
-            else:
+            if not isinstance(raw, bytes):
                 raw = read_regular(self.path)
         except FileNotFoundError:
             return None
@@ -160,9 +115,9 @@ class StateFile:
         key = self._mac_key(create=True)
         assert key is not None  # noqa: S101 - create=True always yields a key
         mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
-        pending = _DEFERRED.get()
-        if pending is not None:
-            pending[_absolute(self.path)] = body + b"\n" + mac + b"\n"
+        kept = keptstate.current()
+        if kept is not None:
+            kept.keep(keptstate.absolute(self.path), body + b"\n" + mac + b"\n")
             return
         atomic_write(self.path, body + b"\n" + mac + b"\n", 0o600, durable=False)
 
@@ -172,11 +127,16 @@ class StateFile:
         Raises:
             ChainIOError: something is there that cannot be removed.
         """
-        pending = _DEFERRED.get()
-        if pending is not None:
-            pending[_absolute(self.path)] = None
+        kept = keptstate.current()
+        if kept is not None:
+            kept.keep(keptstate.absolute(self.path), None)
             return
-        _remove(self.path)
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ChainIOError(f"cannot remove {self.path}: {exc.strerror}") from exc
 
     # Idempotency keys: one small MAC'd file per key under ``state/keys/``, named
     # by the SHA-256 of the key, so a lookup reads one file whatever the chain's

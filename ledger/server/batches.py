@@ -8,8 +8,8 @@ group's fsync fails, nothing of the batch was acknowledged and its entries are
 gone again: derived state written meanwhile is dropped (it is rebuilt from the
 chain) and each request is decided again on its own, with its own fsync.
 
-Derived state saved during a batch stays in memory (``edges.statefile.
-deferred_writes``) and is written once, after the batch's fsync.
+Derived state stays in memory between batches (``ledger.edges.keptstate``) and
+is written after a batch's fsync at most every half second, and at the end.
 """
 
 import contextlib
@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
-from ledger.edges.statefile import deferred_writes, flush_deferred
+from ledger.edges.keptstate import KeptStates, keeping
+from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime
 from ledger.server.protocol import STATUS_OK, Reply, Request
@@ -41,6 +42,7 @@ class Batches:
         # The server's own environment: requests run in their clients' (see
         # ``cli.served``), which may still be in place between requests.
         self._environ = dict(os.environ)
+        self._kept = KeptStates()
 
     def _runtime(self) -> Runtime:
         return Runtime(self.home, self._environ)
@@ -85,13 +87,14 @@ class Batches:
             # A fleet's database commits each transaction itself (SPEC §8).
             return self._run_each(requests)
         try:
-            with group_commit(chain) as group, deferred_writes() as pending:
-                group.after_commit.append(lambda: self._write_state(pending))
+            with group_commit(chain) as group, keeping(self._kept):
+                group.after_commit.append(self._write_state_when_due)
                 return self._run_each(requests)
         except GroupCommitError as exc:
             # Nothing of the batch was acknowledged and its entries are gone
             # again; derived state written meanwhile may be ahead of the chain.
             self._log(f"group commit failed, deciding the batch again one by one: {exc}")
+            self._kept.forget()
             with contextlib.suppress(LedgerError):
                 self._runtime().states.delete()
             for request in requests:
@@ -102,12 +105,26 @@ class Batches:
             # each request meets that as it would in its own process.
             return self._run_each(requests)
 
-    def _write_state(self, pending: dict[str, bytes | None]) -> None:
+    def _write_state_when_due(self) -> None:
+        if self._kept.due():
+            self._write_state()
+
+    def _write_state(self) -> None:
         try:
-            flush_deferred(pending)
+            self._kept.write()
         except LedgerError as exc:
-            # Derived state only: the next request refolds what the file lacks.
-            self._log(f"could not write derived state after a batch: {exc}")
+            # Derived state only: the next reader folds what the file lacks.
+            self._log(f"could not write derived state: {exc}")
+
+    def close(self) -> None:
+        """Write the state kept in memory (under the chain lock), before the server exits."""
+        try:
+            chain = self._batch_chain()
+            if isinstance(chain, ChainFile):
+                with exclusive_lock(chain.lock_path, chain.lock_timeout):
+                    self._write_state()
+        except LedgerError as exc:
+            self._log(f"could not write derived state at stop: {exc}")
 
     def _run_each(self, requests: list[Request]) -> list[bytes]:
         replies: list[bytes] = []

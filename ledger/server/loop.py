@@ -135,6 +135,7 @@ class Server:
             self._close_listener()
             for connection in list(self._connections.values()):
                 self._drop(connection.sock)
+            self.batcher.close()
             self._selector.close()
             signal.set_wakeup_fd(old_wakeup)
             # The handlers stay: a second SIGTERM while the process winds down is

@@ -73,3 +73,43 @@ def test_a_failed_group_fsync_decides_the_batch_again_one_by_one(home: Path, mon
     assert assert_verifies(home) == len(entries(home))
     usage = _documents(server.run([raw_request(home, "usage", request_id="rq-u2")]))
     assert usage[0]["usd_used_micros"] == 1_250_000
+
+
+def test_derived_state_is_kept_in_memory_and_written_at_close(home: Path, monkeypatch):
+    """Between writes the file lags the chain (readers catch up from the chain), and
+    what the server kept reaches the file when it stops."""
+    from ledger.edges import keptstate
+
+    monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
+    state = home / "state" / "derived.json"
+    server = _server(home)
+    assert _documents(server.run([raw_request(home, "verdict", "1", request_id="rq-0")]))
+    before = state.read_bytes() if state.exists() else None
+    for batch in range(3):
+        requests = [
+            raw_request(home, "verdict", "1", request_id=f"rq-{batch}-{i}") for i in range(4)
+        ]
+        assert _documents(server.run(requests))
+    assert (state.read_bytes() if state.exists() else None) == before  # not written yet
+    server.close()
+    size = json.loads(state.read_bytes().split(b"\n")[0])["size"]
+    assert size == (home / "events.jsonl").stat().st_size
+    assert_verifies(home)
+
+
+def test_a_state_written_by_an_in_process_writer_is_not_overwritten(home: Path, monkeypatch):
+    """An in-process verdict between batches replaces the file: the server's memory of
+    the older state is dropped, and its next write never goes back behind it."""
+    from ledger.edges import keptstate
+
+    monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
+    server = _server(home)
+    assert _documents(server.run([raw_request(home, "verdict", "1", request_id="rq-a")]))
+    parser = build_parser()
+    assert execute(raw_request(home, "verdict", "1", request_id="rq-b"), parser).code == 0
+    state = home / "state" / "derived.json"
+    written = state.read_bytes()
+    server.close()
+    assert state.read_bytes() == written
+    documents = _documents(server.run([raw_request(home, "usage", request_id="rq-c")]))
+    assert documents[0]["usd_reserved"] == 2.0

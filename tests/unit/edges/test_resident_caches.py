@@ -18,8 +18,9 @@ from ledger.edges import memo
 from ledger.edges.chainfile import ChainFile, CorruptTailError, read_head
 from ledger.edges.configfile import load_config
 from ledger.edges.groupcommit import GroupCommitError, group_commit
+from ledger.edges.keptstate import KeptStates, keeping
 from ledger.edges.keyfiles import KeyDir
-from ledger.edges.statefile import StateFile, deferred_writes, flush_deferred
+from ledger.edges.statefile import StateFile
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer
 
@@ -80,10 +81,15 @@ class TestRememberedFiles:
             keys.load_signer(key_id)
 
     def test_forget_all_empties_the_memo(self):
-        calls = []
-        memo.remembered("t", 1, lambda: calls.append(1) or "v")
+        calls: list[int] = []
+
+        def build() -> str:
+            calls.append(1)
+            return "v"
+
+        memo.remembered("t", 1, build)
         memo.forget_all()
-        memo.remembered("t", 1, lambda: calls.append(1) or "v")
+        memo.remembered("t", 1, build)
         assert len(calls) == 2
 
 
@@ -161,53 +167,104 @@ class TestParsedCommandLines:
             assert "unrecognized arguments" in capsys.readouterr().err
 
 
-class TestDeferredState:
+class TestKeptState:
     def _states(self, home: Path) -> StateFile:
         return StateFile(home / "state", home / "keys" / "state-mac.key")
 
-    def test_a_save_stays_in_memory_until_flushed(self, home):
-        """Inside the batch the file keeps its old bytes; loads see the new state."""
+    def test_a_save_stays_in_memory_until_written(self, home):
+        """While kept, the file keeps its old bytes and loads see the new state."""
         states = self._states(home)
         states.save_state(None, 0, {"n": 1})
         before = states.path.read_bytes()
-        with deferred_writes() as pending:
+        kept = KeptStates()
+        with keeping(kept):
             states.save_state(None, 0, {"n": 2})
             assert states.path.read_bytes() == before
             loaded = states.load()
             assert loaded is not None
             assert loaded.data == {"n": 2}
         assert states.path.read_bytes() == before
-        flush_deferred(pending)
+        kept.write()
         loaded = states.load()
         assert loaded is not None
         assert loaded.data == {"n": 2}
 
+    def test_a_file_written_by_another_process_wins(self, home):
+        """Another writer replaced the file: the kept state is dropped, never written over it."""
+        states = self._states(home)
+        states.save_state(None, 0, {"n": 1})
+        kept = KeptStates()
+        with keeping(kept):
+            states.save_state(None, 0, {"n": 2})
+        states.save_state(None, 0, {"n": 3})  # outside: as an in-process writer would
+        with keeping(kept):
+            loaded = states.load()
+            assert loaded is not None
+            assert loaded.data == {"n": 3}
+        kept.write()
+        loaded = states.load()
+        assert loaded is not None
+        assert loaded.data == {"n": 3}
+
+    def test_a_kept_state_is_not_written_over_a_newer_file(self, home):
+        """Written by someone else after the save was kept: the write leaves it."""
+        states = self._states(home)
+        states.save_state(None, 0, {"n": 1})
+        kept = KeptStates()
+        with keeping(kept):
+            states.save_state(None, 0, {"n": 2})
+        states.save_state(None, 0, {"n": 3})
+        kept.write()
+        loaded = states.load()
+        assert loaded is not None
+        assert loaded.data == {"n": 3}
+
     def test_a_relative_home_is_written_where_it_was_meant(self, home, monkeypatch, tmp_path):
-        """A request's relative path is kept absolute: the flush runs from another directory."""
+        """A request's relative path is kept absolute: the write runs from another directory."""
         monkeypatch.chdir(home.parent)
         states = StateFile(Path(home.name) / "state", Path(home.name) / "keys" / "state-mac.key")
-        with deferred_writes() as pending:
+        kept = KeptStates()
+        with keeping(kept):
             states.save_state(None, 0, {"n": 3})
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         monkeypatch.chdir(elsewhere)
-        flush_deferred(pending)
+        kept.write()
         assert not (elsewhere / home.name).exists()
         loaded = self._states(home).load()
         assert loaded is not None
         assert loaded.data == {"n": 3}
 
-    def test_a_delete_is_deferred_too(self, home):
+    def test_a_delete_is_kept_too(self, home):
         states = self._states(home)
         states.save_state(None, 0, {"n": 1})
-        with deferred_writes() as pending:
+        kept = KeptStates()
+        with keeping(kept):
             states.delete()
             assert states.load() is None
             assert states.path.exists()
-        flush_deferred(pending)
+        kept.write()
         assert not states.path.exists()
 
-    def test_state_is_written_after_the_groups_fsync_and_not_on_failure(self, home, monkeypatch):
+    def test_writes_are_spaced_and_forget_drops_everything(self, home, monkeypatch):
+        """Due only after the interval; a forgotten state is never written."""
+        from ledger.edges import keptstate
+
+        states = self._states(home)
+        kept = KeptStates()
+        assert not kept.due()  # nothing kept
+        with keeping(kept):
+            states.save_state(None, 0, {"n": 1})
+        monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
+        assert not kept.due()
+        monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 0.0)
+        assert kept.due()
+        kept.forget()
+        assert not kept.due()
+        kept.write()
+        assert not states.path.exists()
+
+    def test_hooks_run_after_the_groups_fsync_and_not_on_failure(self, home, monkeypatch):
         """The after-commit hook runs only once the group is durable."""
         _append(home, 0)
         chain = ChainFile(home / "events.jsonl")
@@ -216,7 +273,12 @@ class TestDeferredState:
             _append(home, 1)
             group.after_commit.append(lambda: order.append("after"))
             real = os.fsync
-            monkeypatch.setattr(os, "fsync", lambda fd: (order.append("fsync"), real(fd)))
+
+            def spied(fd: int) -> None:
+                order.append("fsync")
+                real(fd)
+
+            monkeypatch.setattr(os, "fsync", spied)
         assert order == ["fsync", "after"]
 
         def failing(_fd: int) -> None:
