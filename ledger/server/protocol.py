@@ -5,11 +5,12 @@ One request and one reply per connection, each one frame::
     frame = MAGIC (4 bytes) | body length (4 bytes, big-endian) | body
     body  = item*,  item = length (4 bytes, big-endian) | bytes
 
-A request (magic ``LGQ1``) carries, in this order: the request id, the client's
+A request (magic ``LGQ2``) carries, in this order: the request id, the client's
 working directory, whether stdin was read and its bytes, the encodings and error
 handlers of the client's stdin, stdout and stderr, the client's terminal width
 (0: none), the argument count and the arguments (everything after ``ledger``), the
-variable count and the environment as ``NAME=VALUE`` items. Paths, arguments and
+variable count and the environment as one item of ``NAME=VALUE`` entries
+separated by NUL bytes (no variable can hold one). Paths, arguments and
 variables travel as the bytes the operating system gave the client, so nothing
 is lost to a decoding.
 
@@ -25,7 +26,7 @@ server answers, and every millisecond there is paid by every hook.
 """
 
 SOCKET_NAME = "gate.sock"
-REQUEST_MAGIC = b"LGQ1"
+REQUEST_MAGIC = b"LGQ2"  # 2: the environment in one item
 REPLY_MAGIC = b"LGA1"
 HEADER_SIZE = 8
 MAX_REQUEST = 16 << 20  # a PostToolUse hook's stdin may hold a whole file
@@ -141,7 +142,9 @@ class Request:
             str(len(self.argv)).encode("ascii"),
             *self.argv,
             str(len(self.environ)).encode("ascii"),
-            *self.environ,
+            # One item: a variable cannot hold a NUL, and a hundred items cost
+            # the server more to take apart than the rest of the request.
+            b"\0".join(self.environ),
         ]
         return frame(REQUEST_MAGIC, items)
 
@@ -161,7 +164,9 @@ class Request:
             argv = items[_FIXED_FIELDS + 1 : _FIXED_FIELDS + 1 + argc]
             env_at = _FIXED_FIELDS + 1 + argc
             envc = int(items[env_at])
-            environ = items[env_at + 1 :]
+            if len(items) != env_at + 2:
+                raise ProtocolError("item counts do not match")
+            environ = items[env_at + 1].split(b"\0") if envc else []
             if argc < 0 or len(argv) != argc or len(environ) != envc:
                 raise ProtocolError("item counts do not match")
             request = cls(

@@ -35,6 +35,18 @@ class TestRequest:
         for name in Request.__slots__:
             assert getattr(back, name) == getattr(request, name), name
 
+    def test_one_variable_and_an_empty_value_come_back(self):
+        """The environment travels as one NUL-separated item: edge counts survive it."""
+        for environ in ([b"ONLY=1"], [b"EMPTY="], [b"A=1", b"B="]):
+            frame = Request("rq-1", b".", [b"usage"], environ).encode()
+            assert Request.decode(frame[HEADER_SIZE:]).environ == environ
+
+    def test_a_variable_holding_a_nul_is_not_a_request(self):
+        """No exec'd process has one; a frame whose counts then disagree is refused."""
+        frame = Request("rq-1", b".", [b"usage"], [b"A=1\x00B=2"]).encode()
+        with pytest.raises(ProtocolError, match="counts"):
+            Request.decode(frame[HEADER_SIZE:])
+
     def test_no_stdin_is_not_an_empty_stdin(self):
         """A command that reads no stdin is told so (None), not given an empty one."""
         frame = Request("rq-1", b".", [b"usage"], []).encode()
