@@ -130,7 +130,8 @@ def current() -> KeptStates | None:
 def absolute(path: Path) -> str:
     """The name a state file is kept under: absolute, as the request that saved it saw it."""
     # Files are written later, from the server's own working directory.
-    return os.path.abspath(path)  # noqa: PTH100 - keep the caller's links
+    name = os.fspath(path)
+    return name if name.startswith("/") else os.path.abspath(name)  # noqa: PTH100 - keep links
 
 
 def _remove(path: Path) -> None:
