@@ -273,35 +273,43 @@ class Server:
                 self._send(sock, Reply(STATUS_REFUSED).encode())
                 continue
             sock.setblocking(False)
-            self._connections[sock.fileno()] = _Connection(sock, monotonic() + READ_TIMEOUT)
-            self._selector.register(sock, selectors.EVENT_READ, sock.fileno())
+            connection = _Connection(sock, monotonic() + READ_TIMEOUT)
+            self._connections[sock.fileno()] = connection
+            # A client sends its request as soon as it connects: it is usually
+            # here already, and then needs no round through the selector.
+            if self._take(connection) is False:
+                self._selector.register(sock, selectors.EVENT_READ, sock.fileno())
 
     def _read(self, fd: int) -> None:
-        connection = self._connections[fd]
+        self._take(self._connections[fd])
+
+    def _take(self, connection: _Connection) -> bool | None:
+        """Read what has arrived; ``False`` when the request is not complete yet."""
         try:
             chunk = connection.sock.recv(1 << 20)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:
             self._drop(connection.sock)
-            return
+            return None
         connection.buffer += chunk
         if len(connection.buffer) < HEADER_SIZE:
-            return
+            return False
         try:
             length = body_length(bytes(connection.buffer[:HEADER_SIZE]), REQUEST_MAGIC, MAX_REQUEST)
             if len(connection.buffer) < HEADER_SIZE + length:
-                return
+                return False
             request = Request.decode(bytes(connection.buffer[HEADER_SIZE : HEADER_SIZE + length]))
         except ProtocolError as exc:
             self.log(f"declined a request: {exc}")
             self._forget(connection.sock)
             self._send(connection.sock, Reply(STATUS_DECLINED).encode())
-            return
+            return None
         self._forget(connection.sock)
         self._ready.append((connection.sock, request))
+        return True
 
     def _forget(self, sock: socket.socket) -> None:
         with contextlib.suppress(KeyError, ValueError):
