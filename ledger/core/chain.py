@@ -84,7 +84,7 @@ class ChainVerifier:
 
     def feed(self, raw: bytes) -> bool:
         """Check the next line (with its ``\\n``); ``False`` once the chain is broken."""
-        if self.broken:
+        if self._fail_line is not None:
             return False
         self._line_no += 1
         if not raw.endswith(b"\n"):
@@ -94,26 +94,28 @@ class ChainVerifier:
             if self._allow_markers:
                 return True
             return self._fail("unauthenticated marker line")
-        if not line.strip():
-            return self._fail("empty line")
         try:
             parsed = parse_line(line)
         except EnvelopeFormatError as exc:
+            # A blank line never parses, so it is looked for only after a failure.
+            if not line.strip():
+                return self._fail("empty line")
             return self._fail(f"malformed entry: {exc}")
         return self._check(parsed)
 
     def _check(self, parsed: ParsedEntry) -> bool:
+        prev = parsed.prev_hash
         if self._entries == 0:
-            self._first_prev = parsed.prev_hash
+            self._first_prev = prev
             self._first_entry_line = self._line_no
-            if self._expected_prev is not None and parsed.prev_hash != self._expected_prev:
+            if self._expected_prev is not None and prev != self._expected_prev:
                 return self._fail(self._link_reason())
-        elif parsed.prev_hash != self._head:
+        elif prev != self._head:
             return self._fail("prev_hash does not match the previous entry")
         problem = self._trust.signature_problem(parsed, strict=self._strict)
         if problem is not None:
             return self._fail(problem)
-        if self._entries == 0 and parsed.prev_hash == GENESIS:
+        if self._entries == 0 and prev == GENESIS:
             self._genesis = parsed.entry_hash
         self._entries += 1
         self._head = parsed.entry_hash

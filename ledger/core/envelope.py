@@ -3,9 +3,10 @@
 An entry's *canonical bytes* are the RFC 8785 form of the entry without
 ``signature`` and ``signing_key_id``; ``prev_hash`` of the next entry is their
 SHA-256. Our writer renders a line as those canonical bytes with the two
-signature fields spliced in before the closing brace, so a verifier can recover
-the exact signed bytes from our own lines without re-serializing; lines from
-other writers of the format are re-canonicalized.
+signature fields spliced in before the closing brace, so a verifier can take
+the signed bytes of such a line by slicing, once one re-rendering has shown the
+slice canonical; every other line, and any slice that check cannot vouch for,
+is re-canonicalized through ``rfc8785``.
 """
 
 import datetime as dt
@@ -40,11 +41,12 @@ KEY_ID_RE = re.compile(r"^[a-z0-9_-]+$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
-# The exact tail our writer appends; nothing may follow it on the line.
+# The exact tail our writer appends (matched to the end of the line).
 _OUR_TAIL_RE = re.compile(
-    rb',"signature":"([A-Za-z0-9+/]+={0,2})","signing_key_id":"([a-z0-9_-]+)"}$'
+    rb',"signature":"([A-Za-z0-9+/]+={0,2})","signing_key_id":"([a-z0-9_-]+)"}'
 )
 _TAIL_MARK = b',"signature":"'
+_MAX_SAFE_INT = 2**53 - 1
 
 
 class EnvelopeFormatError(ValueError):
@@ -153,9 +155,11 @@ def parse_line(line: bytes) -> ParsedEntry:
         EnvelopeFormatError: not UTF-8, not a JSON object, an unknown or missing
             field, a malformed field, or a value RFC 8785 cannot represent.
     """
-    match = _OUR_TAIL_RE.search(line, max(0, len(line) - 200))
+    # The tail holds no second mark, so the last mark is where a tail would start.
+    start = line.rfind(_TAIL_MARK)
+    match = _OUR_TAIL_RE.fullmatch(line, start) if start > 0 else None
     if match is not None:
-        preimage = line[: line.rfind(_TAIL_MARK)] + b"}"
+        preimage = line[:start] + b"}"
         entry = _canonical_entry(preimage)
         if entry is not None:
             _check_fields(entry)
@@ -169,39 +173,57 @@ def parse_line(line: bytes) -> ParsedEntry:
     return _parse_foreign_line(line)
 
 
-class _FloatSeenError(Exception):
-    pass
+class _NotPlainError(Exception):
+    """A value the fast path leaves to ``rfc8785``."""
 
 
-def _no_float(_text: str) -> Any:
-    raise _FloatSeenError
+def _not_plain(_text: str) -> Any:
+    raise _NotPlainError
 
 
-_NO_FLOAT_DECODER = json.JSONDecoder(parse_float=_no_float)
-_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+def _safe_int(text: str) -> int:
+    value = int(text)
+    if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return value
+    raise _NotPlainError
+
+
+# Floats, NaN/Infinity and integers beyond 2**53 - 1 are where json and RFC 8785
+# part ways (or where RFC 8785 refuses), so the decoder stops at them.
+_PLAIN_DECODER = json.JSONDecoder(
+    parse_float=_not_plain, parse_int=_safe_int, parse_constant=_not_plain
+)
+# ensure_ascii=False: RFC 8785 writes characters, never \uXXXX for printable ones.
+# Decoded JSON holds no cycles, so the encoder need not look for them.
+_CANONICAL_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
+)
 
 
 def _canonical_entry(preimage: bytes) -> dict[str, Any] | None:
     """The unsigned entry if ``preimage`` is already its RFC 8785 form, else ``None``.
 
-    For ASCII text without floats, RFC 8785 and ``json.dumps`` with sorted keys
-    and compact separators produce the same bytes (key order by UTF-16 units and
-    by code points agree on ASCII; integers print alike), so one comparison
-    proves the body canonical. Anything else — whitespace, another key order,
-    repeated keys, floats, non-ASCII — goes the slow way through ``rfc8785``.
+    For values whose strings are all ASCII and whose numbers are all safe
+    integers, RFC 8785 and ``json.dumps`` with sorted keys, compact separators
+    and ``ensure_ascii=False`` produce the same text (key order by UTF-16 units
+    and by code points agree on ASCII; strings escape alike; integers print
+    alike), so one comparison proves the body canonical. A ``\\uXXXX`` escape of
+    any character RFC 8785 writes as itself re-renders as that character, which
+    differs from the ASCII input. Anything else (whitespace, another key order,
+    repeated keys, other escapes, floats, large integers, non-ASCII bytes, a
+    missing or extra field) goes the slow way, which decides it alone.
     """
     if not preimage.isascii():
         return None
+    text = preimage.decode("ascii")
     try:
-        entry = _NO_FLOAT_DECODER.decode(preimage.decode("ascii"))
-    except (_FloatSeenError, ValueError, RecursionError):
-        return None
-    if not isinstance(entry, dict) or not (set(entry) <= _UNSIGNED_FIELDS):
-        return None
-    if "redaction_applied" not in entry:
-        return None
-    rendered = _CANONICAL_ENCODER.encode(entry)
-    if rendered.encode("ascii") != preimage:
+        # raw_decode skips decode's whitespace handling: canonical text has none.
+        entry, end = _PLAIN_DECODER.raw_decode(text)
+        if end != len(text) or type(entry) is not dict or entry.keys() != _UNSIGNED_FIELDS:
+            return None
+        if _CANONICAL_ENCODER.encode(entry) != text:
+            return None
+    except (_NotPlainError, ValueError, RecursionError):
         return None
     return entry
 

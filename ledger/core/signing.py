@@ -85,10 +85,12 @@ def _public_key(public_raw: bytes) -> Ed25519PublicKey:
 def verify_b64(public_raw: bytes, signature_b64: str, message: bytes) -> bool:
     """Whether ``signature_b64`` is a valid signature of ``message`` under the key."""
     try:
-        signature = base64.b64decode(signature_b64, validate=True)
+        signature = binascii.a2b_base64(signature_b64)
         # Only the one canonical encoding counts: the unused low bits of the last
         # character must be zero, or a signature could be rewritten undetected.
-        if base64.b64encode(signature).decode("ascii") != signature_b64:
+        # Re-encoding equal to the input also proves every character valid, which
+        # the lenient decode above does not check by itself.
+        if binascii.b2a_base64(signature, newline=False).decode("ascii") != signature_b64:
             return False
         _public_key(public_raw).verify(signature, message)
     except (InvalidSignature, binascii.Error, ValueError):

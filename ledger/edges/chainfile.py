@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 _TAIL_READ = 8192
 # Below this size one process verifies faster than starting a pool.
 _PARALLEL_MIN_BYTES = 4 << 20
+# Parallel ranges shrink toward the end of the file so that the workers finish
+# together: each takes 1 / (_RANGE_SHARE x workers) of the bytes still left, and
+# never less than the floor, below which a range's own start-up cost shows.
+_RANGE_SHARE = 4
+_MIN_RANGE_BYTES = 64 << 10
 
 
 class CorruptTailError(ChainIOError):
@@ -339,7 +344,7 @@ class ChainFile:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        bounds = self._split(size, workers * 32)
+        bounds = self._ranges(size, workers)
         jobs = [
             (
                 str(self.path),
@@ -387,16 +392,22 @@ class ChainFile:
                 break
         return verifier.report()
 
-    def _split(self, size: int, parts: int) -> list[tuple[int, int]]:
-        """Byte ranges that start and end on line boundaries."""
+    def _ranges(self, size: int, workers: int) -> list[tuple[int, int]]:
+        """Byte ranges on line boundaries, each a share of what the ones before leave.
+
+        Workers take ranges in order as they free up; ranges that shrink toward
+        the end keep the last worker from running on alone for long.
+        """
         cuts = [0]
         with os.fdopen(self._open(), "rb") as handle:
-            for index in range(1, parts):
-                handle.seek(size * index // parts)
+            while True:
+                left = size - cuts[-1]
+                handle.seek(cuts[-1] + max(_MIN_RANGE_BYTES, left // (_RANGE_SHARE * workers)))
                 handle.readline()
                 position = handle.tell()
-                if cuts[-1] < position < size:
-                    cuts.append(position)
+                if position >= size:
+                    break
+                cuts.append(position)
         cuts.append(size)
         return [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
 

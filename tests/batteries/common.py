@@ -191,7 +191,11 @@ def forge_entry(
         preimage = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode("ascii")
         line = render_line(preimage, signer.sign_b64(preimage), signer.key_id)
         if isinstance(payload, dict):
-            tx.append(line)
+            # Given its hash, the append need not parse back a line the parser may refuse
+            # (an integer beyond 2^53-1 has no RFC 8785 form).
+            tx.append(
+                line, entry_hash=sha256_hex(preimage), ts_utc=entry["ts_utc"], event_type=event_type
+            )
         else:
             with (home / "events.jsonl").open("ab") as chain:
                 chain.write(line)

@@ -482,7 +482,7 @@ class TestLargeChain:
         same line as a serial verify: the first line of the pair."""
         log, _pem, lines = large_log
         size = log.stat().st_size
-        bounds = ChainFile(log)._split(size, (os.cpu_count() or 2) * 8)
+        bounds = ChainFile(log)._ranges(size, os.cpu_count() or 2)
         first_of_range = _lines_before(log, bounds[2][0]) + 1
         for line in (first_of_range - 1, first_of_range):
             damaged = list(lines)
