@@ -1,0 +1,150 @@
+"""``ledger hook``: the Claude Code hook adapters (PreToolUse, PostToolUse, Stop).
+
+``ledger hook pre-tool-use`` runs before every tool use of an agent: imports
+stay inside the functions, so it pays only for what it touches.
+"""
+
+import argparse
+import sys
+from typing import Any
+
+from ledger.cli.fast_agents import home_runtime
+from ledger.cli.output import print_error, print_json
+
+WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
+AGENT_VARIABLE = "LEDGER_AGENT"
+
+
+def _read_stdin() -> bytes | str:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read()
+        return data
+    text: str = sys.stdin.read()
+    return text
+
+
+def _hook_scope(environ: dict[str, str]) -> Any:
+    from ledger.core.agents.ids import ID_RE
+    from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.services.agent_hooks import HookScope
+
+    notes: list[str] = []
+    workflow = environ.get(WORKFLOW_VARIABLE) or None
+    if workflow is not None and not ID_RE.fullmatch(workflow):
+        notes.append(
+            f"ledger: {WORKFLOW_VARIABLE}={workflow!r} is not a valid name; turns not counted"
+        )
+        workflow = None
+    agent = environ.get(AGENT_VARIABLE) or None
+    invalid_agent = None
+    if agent is not None and not ID_RE.fullmatch(agent):
+        invalid_agent = (
+            f"ledger: {AGENT_VARIABLE}={agent!r} is not a valid agent name; "
+            "tool call refused (fail-closed)"
+        )
+        agent = None
+    budget_end = None
+    end_text = environ.get(BUDGET_END_VARIABLE)
+    if end_text:
+        try:
+            budget_end = parse_budget_end(end_text)
+        except ValueError as exc:
+            notes.append(f"ledger: {exc}; no countdown")
+    return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes))
+
+
+def _hook(home: str | None, event: str) -> int:
+    from ledger.core.hook_protocol import HookInputError, parse_hook_input
+
+    try:
+        hook = parse_hook_input(_read_stdin(), event)
+    except HookInputError as exc:
+        print_error(f"hook {event}: malformed input ({exc}); no decision")
+        return 0
+    runtime = home_runtime(home)
+    scope = _hook_scope(runtime.environ)
+    if event == "PreToolUse":
+        from ledger.services.agent_hooks import pre_tool_use
+
+        result = pre_tool_use(runtime, hook, scope)
+    elif event == "Stop":
+        from ledger.services.agent_hooks import stop
+
+        result = stop(runtime, hook)
+    else:
+        from ledger.services.agent_hooks import post_tool_use
+
+        result = post_tool_use(runtime, hook, scope)
+    for line in [*scope.notes, *result.errors]:
+        print_error(line.removeprefix("ledger: "))
+    print_json(result.output)
+    return 0
+
+
+def hook_pre_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook pre-tool-use``: Claude Code PreToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PreToolUse")
+
+
+def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook post-tool-use``: Claude Code PostToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PostToolUse")
+
+
+def hook_stop(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook stop``: Claude Code Stop JSON on stdin."""
+    del args
+    return _hook(home, "Stop")
+
+
+def build(actions: Any) -> None:
+    """Add the ``hook`` actions to ``actions``, the family parser's sub-parsers."""
+    pre = actions.add_parser(
+        "pre-tool-use",
+        help="PreToolUse: count and decide",
+        description=(
+            "Claude Code PreToolUse hook: reads the hook JSON on stdin, runs a USD verdict\n"
+            "for the session (estimate: the mean cost of its recorded calls, at least $0.01),\n"
+            "counts the turn (LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints\n"
+            "the JSON Claude Code reads: permissionDecision deny on halt-100 or\n"
+            "halt-uncertainty, or when the agent's tool-call budget is exhausted; a\n"
+            "systemMessage on warn-90. Without usd.daily_cap, USD gating is off (said once).\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PreToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook pre-tool-use"
+        ),
+    )
+    pre.set_defaults(handler=hook_pre_tool_use)
+    post = actions.add_parser(
+        "post-tool-use",
+        help="PostToolUse: record spend; countdown and budget lines",
+        description=(
+            "Claude Code PostToolUse hook: reads the hook JSON on stdin, records the calls\n"
+            "of its transcript_path not recorded yet (priced from each message's usage;\n"
+            "provider anthropic, cycle_id the session id), and prints additionalContext\n"
+            "with the countdown tier (LEDGER_BUDGET_END or `ledger time start`) and the\n"
+            "budget lines. Lines it cannot read are skipped and named on stderr.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PostToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook post-tool-use"
+        ),
+    )
+    post.set_defaults(handler=hook_post_tool_use)
+    stop = actions.add_parser(
+        "stop",
+        help="Stop: record the session's spend",
+        description=(
+            "Claude Code Stop hook: reads the hook JSON on stdin and records every call of\n"
+            "its transcript_path not recorded yet, the turn's last one included. Prints {}.\n"
+            "Exit 0 (malformed stdin: one stderr line)."
+        ),
+        epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
+    )
+    stop.set_defaults(handler=hook_stop)
