@@ -37,7 +37,7 @@ def _plain(value: Any) -> bool:
     if kind is str or kind is bool or value is None:
         return True
     if kind is int:
-        return -_MAX_SAFE <= value <= _MAX_SAFE
+        return bool(-_MAX_SAFE <= value <= _MAX_SAFE)
     if kind is dict:
         return all(type(key) is str and _plain(item) for key, item in value.items())
     if kind is list:
