@@ -31,7 +31,7 @@ def _budget_end(environ: dict[str, str]) -> Any:
 def time_start(home: str | None, args: argparse.Namespace) -> int:
     """``ledger time start --budget-seconds N`` or ``--end ISO``."""
     from ledger.core.timefmt import parse_iso8601
-    from ledger.services.agents import time_start as start
+    from ledger.services.agents.time import time_start as start
 
     if (args.budget_seconds is None) == (args.end is None):
         raise UsageError("give exactly one of --budget-seconds N and --end ISO")
@@ -52,7 +52,7 @@ def time_start(home: str | None, args: argparse.Namespace) -> int:
 
 def time_status(home: str | None, args: argparse.Namespace) -> int:
     """``ledger time status``: advisory, exit 0."""
-    from ledger.services.agents import time_status as status
+    from ledger.services.agents.time import time_status as status
 
     del args
     runtime = home_runtime(home)

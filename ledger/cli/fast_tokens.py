@@ -14,7 +14,7 @@ _REF_RE = re.compile(r"^[0-9a-f]{64}$")
 def tokens_create(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens create CONVOY [--convoy-max N] [--agent-max N] [--warn-pct P]``."""
     from ledger.core.agents.ids import parse_pct
-    from ledger.services.agents import tokens_create as create
+    from ledger.services.agents.tokens import tokens_create as create
 
     convoy = checked_id(args.convoy, "CONVOY")
     convoy_max = checked_count(args.convoy_max, "--convoy-max")
@@ -26,7 +26,7 @@ def tokens_create(home: str | None, args: argparse.Namespace) -> int:
 
 def tokens_list(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens list``."""
-    from ledger.services.agents import tokens_list as listing
+    from ledger.services.agents.tokens import tokens_list as listing
 
     del args
     print_json(listing(home_runtime(home)))
@@ -35,7 +35,7 @@ def tokens_list(home: str | None, args: argparse.Namespace) -> int:
 
 def tokens_delete(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens delete CONVOY``."""
-    from ledger.services.agents import tokens_delete as delete
+    from ledger.services.agents.tokens import tokens_delete as delete
 
     print_json(delete(home_runtime(home), checked_id(args.convoy, "CONVOY")))
     return 0
@@ -43,7 +43,7 @@ def tokens_delete(home: str | None, args: argparse.Namespace) -> int:
 
 def tokens_report(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens report CONVOY``."""
-    from ledger.services.agents import tokens_report as report
+    from ledger.services.agents.tokens import tokens_report as report
 
     print_json(report(home_runtime(home), checked_id(args.convoy, "CONVOY")))
     return 0
@@ -51,7 +51,7 @@ def tokens_report(home: str | None, args: argparse.Namespace) -> int:
 
 def tokens_check(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens check CONVOY AGENT PROJECTED``: exit 0 allowed, 1 refused."""
-    from ledger.services.agents import tokens_check as check
+    from ledger.services.agents.tokens import tokens_check as check
 
     convoy = checked_id(args.convoy, "CONVOY")
     agent = checked_id(args.agent, "AGENT")
@@ -65,7 +65,7 @@ def tokens_check(home: str | None, args: argparse.Namespace) -> int:
 
 def tokens_record(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tokens record CONVOY AGENT INPUT OUTPUT [--check-ref R]``."""
-    from ledger.services.agents import tokens_record as record
+    from ledger.services.agents.tokens import tokens_record as record
 
     convoy = checked_id(args.convoy, "CONVOY")
     agent = checked_id(args.agent, "AGENT")

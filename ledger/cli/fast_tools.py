@@ -14,7 +14,7 @@ def tools_create(home: str | None, args: argparse.Namespace) -> int:
     Builder budgets come from the planner's formula (seed 001).
     """
     from ledger.core.agents.ids import decimal_text, parse_fraction
-    from ledger.services.agents import tools_create as create
+    from ledger.services.agents.tools import tools_create as create
 
     agent = checked_id(args.agent, "AGENT")
     files = checked_count(args.files, "--files")
@@ -29,7 +29,7 @@ def tools_create(home: str | None, args: argparse.Namespace) -> int:
 
 def tools_use(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tools use AGENT [--exempt]``: exit 1 when refused (budget exhausted)."""
-    from ledger.services.agents import tools_use as use
+    from ledger.services.agents.tools import tools_use as use
 
     answer = use(home_runtime(home), checked_id(args.agent, "AGENT"), args.exempt)
     print_json(answer.view)
@@ -38,7 +38,7 @@ def tools_use(home: str | None, args: argparse.Namespace) -> int:
 
 def tools_check(home: str | None, args: argparse.Namespace) -> int:
     """``ledger tools check AGENT``: exit 1 when exhausted."""
-    from ledger.services.agents import tools_check as check
+    from ledger.services.agents.tools import tools_check as check
 
     answer = check(home_runtime(home), checked_id(args.agent, "AGENT"))
     print_json(answer.view)

@@ -10,7 +10,7 @@ from ledger.cli.output import print_error, print_json
 
 def turns_create(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns create WORKFLOW --total N --phase N``."""
-    from ledger.services.agents import turns_create as create
+    from ledger.services.agents.turns import turns_create as create
 
     workflow = checked_id(args.workflow, "WORKFLOW")
     total = checked_count(args.total, "--total", minimum=1)
@@ -22,7 +22,7 @@ def turns_create(home: str | None, args: argparse.Namespace) -> int:
 def turns_phase(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns phase WORKFLOW NAME [--phase N]``: a phase transition."""
     from ledger.core.agents.ids import check_phase
-    from ledger.services.agents import turns_phase as phase
+    from ledger.services.agents.turns import turns_phase as phase
 
     workflow = checked_id(args.workflow, "WORKFLOW")
     name = check_phase(args.name)
@@ -33,7 +33,7 @@ def turns_phase(home: str | None, args: argparse.Namespace) -> int:
 
 def turns_record(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns record WORKFLOW [--type tool_use|file_change|delegation]``."""
-    from ledger.services.agents import turns_record as record
+    from ledger.services.agents.turns import turns_record as record
 
     workflow = checked_id(args.workflow, "WORKFLOW")
     return _advisory(workflow, lambda: record(home_runtime(home), workflow, args.type))
@@ -41,7 +41,7 @@ def turns_record(home: str | None, args: argparse.Namespace) -> int:
 
 def turns_check(home: str | None, args: argparse.Namespace) -> int:
     """``ledger turns check WORKFLOW``: advisory, exit 0 always."""
-    from ledger.services.agents import turns_check as check
+    from ledger.services.agents.turns import turns_check as check
 
     workflow = checked_id(args.workflow, "WORKFLOW")
     return _advisory(workflow, lambda: check(home_runtime(home), workflow))

@@ -42,7 +42,7 @@ def agent_view(runtime: Any) -> dict[str, Any]:
     """The agent budgets (convoys, workflows, agents, time) as ``status --json`` shows them."""
     from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
     from ledger.errors import ConfigError
-    from ledger.services.agents import agent_status
+    from ledger.services.agents.status import agent_status
 
     end_text = runtime.environ.get(BUDGET_END_VARIABLE)
     budget_end = None

@@ -323,7 +323,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from ledger.runtime import build_runtime
-    from ledger.services.agents import tokens_check
+    from ledger.services.agents.tokens import tokens_check
     runtime = build_runtime(sys.argv[1])
     admitted = sum(tokens_check(runtime, "c", "a", 7000).allowed for _ in range(5))
     print(admitted)
