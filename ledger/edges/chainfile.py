@@ -157,6 +157,9 @@ def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
         CorruptTailError: the last line is not a valid entry.
         ChainIOError: the file cannot be read, or is not a regular file.
     """
+    remembered = _known_head(path, follow_symlinks=follow_symlinks)
+    if remembered is not None:
+        return remembered
     try:
         fd = open_regular(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
@@ -206,6 +209,21 @@ class _Found(NamedTuple):
 # long-lived writer (``ledger serve``, a Python API user) does not parse the
 # last line again when nothing else has written since.
 _KNOWN_HEADS: dict[tuple[int, int], tuple[_Found, ChainHead]] = {}
+
+
+def _known_head(path: Path, *, follow_symlinks: bool) -> ChainHead | None:
+    """The remembered head, when one ``stat`` shows the file unchanged since."""
+    if not _KNOWN_HEADS:
+        return None
+    try:
+        info = path.stat(follow_symlinks=follow_symlinks)
+    except OSError:
+        return None  # the open that follows reports it
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    found = _Found.of(info)
+    known = _KNOWN_HEADS.get(found.file)
+    return known[1] if known is not None and known[0] == found and found.size else None
 
 
 class ChainFile:

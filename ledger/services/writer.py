@@ -143,6 +143,9 @@ class Writer:
             LockTimeoutError: the lock was busy too long.
             ChainIOError: see ``append``.
         """
-        self.signer()  # fail before taking the lock when there is no usable key
+        if self._signer is None:
+            # Fail before taking the lock when there is no usable key; a key
+            # that worked before is checked again under the lock anyway.
+            self.signer()
         with self.deps.chain.transaction() as tx:
             return self.append(tx, event_type, payload)
