@@ -64,6 +64,10 @@ class KeptStates:
         """Hold ``raw`` (``None``: removal) as the newest content of ``name``."""
         if name not in self._supersedes:
             self._supersedes[name] = identity_of(name)
+        if self._supersedes[name] is None:
+            # No file to compare against: a removal by someone else (``recover``)
+            # would look like no change. Write at the end of this group instead.
+            self._written_at = -WRITE_EVERY_SECONDS
         self._raw[name] = raw
         self._dirty.add(name)
 

@@ -246,11 +246,30 @@ class TestKeptState:
         kept.write()
         assert not states.path.exists()
 
+    def test_a_state_with_no_file_behind_it_is_written_at_once(self, home, monkeypatch):
+        """With no file to compare against, a removal by another process would go
+        unseen: such a state is due at once, whatever the interval."""
+        from ledger.edges import keptstate
+
+        monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
+        states = self._states(home)
+        states.delete()
+        kept = KeptStates()
+        with keeping(kept):
+            states.save_state(None, 0, {"n": 1})
+        assert kept.due()
+        kept.write()
+        assert states.path.exists()
+        with keeping(kept):
+            states.save_state(None, 0, {"n": 2})
+        assert not kept.due()  # now a file stands behind it
+
     def test_writes_are_spaced_and_forget_drops_everything(self, home, monkeypatch):
         """Due only after the interval; a forgotten state is never written."""
         from ledger.edges import keptstate
 
         states = self._states(home)
+        states.save_state(None, 0, {"n": 0})
         kept = KeptStates()
         assert not kept.due()  # nothing kept
         with keeping(kept):
@@ -262,7 +281,9 @@ class TestKeptState:
         kept.forget()
         assert not kept.due()
         kept.write()
-        assert not states.path.exists()
+        loaded = states.load()
+        assert loaded is not None
+        assert loaded.data == {"n": 0}
 
     def test_hooks_run_after_the_groups_fsync_and_not_on_failure(self, home, monkeypatch):
         """The after-commit hook runs only once the group is durable."""
