@@ -23,23 +23,13 @@ from ledger.edges.keyfiles import KeyDir
 from ledger.edges.statefile import StateFile
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer
+from tests.helpers.chains import record_payload
 
 NOW = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}
 
 
-def _payload(index: int) -> dict[str, object]:
-    return {
-        "provider": "openai",
-        "actual_micros": index,
-        "utc_day": "2026-11-22",
-        "verdict_ref": None,
-        "settled": False,
-        "cycle_id": f"c-{index}",
-    }
-
-
 def _append(home: Path, index: int) -> None:
-    Writer(Runtime(home, dict(NOW))).append_one("budget.record_call", _payload(index))
+    Writer(Runtime(home, dict(NOW))).append_one("budget.record_call", record_payload(index))
 
 
 class TestRememberedFiles:
