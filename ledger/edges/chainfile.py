@@ -1,4 +1,4 @@
-"""``events.jsonl`` on a local disk: locking, appending, reading, parallel verify.
+"""``events.jsonl`` on a local disk: locking, appending, reading.
 
 Appends happen under an exclusive ``flock`` on ``events.jsonl.lock`` held across
 read-tail, hash, sign, append and fsync (SPEC §2). Reading the tail costs the
@@ -11,6 +11,9 @@ with ``fstat`` first, so a FIFO, a directory or a device at the path is an I/O
 failure found at once (SPEC §4), never a read that waits forever. The home's
 chain is never reached through a symbolic link: its lock lives beside the path,
 so a link to another home's chain would let two homes append under two locks.
+
+Verifying the whole chain (in parallel byte ranges when it is large) lives in
+``ledger.edges.chainverify``; ``ChainFile.verify`` delegates to it.
 """
 
 import contextlib
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
+from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.edges.files import describe_mode, fsync_dir, open_regular
 from ledger.edges.groupcommit import GroupCommit, joined
 from ledger.edges.locks import exclusive_lock, shared_lock
@@ -31,13 +34,6 @@ if TYPE_CHECKING:
     from ledger.core.trust import TrustStore
 
 _TAIL_READ = 8192
-# Below this size one process verifies faster than starting a pool.
-_PARALLEL_MIN_BYTES = 4 << 20
-# Parallel ranges shrink toward the end of the file so that the workers finish
-# together: each takes 1 / (_RANGE_SHARE x workers) of the bytes still left, and
-# never less than the floor, below which a range's own start-up cost shows.
-_RANGE_SHARE = 4
-_MIN_RANGE_BYTES = 64 << 10
 
 
 class CorruptTailError(ChainIOError):
@@ -308,7 +304,12 @@ class ChainFile:
         if not stat.S_ISREG(mode):
             raise ChainIOError(f"cannot read {self.path}: {describe_mode(mode)}")
 
-    def _open(self) -> int:
+    def open_read(self) -> int:
+        """A read-only descriptor on the chain file; the caller closes it.
+
+        Raises:
+            ChainIOError: the file cannot be opened, or is not a regular file.
+        """
         try:
             return open_regular(self.path, follow_symlinks=self.follow_symlinks)
         except OSError as exc:
@@ -320,7 +321,7 @@ class ChainFile:
         Raises:
             ChainIOError: the file cannot be read.
         """
-        handle = os.fdopen(self._open(), "rb")
+        handle = os.fdopen(self.open_read(), "rb")
         with handle:
             try:
                 handle.seek(start)
@@ -346,45 +347,21 @@ class ChainFile:
     ) -> "ChainReport":
         """Verify the whole file, in parallel byte ranges when it is large.
 
+        See ``ledger.edges.chainverify.verify_file``.
+
         Raises:
             ChainIOError: the file cannot be read.
         """
-        from ledger.core.chain import stitch
+        from ledger.edges.chainverify import verify_file
 
-        fd = self._open()
-        try:
-            size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-        workers = workers or os.cpu_count() or 1
-        if size < _PARALLEL_MIN_BYTES or workers == 1:
-            return self.verify_range(trust, strict, allow_markers, 0, None, from_genesis=True)
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        bounds = self._ranges(size, workers)
-        jobs = [
-            (
-                str(self.path),
-                trust,
-                strict,
-                allow_markers,
-                start,
-                end,
-                index == 0,
-                self.follow_symlinks,
-            )
-            for index, (start, end) in enumerate(bounds)
-        ]
-        reports: list[ChainReport] = []
-        # fork: workers inherit the imported modules instead of re-importing them.
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for (_start, end), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
-                reports.append(report)
-                if progress is not None:
-                    progress(end, size)
-        return stitch(reports)
+        return verify_file(
+            self,
+            trust,
+            strict=strict,
+            allow_markers=allow_markers,
+            workers=workers,
+            progress=progress,
+        )
 
     def verify_range(
         self,
@@ -397,37 +374,11 @@ class ChainFile:
         from_genesis: bool,
     ) -> "ChainReport":
         """Verify the lines in a byte range (from ``GENESIS`` for the first range)."""
-        from ledger.core.chain import ChainVerifier
+        from ledger.edges.chainverify import verify_range
 
-        verifier = ChainVerifier(
-            trust,
-            strict=strict,
-            allow_markers=allow_markers,
-            expected_prev=GENESIS if from_genesis else None,
+        return verify_range(
+            self, trust, strict, allow_markers, start, end, from_genesis=from_genesis
         )
-        for raw in self.iter_lines(start, end):
-            if not verifier.feed(raw):
-                break
-        return verifier.report()
-
-    def _ranges(self, size: int, workers: int) -> list[tuple[int, int]]:
-        """Byte ranges on line boundaries, each a share of what the ones before leave.
-
-        Workers take ranges in order as they free up; ranges that shrink toward
-        the end keep the last worker from running on alone for long.
-        """
-        cuts = [0]
-        with os.fdopen(self._open(), "rb") as handle:
-            while True:
-                left = size - cuts[-1]
-                handle.seek(cuts[-1] + max(_MIN_RANGE_BYTES, left // (_RANGE_SHARE * workers)))
-                handle.readline()
-                position = handle.tell()
-                if position >= size:
-                    break
-                cuts.append(position)
-        cuts.append(size)
-        return [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
         """The hash of entry ``number`` (counting from 1), or ``None`` if absent."""
@@ -442,12 +393,3 @@ class ChainFile:
                 except EnvelopeFormatError:
                     return None
         return None
-
-
-def _verify_job(
-    job: tuple[str, "TrustStore", bool, bool, int, int, bool, bool],
-) -> "ChainReport":
-    path, trust, strict, allow_markers, start, end, from_genesis, follow = job
-    return ChainFile(Path(path), follow_symlinks=follow).verify_range(
-        trust, strict, allow_markers, start, end, from_genesis=from_genesis
-    )

@@ -8,7 +8,8 @@ import pytest
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.trust import Revocation, TrustedKey, TrustStore, trust_document
-from ledger.edges.chainfile import _PARALLEL_MIN_BYTES, ChainFile
+from ledger.edges.chainfile import ChainFile
+from ledger.edges.chainverify import _PARALLEL_MIN_BYTES, byte_ranges
 from ledger.errors import EXIT_DATA
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer
@@ -482,7 +483,7 @@ class TestLargeChain:
         same line as a serial verify: the first line of the pair."""
         log, _pem, lines = large_log
         size = log.stat().st_size
-        bounds = ChainFile(log)._ranges(size, os.cpu_count() or 2)
+        bounds = byte_ranges(ChainFile(log), size, os.cpu_count() or 2)
         first_of_range = _lines_before(log, bounds[2][0]) + 1
         for line in (first_of_range - 1, first_of_range):
             damaged = list(lines)
