@@ -203,7 +203,8 @@ def import_times(repeats: int) -> None:
 
 def inprocess_rate(workdir: Path, calls: int) -> None:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict, record_call
+    from ledger.services.gate import check_verdict
+    from ledger.services.recording import record_call
 
     print(f"\n== 3. in-process verdict + durable append ({calls} calls) ==")
     home = workdir / "rate"
@@ -243,7 +244,8 @@ def inprocess_rate(workdir: Path, calls: int) -> None:
 def _templates(home: Path, day: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Real payloads of an admitted verdict and of the record that settles it."""
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict, record_call
+    from ledger.services.gate import check_verdict
+    from ledger.services.recording import record_call
 
     scratch = home.parent / (home.name + "-template")
     init_home(scratch)

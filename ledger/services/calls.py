@@ -14,8 +14,9 @@ from ledger.core.prices import Quote, TokenCounts, cost_micros, estimate_micros
 from ledger.core.units import micros_to_usd, usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
-from ledger.services.gate import GateDeps, check_verdict, record_call, usage
+from ledger.services.gate import GateDeps, check_verdict, usage
 from ledger.services.prices import PriceDeps, find_price, price_for
+from ledger.services.recording import record_call
 
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 REF_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -1,12 +1,13 @@
-"""The USD gate: ``verdict``, ``record`` and ``usage`` (SPEC §3–4).
+"""The USD gate: ``verdict`` and ``usage`` (SPEC §3–4).
 
 Check and reserve are one step under the chain lock, so two processes can
 never both be admitted into the same last dollar. Every verdict is sealed in
-the chain; when it cannot be, the answer is still a halt.
+the chain; when it cannot be, the answer is still a halt. Recording the
+spend that settles a reservation (``record``) is in ``services.recording``.
 """
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
 from ledger.core.seal import chain_time
@@ -25,7 +26,6 @@ from ledger.errors import (
     SchemaValidationError,
     StoreUnreachableError,
 )
-from ledger.services.idempotency import find_duplicate, remember_keys_untrusted
 from ledger.services.spool import with_spooled
 from ledger.services.state import (
     Counter,
@@ -312,135 +312,6 @@ def _gate_once(
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)
     return VerdictOutcome(decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day)
-
-
-class RecordOutcome(NamedTuple):
-    """A recorded call (or, for a repeated idempotency key, the first one)."""
-
-    entry_hash: str
-    utc_day: str
-    settled: bool
-    warning: str | None
-    duplicate: bool = False
-    payload: dict[str, Any] | None = None
-    spooled: bool = False
-    budget_day: str | None = None
-
-
-def record_call(
-    deps: GateDeps,
-    actual_micros: int | None,
-    provider: str,
-    verdict_ref: str | None = None,
-    model_id: str | None = None,
-    cycle_id: str | None = None,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    idempotency_key: str | None = None,
-    details: dict[str, Any] | None = None,
-) -> RecordOutcome:
-    """Record actual spend (see ``_record_call``), spooling it when the store is unreachable.
-
-    A database store that cannot be reached keeps the record in the home's
-    spool (SPEC §8): ``spooled`` is set, and the record is sealed exactly once,
-    by its idempotency key, by the next write that reaches the store.
-    """
-    request: dict[str, Any] = {
-        "actual_micros": actual_micros, "provider": provider, "verdict_ref": verdict_ref,
-        "model_id": model_id, "cycle_id": cycle_id, "input_tokens": input_tokens,
-        "output_tokens": output_tokens, "idempotency_key": idempotency_key, "details": details,
-    }  # fmt: skip
-    try:
-        return _record_call(deps, **request)
-    except StoreUnreachableError:
-        if getattr(deps, "spool", None) is None:
-            raise
-        from ledger.services.spool import spool_record
-
-        return spool_record(cast("Any", deps), request)
-
-
-def _record_call(
-    deps: GateDeps,
-    actual_micros: int | None,
-    provider: str,
-    verdict_ref: str | None = None,
-    model_id: str | None = None,
-    cycle_id: str | None = None,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    idempotency_key: str | None = None,
-    details: dict[str, Any] | None = None,
-) -> RecordOutcome:
-    """Record actual spend and settle its reservation. Spend is never refused.
-
-    ``actual_micros`` is ``None`` for a call whose model has no price: the
-    record is sealed all the same (SPEC §7), with its token counts in
-    ``details``, and the gate halts until it is priced.
-
-    With ``idempotency_key``, a key already sealed in the chain writes nothing
-    and returns the first record (``duplicate``): the lookup and the append
-    are one step under the chain lock, so concurrent repeats seal exactly one.
-
-    Raises:
-        LockTimeoutError: the chain lock stayed busy.
-        ChainIOError: the chain cannot be appended to (e.g. a torn tail).
-    """
-    writer = Writer(deps)
-    writer.signer()  # fail before the lock when there is no usable key
-    with deps.chain.transaction() as tx:
-        counter = load_counter(tx, deps)
-        if idempotency_key is not None:
-            first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
-            if first is not None:
-                save_counter(counter, deps.states)
-                body = first["payload"]
-                return RecordOutcome(
-                    first["entry_hash"], str(body.get("utc_day")), bool(body.get("settled")),
-                    None, duplicate=True, payload=body, budget_day=body.get("budget_day"),
-                )  # fmt: skip
-        now = chain_time(deps.clock.now(), _head_ts_text(counter))
-        day, spend_utc_day = budget_day(now, deps.config.day_zone), utc_day(now)
-        warning = None
-        settled = False
-        if verdict_ref is not None:
-            reservation = counter.data["usd"]["reservations"].get(verdict_ref)
-            if reservation is None:
-                warning = (
-                    f"verdict_ref {verdict_ref[:16]}… is unknown, expired or already settled; "
-                    "recorded anyway"
-                )
-            elif reservation["expires_at"] <= format_ts(now):
-                warning = f"verdict_ref {verdict_ref[:16]}… has expired; recorded anyway"
-            else:
-                settled = True
-                # SPEC §4: a settled record counts on its reservation's budget
-                # day, so a call admitted before midnight and recorded after it
-                # never pushes the new day past its cap. The payload's
-                # utc_day is that verdict's UTC day, as it always was.
-                day = reservation.get("budget_day") or reservation["utc_day"]
-                spend_utc_day = reservation["utc_day"]
-        payload = {
-            "provider": provider,
-            "actual_micros": actual_micros,
-            "utc_day": spend_utc_day,
-            "budget_day": day,
-            "verdict_ref": verdict_ref,
-            "settled": settled,
-            "model_id": model_id,
-            "cycle_id": cycle_id,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "idempotency_key": idempotency_key,
-            **(details or {}),
-        }
-        sealed = writer.append(tx, "budget.record_call", payload, now=now)
-        fold_sealed(counter, sealed, tx.head())
-        save_counter(counter, deps.states)
-        remember_keys_untrusted(counter, deps.states)
-    return RecordOutcome(
-        sealed.entry_hash, spend_utc_day, settled, warning, payload=payload, budget_day=day
-    )
 
 
 class UsageOutcome(NamedTuple):

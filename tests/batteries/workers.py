@@ -30,7 +30,8 @@ def _wait_for(path: Path, limit: float = 60.0) -> None:
 
 def crash_writer(home: Path, seed: int) -> None:
     """Append, gate and record until killed; print each acknowledged hash."""
-    from ledger.services.gate import check_verdict, record_call
+    from ledger.services.gate import check_verdict
+    from ledger.services.recording import record_call
     from ledger.services.writer import Writer
 
     rng = random.Random(seed)
