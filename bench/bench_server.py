@@ -20,7 +20,6 @@
 """
 
 import argparse
-import fcntl
 import io
 import os
 import re
@@ -35,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from common import bare_fsync_rate  # noqa: E402 - after the path is set
 
 CAP_USD = "1000000000"
 BASE_ENV = {"LEDGER_BILLING_STALE_HALT_PCT": "100"}
@@ -219,24 +220,6 @@ def aggregate_rate(home: Path, mode: str, per_client: int) -> float:
     if any(codes):
         raise SystemExit(f"bench_server: {mode} workers exited {codes}")
     return CLIENTS * per_client / elapsed
-
-
-def bare_fsync_rate(directory: Path, count: int) -> float:
-    """Appends/s of flock, write one 700-byte line, fsync, unlock: the per-entry floor."""
-    line = b"x" * 699 + b"\n"
-    lock_fd = os.open(directory / "bare.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    fd = os.open(directory / "bare.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        began = time.perf_counter()
-        for _ in range(count):
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-            os.fsync(fd)
-            fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        return count / (time.perf_counter() - began)
-    finally:
-        os.close(fd)
-        os.close(lock_fd)
 
 
 def throughput(workdir: Path, per_client: int) -> None:

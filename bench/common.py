@@ -1,11 +1,15 @@
-"""Shared pieces of the benchmarks: a deterministic key, payloads, fast chain files."""
+"""Shared pieces of the benchmarks: a deterministic key, payloads, fast chain files, the
+bare flock + write + fsync loop that appends are measured against."""
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import multiprocessing
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,3 +95,23 @@ def write_chain(path: Path, count: int) -> Path:
         for item, signature in zip(items, signatures, strict=True):
             handle.write(render_line(item, signature, key.key_id))
     return path
+
+
+def bare_fsync_rate(directory: Path, count: int) -> float:
+    """Appends/s of the minimum durable append: flock, write one 700-byte line, fsync, unlock."""
+    scratch = Path(tempfile.mkdtemp(dir=directory))
+    line = b"x" * 699 + b"\n"
+    lock_fd = os.open(scratch / "bare.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(scratch / "bare.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        began = time.perf_counter()
+        for _ in range(count):
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+            os.fsync(fd)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        return count / (time.perf_counter() - began)
+    finally:
+        os.close(fd)
+        os.close(lock_fd)
+        shutil.rmtree(scratch, ignore_errors=True)

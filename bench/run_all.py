@@ -29,17 +29,16 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
 """
 
 import argparse
-import fcntl
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from common import bare_fsync_rate
 
 BENCH = Path(__file__).resolve().parent
 SCRIPTS = {
@@ -82,26 +81,6 @@ class Figures:
 
 
 # --- limits measured here -------------------------------------------------------------------
-
-
-def bare_fsync_rate(directory: Path, count: int) -> float:
-    """Appends/s of the minimum durable append: flock, write one 700-byte line, fsync, unlock."""
-    scratch = Path(tempfile.mkdtemp(dir=directory))
-    line = b"x" * 699 + b"\n"
-    lock_fd = os.open(scratch / "bare.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    fd = os.open(scratch / "bare.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        began = time.perf_counter()
-        for _ in range(count):
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-            os.fsync(fd)
-            fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        return count / (time.perf_counter() - began)
-    finally:
-        os.close(fd)
-        os.close(lock_fd)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def ed25519_rate(samples: int) -> float:
