@@ -44,11 +44,11 @@ class CheckpointDir:
         # Every verdict asks, and a home gathers a checkpoint a day: the newest
         # is found by its name and read alone. Names are only a guide: when the
         # file's own time and count do not match its name, all are read.
-        named = [(_STAMP.fullmatch(path.name), path) for path in paths]
-        if named and all(match is not None for match, _path in named):
-            match, path = max(named, key=lambda item: _named_rank(item[0]))
+        named = _ranks_by_name(paths)
+        if named:
+            path = max(named, key=named.__getitem__)
             checkpoint = load_checkpoint(path)
-            if _named_rank(match) == (_stamp(checkpoint.ts_utc), checkpoint.entries):
+            if named[path] == (_stamp(checkpoint.ts_utc), checkpoint.entries):
                 return path, checkpoint
         newest: tuple[tuple[str, int], Path, Checkpoint] | None = None
         for path in paths:
@@ -67,9 +67,15 @@ def _stamp(ts_utc: str) -> str:
     return ts_utc.replace("-", "").replace(":", "").replace(".", "")
 
 
-def _named_rank(match: "re.Match[str] | None") -> tuple[str, int]:
-    assert match is not None  # noqa: S101 - only names that matched are ranked
-    return match.group(1), int(match.group(2))
+def _ranks_by_name(paths: list[Path]) -> dict[Path, tuple[str, int]]:
+    """Each file's (time, entry count) as its name gives them; empty if any name lacks them."""
+    ranks = {}
+    for path in paths:
+        match = _STAMP.fullmatch(path.name)
+        if match is None:
+            return {}
+        ranks[path] = (match.group(1), int(match.group(2)))
+    return ranks
 
 
 def load_checkpoint(path: Path) -> Checkpoint:
