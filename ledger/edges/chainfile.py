@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.edges.files import describe_mode, fsync_dir, open_regular
+from ledger.edges.files import (
+    FileIdentity,
+    describe_mode,
+    fsync_dir,
+    identity_of_stat,
+    open_regular,
+)
 from ledger.edges.groupcommit import GroupCommit, joined
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
@@ -119,7 +125,7 @@ class ChainTransaction:
                     written += os.write(fd, line[written:])
                 if self._group is None:
                     os.fsync(fd)
-                found = _Found.of(os.fstat(fd))
+                found = identity_of_stat(os.fstat(fd))
             except OSError as exc:
                 self._roll_back(fd, start)
                 raise ChainIOError(f"cannot append to {self._path}: {exc.strerror}") from exc
@@ -133,8 +139,8 @@ class ChainTransaction:
             parsed = parse_line(line[:-1])
             entry_hash, ts_utc, event_type = parsed.entry_hash, parsed.ts_utc, parsed.event_type
         self._head = ChainHead(entry_hash, ts_utc, start + len(line), event_type)
-        if found.size == self._head.size:
-            _KNOWN_HEADS[found.file] = (found, self._head)
+        if found[2] == self._head.size:
+            _KNOWN_HEADS[found[:2]] = (found, self._head)
 
     def _roll_back(self, fd: int, size: int) -> None:
         # Our own half-written line, under our own lock: cutting it keeps the
@@ -163,13 +169,10 @@ def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
     except OSError as exc:
         raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
     try:
-        found = _Found.of(os.fstat(fd))
-        size = found.size
+        found = identity_of_stat(os.fstat(fd))
+        size = found[2]
         if size == 0:
             return None
-        known = _KNOWN_HEADS.get(found.file)
-        if known is not None and known[0] == found:
-            return known[1]
         line, _start = read_last_line(fd, size)
     except OSError as exc:
         raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
@@ -184,27 +187,15 @@ def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
             f"{path}: last line is not a valid entry ({exc}); run `ledger recover`"
         ) from exc
     head = ChainHead(parsed.entry_hash, parsed.ts_utc, size, parsed.event_type)
-    _KNOWN_HEADS[found.file] = (found, head)
+    _KNOWN_HEADS[found[:2]] = (found, head)
     return head
-
-
-class _Found(NamedTuple):
-    """A chain file as ``fstat`` finds it; equal only if its bytes cannot have changed."""
-
-    file: tuple[int, int]  # device, inode
-    size: int
-    mtime_ns: int
-    ctime_ns: int  # changes with every write and every utime(), and cannot be set back
-
-    @classmethod
-    def of(cls, info: os.stat_result) -> "_Found":
-        return cls((info.st_dev, info.st_ino), info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 # The head last read or written in each chain file this process touched, so a
 # long-lived writer (``ledger serve``, a Python API user) does not parse the
 # last line again when nothing else has written since.
-_KNOWN_HEADS: dict[tuple[int, int], tuple[_Found, ChainHead]] = {}
+# Keyed by device and inode; the whole identity must match (``identity_of_stat``).
+_KNOWN_HEADS: dict[tuple[int, ...], tuple[FileIdentity, ChainHead]] = {}
 
 
 def _known_head(path: Path, *, follow_symlinks: bool) -> ChainHead | None:
@@ -217,9 +208,9 @@ def _known_head(path: Path, *, follow_symlinks: bool) -> ChainHead | None:
         return None  # the open that follows reports it
     if not stat.S_ISREG(info.st_mode):
         return None
-    found = _Found.of(info)
-    known = _KNOWN_HEADS.get(found.file)
-    return known[1] if known is not None and known[0] == found and found.size else None
+    found = identity_of_stat(info)
+    known = _KNOWN_HEADS.get(found[:2])
+    return known[1] if known is not None and known[0] == found and found[2] else None
 
 
 class ChainFile:

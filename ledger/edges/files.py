@@ -28,6 +28,26 @@ def describe_mode(mode: int) -> str:
     return "not a regular file"
 
 
+FileIdentity = tuple[int, int, int, int, int]
+
+
+def identity_of_stat(info: os.stat_result) -> FileIdentity:
+    """Device, inode, size, mtime and ctime of a ``stat`` result.
+
+    Two equal identities mean the file's bytes cannot have changed between them:
+    every write and every ``utime()`` sets the ctime, which cannot be set back.
+    """
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def file_identity(path: str | Path, *, follow_symlinks: bool = True) -> FileIdentity | None:
+    """``identity_of_stat`` of the file at ``path``; ``None`` when it cannot be stat'ed."""
+    try:
+        return identity_of_stat(os.stat(path, follow_symlinks=follow_symlinks))  # noqa: PTH116 - str or Path
+    except OSError:
+        return None
+
+
 def open_regular(path: Path, flags: int = os.O_RDONLY, *, follow_symlinks: bool = True) -> int:
     """Open ``path`` only if it is a regular file, without ever blocking.
 

@@ -24,22 +24,12 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from ledger.edges.clock import monotonic
-from ledger.edges.files import atomic_write
+from ledger.edges.files import FileIdentity, atomic_write, file_identity
 from ledger.errors import ChainIOError
 
 WRITE_EVERY_SECONDS = 0.5
 
-Identity = tuple[int, int, int, int, int] | None
 MISSING = object()
-
-
-def identity_of(name: str) -> Identity:
-    """The file at ``name`` as ``stat`` finds it; ``None`` when there is none."""
-    try:
-        found = os.stat(name)  # noqa: PTH116 - a name, no Path per lookup
-    except FileNotFoundError:
-        return None
-    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 class KeptStates:
@@ -47,7 +37,7 @@ class KeptStates:
 
     def __init__(self) -> None:
         self._raw: dict[str, bytes | None] = {}  # None: the file is to be removed
-        self._supersedes: dict[str, Identity] = {}
+        self._supersedes: dict[str, FileIdentity | None] = {}
         self._dirty: set[str] = set()
         self._written_at = monotonic()
 
@@ -55,7 +45,7 @@ class KeptStates:
         """The kept content of ``name``; ``MISSING`` when none is kept or the file changed."""
         if name not in self._raw:
             return MISSING
-        if identity_of(name) != self._supersedes[name]:
+        if file_identity(name) != self._supersedes[name]:
             self._drop(name)  # written by someone else since: theirs is newer
             return MISSING
         return self._raw[name]
@@ -63,7 +53,7 @@ class KeptStates:
     def keep(self, name: str, raw: bytes | None) -> None:
         """Hold ``raw`` (``None``: removal) as the newest content of ``name``."""
         if name not in self._supersedes:
-            self._supersedes[name] = identity_of(name)
+            self._supersedes[name] = file_identity(name)
         if self._supersedes[name] is None:
             # No file to compare against: a removal by someone else (``recover``)
             # would look like no change. Write at the end of this group instead.
@@ -87,7 +77,7 @@ class KeptStates:
         self._written_at = monotonic()
         for name in sorted(self._dirty):
             raw = self._raw[name]
-            if identity_of(name) != self._supersedes[name]:
+            if file_identity(name) != self._supersedes[name]:
                 self._drop(name)
                 continue
             try:
@@ -98,7 +88,7 @@ class KeptStates:
             except ChainIOError:
                 self._drop(name)
                 raise
-            self._supersedes[name] = identity_of(name)
+            self._supersedes[name] = file_identity(name)
             self._dirty.discard(name)
 
     def forget(self) -> None:

@@ -21,7 +21,7 @@ from ledger.core.signing import (
     public_raw_from_pem,
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
-from ledger.edges.files import atomic_write, exclusive_create, read_user_file
+from ledger.edges.files import atomic_write, exclusive_create, file_identity, read_user_file
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
 
@@ -122,7 +122,7 @@ class KeyDir:
         Raises:
             InputDataError: missing, unreadable or malformed.
         """
-        identity = (_file_identity(self.trust_path), _file_identity(self.root_pin_path))
+        identity = (file_identity(self.trust_path), file_identity(self.root_pin_path))
         if self._trust_cache is not None and self._trust_cache[0] == identity:
             return self._trust_cache[1]
         data = read_user_file(self.trust_path, "trust store")
@@ -148,14 +148,6 @@ class KeyDir:
             ChainIOError: the file cannot be written.
         """
         atomic_write(self.trust_path, canonical_bytes(trust_document(store, root)) + b"\n")
-
-
-def _file_identity(path: Path) -> tuple[int, int, int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
 
 
 def load_public_key_file(path: Path) -> bytes:
