@@ -44,7 +44,15 @@ class Server:
     def wait(self, timeout: float = 30) -> int:
         """Wait for an exit already asked for (a second SIGTERM while the interpreter
         shuts down would find the default handler back)."""
-        code = self.proc.wait(timeout=timeout)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # Fail with what the process logged, and leave no process behind to
+            # trouble later tests.
+            self.proc.kill()
+            self.proc.wait()
+            self.close()
+            raise AssertionError(f"no exit within {timeout:g} s; its log: {self.lines}") from None
         self.close()
         return code
 
