@@ -11,11 +11,12 @@ that every schema uses only this subset, that ``jsonschema`` accepts each schema
 and that both validators agree on generated payloads.
 """
 
-import re
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
+from ledger.core.schemacode import json_equal as _equal
+from ledger.core.schemacode import json_regex as _regex
+from ledger.core.schemacode import predicate
 from ledger.errors import SchemaValidationError
 
 SUPPORTED_KEYWORDS = frozenset(
@@ -53,25 +54,32 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-@lru_cache(maxsize=128)
-def _regex(pattern: str) -> re.Pattern[str]:
-    # JSON Schema patterns are ECMA-262: "$" matches only at the very end (Python's
-    # also matches before a final newline) and "\d" is ASCII only.
-    if pattern.endswith("$") and not pattern.endswith("\\$"):
-        pattern = pattern[:-1] + r"\Z"
-    return re.compile(pattern, re.ASCII)
-
-
-def _equal(a: Any, b: Any) -> bool:
-    # JSON equality: true is not 1 (Python says True == 1).
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
 def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | None:
     """The first way ``value`` fails ``schema``, or ``None`` if it conforms."""
+    known = _FAST.get(id(schema))
+    if known is not None and known[0] is schema:
+        conforms = known[1]
+        if conforms is not None:
+            if conforms(value):
+                return None
+        elif known[2] >= _FAST_AFTER:
+            _FAST[id(schema)] = (schema, predicate(schema), 0)
+        else:
+            _FAST[id(schema)] = (schema, None, known[2] + 1)
+    else:
+        if len(_FAST) >= _COMPILED_KEPT:
+            _FAST.clear()
+        _FAST[id(schema)] = (schema, None, 1)
+    # The steps name what is wrong, and have the last word: a predicate that
+    # said no too eagerly would cost only time.
     return _compiled(schema)(value, path)
+
+
+# Compiling a schema's predicate (``ledger.core.schemacode``) takes about 2 ms,
+# more than a one-shot process saves with it; a process that has checked the
+# same schema this often is a long-lived one (the resident gate, an SDK guard).
+_FAST_AFTER = 3
+_FAST: dict[int, tuple[dict[str, Any], "Callable[[Any], bool] | None", int]] = {}
 
 
 Check = Callable[[Any, str], "str | None"]

@@ -1,9 +1,10 @@
-"""ledger.core.events: the JSON Schema subset interpreter that validates payloads.
+"""ledger.core.events and ledger.core.schemacode: the JSON Schema subset that validates payloads.
 
 The schemas in ``schemas/`` are the source of truth; the product checks payloads
 with its own interpreter of a small subset of JSON Schema (``jsonschema`` is too
-slow to import on the per-call path). These tests hold the interpreter to
-``jsonschema`` on every schema shipped.
+slow to import on the per-call path), and a long-lived process with a compiled
+predicate of each schema. These tests hold both to ``jsonschema`` on every
+schema shipped.
 """
 
 import json
@@ -15,7 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.core import events
 from ledger.core.events import SUPPORTED_KEYWORDS, schema_errors, validate_payload
+from ledger.core.schemacode import predicate
 from ledger.edges.schemas import load_schema, schema_dir
 from ledger.errors import SchemaValidationError
 
@@ -194,6 +197,78 @@ def test_interpreter_agrees_with_jsonschema(path):
         assert (ours is None) == theirs, f"interpreter says {ours!r}, jsonschema {theirs}"
 
     check()
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=SCHEMA_IDS)
+def test_predicate_agrees_with_jsonschema(path):
+    """The compiled predicate says yes exactly when jsonschema does, both ways."""
+    schema = _load(path)
+    conforms = predicate(schema)
+    validator = _ecma262_validator_class()(schema)
+
+    @given(_near(schema))
+    def check(payload: Any) -> None:
+        assert conforms(payload) == validator.is_valid(payload)
+
+    check()
+
+
+class TestPredicate:
+    """The compiled predicate on the keyword cases, and what its source can hold."""
+
+    @pytest.mark.parametrize(
+        ("schema", "value", "expected"),
+        [
+            ({"const": True}, 1, False),
+            ({"enum": [1, 2]}, True, False),
+            ({"enum": [True, 1]}, 1, True),
+            ({"enum": ["a", "b"]}, "b", True),
+            ({"enum": ["a", "b"]}, ["a"], False),
+            ({"type": "integer", "minimum": 0}, float("nan"), False),
+            ({"type": "number", "minimum": 0}, float("nan"), True),
+            ({"minimum": 0}, -1, False),
+            ({"minimum": 0}, "x", True),
+            ({"type": "array", "minItems": 1, "items": {"type": "integer"}}, [], False),
+            ({"type": "array", "maxItems": 1}, [1, 2], False),
+            ({"type": "array", "items": {"type": "integer"}}, [1, "x"], False),
+            ({"anyOf": [{"type": "string", "minLength": 2}, {"type": "null"}]}, "a", False),
+            ({"anyOf": [{"type": "string", "minLength": 2}, {"type": "null"}]}, None, True),
+            ({"additionalProperties": {"type": "integer"}}, {"a": "x"}, False),
+            ({"additionalProperties": False, "properties": {"a": {}}}, {"b": 1}, False),
+            ({"required": ["a"]}, {}, False),
+            ({"required": ["a"]}, [], True),
+            ({"pattern": "^a$"}, "a\n", False),
+            ({"maxLength": 2}, "abc", False),
+        ],
+    )
+    def test_keywords(self, schema, value, expected):
+        """Each keyword answers as JSON Schema does (NaN is no integer and compares
+        false, as in the interpreter)."""
+        assert predicate(schema)(value) is expected
+        assert (events.schema_errors(value, schema) is None) is expected
+
+    def test_names_cannot_inject_code(self):
+        """Property names with quotes, braces and newlines stay data."""
+        name = "a'\"\n{x}\\); import os #"
+        schema = {
+            "type": "object",
+            "required": [name],
+            "additionalProperties": False,
+            "properties": {name: {"type": "string", "pattern": "^'$"}},
+        }
+        assert predicate(schema)({name: "'"}) is True
+        assert predicate(schema)({name: "x"}) is False
+
+    def test_warm_schema_still_names_the_field(self):
+        """Once a schema is checked often enough to use its predicate, a bad payload
+        still gets the interpreter's message."""
+        schema = load_schema("budget.record_call")
+        for _ in range(events._FAST_AFTER + 2):
+            assert schema_errors(RECORD_CALL, schema) is None
+        assert events._FAST[id(schema)][1] is not None
+        assert schema_errors({**RECORD_CALL, "actual_micros": -1}, schema) == (
+            "$.actual_micros: below 0"
+        )
 
 
 class TestInterpreter:
