@@ -46,12 +46,33 @@ def resolve_home(option: str | None, environ: dict[str, str] | None = None) -> P
     return Path(option or found or ".ledger")
 
 
+# The process environment as one dict, while a resident gate keeps a request's
+# environment in place: copying ~100 variables for every runtime cost more than
+# the decision. ``None``: copy ``os.environ`` (it may have changed).
+_SETTLED_ENVIRON: list[dict[str, str] | None] = [None]
+
+
+def settle_environ(environ: dict[str, str] | None) -> None:
+    """Name the copy of ``os.environ`` runtimes share until it changes, or ``None``.
+
+    Whoever settles it promises that ``os.environ`` equals ``environ`` until the
+    next call (the resident gate, which alone switches environments between
+    requests, and whose commands never write to it). Runtimes never write to
+    their ``environ``.
+    """
+    _SETTLED_ENVIRON[0] = environ
+
+
 class Runtime:
     """A home and the edges that serve it."""
 
     def __init__(self, home: Path, environ: dict[str, str] | None = None) -> None:
         self.home = home
-        self.environ = dict(os.environ) if environ is None else environ
+        if environ is None:
+            environ = _SETTLED_ENVIRON[0]
+            if environ is None:
+                environ = dict(os.environ)
+        self.environ = environ
 
     @cached_property
     def clock(self) -> SystemClock | FixedClock:

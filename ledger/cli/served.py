@@ -168,6 +168,7 @@ def execute(
         handling, so that the client runs it itself.
     """
     from ledger.cli.fast import run as run_fast
+    from ledger.runtime import settle_environ
 
     argv = [os.fsdecode(arg) for arg in request.argv]
     keyed = keyed_argv(argv, request.request_id)
@@ -182,8 +183,11 @@ def execute(
     try:
         raw = (request.environ, request.columns)
         if not resident or raw != _APPLIED.get("raw"):
+            settle_environ(None)
             _switch_environment(_requested_environment(request.environ, request.columns))
             _APPLIED["raw"] = raw
+            if resident:
+                settle_environ(dict(os.environ))
         encoding, errors = request.stdin_codec
         sys.stdin = io.TextIOWrapper(
             io.BytesIO(request.stdin or b""), encoding=encoding, errors=errors, newline="\n"
@@ -204,6 +208,7 @@ def execute(
         if saved_environ is not None:
             _switch_environment(saved_environ)
             _APPLIED.pop("raw", None)
+            settle_environ(None)
         os.chdir(saved_cwd)
     if keyed is not None:
         writes = hide_key(writes, request.request_id)

@@ -21,9 +21,30 @@ from ledger.core.signing import (
     public_raw_from_pem,
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
-from ledger.edges.files import atomic_write, exclusive_create, file_identity, read_user_file
+from ledger.edges.files import (
+    atomic_write,
+    exclusive_create,
+    file_identity,
+    identity_of_stat,
+    read_user_file,
+)
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
+
+# What this process has read, by the identity of the files it came from (device,
+# inode, size, mtime, ctime; ``ledger.edges.files.identity_of_stat``): every
+# append and every verdict reads the trust store and the key under the lock, and
+# a resident gate answers many homes' requests with a fresh ``KeyDir`` each.
+# A changed or replaced file has another identity and is read again.
+_SEEN_KEPT = 64
+_TRUST_SEEN: dict[Any, TrustStore] = {}
+_SIGNERS_SEEN: dict[Any, Signer] = {}
+
+
+def _seen(cache: dict[Any, Any], identity: Any, value: Any) -> None:
+    if len(cache) >= _SEEN_KEPT:
+        cache.clear()
+    cache[identity] = value
 
 
 class KeyDir:
@@ -34,9 +55,6 @@ class KeyDir:
         self.keys = home / "keys"
         self.trust_path = home / "trust.json"
         self.root_pin_path = home / "trust-root.pub.pem"
-        # Appends read the trust store under the lock each time; re-parse it only
-        # when the file was replaced (atomic writes change inode and mtime).
-        self._trust_cache: tuple[Any, TrustStore] | None = None
 
     def private_path(self, key_id: str) -> Path:
         """Where a writer's private key lives."""
@@ -78,18 +96,26 @@ class KeyDir:
         """
         path = self.private_path(key_id)
         try:
-            mode = path.stat().st_mode
+            info = path.stat()
         except OSError as exc:
             raise KeyFileError(f"cannot read key file {path}: {exc.strerror}") from exc
+        mode = info.st_mode
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise KeyFileError(
                 f"key file {path} is accessible by others (mode {stat.S_IMODE(mode):04o}); "
                 "chmod 600 it"
             )
-        data = read_user_file(path, "key file")
-        signer = remembered(
-            "signer", data, lambda: Signer.from_private_key(private_key_from_pem(data, str(path)))
-        )
+        identity = identity_of_stat(info)
+        signer = _SIGNERS_SEEN.get(identity)
+        if signer is None:
+            data = read_user_file(path, "key file")
+            signer = remembered(
+                "signer",
+                data,
+                lambda: Signer.from_private_key(private_key_from_pem(data, str(path))),
+            )
+            if stat.S_ISREG(mode):
+                _seen(_SIGNERS_SEEN, identity, signer)
         if signer.key_id != key_id:
             raise KeyFileError(f"key file {path} holds key {signer.key_id}, not {key_id}")
         return signer
@@ -123,15 +149,16 @@ class KeyDir:
             InputDataError: missing, unreadable or malformed.
         """
         identity = (file_identity(self.trust_path), file_identity(self.root_pin_path))
-        if self._trust_cache is not None and self._trust_cache[0] == identity:
-            return self._trust_cache[1]
+        known = _TRUST_SEEN.get(identity)
+        if known is not None:
+            return known
         data = read_user_file(self.trust_path, "trust store")
         pinned = self.pinned_root()
         store = remembered(
             "trust", (str(self.trust_path), data, pinned), lambda: self._parse_trust(data, pinned)
         )
         if identity[0] is not None:
-            self._trust_cache = (identity, store)
+            _seen(_TRUST_SEEN, identity, store)
         return store
 
     def _parse_trust(self, data: bytes, pinned: bytes | None) -> TrustStore:

@@ -22,10 +22,19 @@ from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
 from ledger.edges import keptstate
-from ledger.edges.files import atomic_write, exclusive_create, read_regular
+from ledger.edges.files import (
+    FileIdentity,
+    atomic_write,
+    exclusive_create,
+    file_identity,
+    read_regular,
+)
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
+_MAC_KEYS_KEPT = 64
+# MAC keys this process has read, by the identity of their file.
+_MAC_KEYS_SEEN: dict[FileIdentity, bytes] = {}
 
 
 class StoredState(NamedTuple):
@@ -44,6 +53,20 @@ class StateFile:
         self.mac_key_path = mac_key_path
 
     def _mac_key(self, *, create: bool) -> bytes | None:
+        # Every verdict loads and saves the state; the key is read again only
+        # when its file is another one (``identity_of_stat``).
+        identity = file_identity(self.mac_key_path)
+        known = _MAC_KEYS_SEEN.get(identity) if identity is not None else None
+        if known is not None:
+            return known
+        key = self._read_mac_key(create=create)
+        if identity is not None and key is not None:
+            if len(_MAC_KEYS_SEEN) >= _MAC_KEYS_KEPT:
+                _MAC_KEYS_SEEN.clear()
+            _MAC_KEYS_SEEN[identity] = key
+        return key
+
+    def _read_mac_key(self, *, create: bool) -> bytes | None:
         # Read without blocking: a FIFO or a directory in its place is an I/O
         # failure (ChainIOError), never a read that waits forever.
         try:

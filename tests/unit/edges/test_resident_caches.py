@@ -70,6 +70,63 @@ class TestRememberedFiles:
         with pytest.raises(Exception, match=f"holds key {new.key_id}"):
             keys.load_signer(key_id)
 
+    def test_the_trust_store_is_read_once_across_key_dirs(self, home, monkeypatch):
+        """A fresh ``KeyDir`` per request reads an unchanged trust store from memory."""
+        from ledger.edges import files, keyfiles
+
+        KeyDir(home).load_trust()
+        reads: list[Path] = []
+
+        def counted(path: Path, what: str) -> bytes:
+            reads.append(path)
+            return files.read_user_file(path, what)
+
+        monkeypatch.setattr(keyfiles, "read_user_file", counted)
+        KeyDir(home).load_trust()
+        assert reads == []
+
+    def test_a_trust_store_rewritten_in_place_is_read_again(self, home):
+        """Same inode, same size, new bytes: the store is parsed again (and refused here)."""
+        keys = KeyDir(home)
+        keys.load_trust()
+        data = keys.trust_path.read_bytes()
+        with keys.trust_path.open("r+b") as handle:
+            handle.write(b"[" + data[1:])  # no longer a trust store, same length
+        with pytest.raises(Exception, match="trust store"):
+            KeyDir(home).load_trust()
+
+    def test_a_key_file_opened_to_others_is_refused_though_remembered(self, home):
+        """The key's mode is checked on every load, before anything remembered is used."""
+        keys = KeyDir(home)
+        key_id = keys.active_signer(keys.load_trust()).key_id
+        keys.private_path(key_id).chmod(0o644)
+        with pytest.raises(Exception, match="accessible by others"):
+            KeyDir(home).load_signer(key_id)
+
+    def test_a_replaced_state_mac_key_refuses_the_old_state(self, home):
+        """The MAC key is read again when its file changes: the old MAC no longer fits."""
+        states = StateFile(home / "state", home / "keys" / "state-mac.key")
+        states.save_state(None, 0, {"n": 1})
+        assert states.load() is not None
+        with states.mac_key_path.open("r+b") as handle:
+            handle.write(bytes(32))
+        with pytest.raises(Exception, match="MAC"):
+            StateFile(home / "state", home / "keys" / "state-mac.key").load()
+
+    def test_runtimes_share_a_settled_environment_only_while_it_is_settled(self, home):
+        """The resident gate settles a request's environment; otherwise each runtime copies."""
+        from ledger import runtime
+
+        settled = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}
+        runtime.settle_environ(settled)
+        try:
+            assert Runtime(home).environ is settled
+        finally:
+            runtime.settle_environ(None)
+        fresh = Runtime(home).environ
+        assert fresh is not settled
+        assert fresh == dict(os.environ)
+
     def test_forget_all_empties_the_memo(self):
         calls: list[int] = []
 
