@@ -58,12 +58,13 @@ class ServerBusyError(LockTimeoutError):
 
 
 class _Connection:
-    __slots__ = ("buffer", "deadline", "sock")
+    __slots__ = ("buffer", "deadline", "registered", "sock")
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self.sock = sock
         self.buffer = bytearray()
         self.deadline = deadline
+        self.registered = False  # with the selector (its request did not come at once)
 
 
 class Server:
@@ -270,6 +271,7 @@ class Server:
                 continue
             if uid != os.geteuid():
                 self.log(f"refused a peer of uid {uid} (pid {pid})")
+                sock.setblocking(False)  # _send never waits unbounded
                 self._send(sock, Reply(STATUS_REFUSED).encode())
                 continue
             sock.setblocking(False)
@@ -279,6 +281,7 @@ class Server:
             # here already, and then needs no round through the selector.
             if self._take(connection) is False:
                 self._selector.register(sock, selectors.EVENT_READ, sock.fileno())
+                connection.registered = True
 
     def _read(self, fd: int) -> None:
         self._take(self._connections[fd])
@@ -312,9 +315,10 @@ class Server:
         return True
 
     def _forget(self, sock: socket.socket) -> None:
-        with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(sock)
-        self._connections.pop(sock.fileno(), None)
+        connection = self._connections.pop(sock.fileno(), None)
+        if connection is None or connection.registered:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(sock)
 
     def _drop(self, sock: socket.socket) -> None:
         self._forget(sock)
@@ -322,10 +326,14 @@ class Server:
 
     def _send(self, sock: socket.socket, data: bytes) -> None:
         try:
-            sock.settimeout(SEND_TIMEOUT)
-            sock.sendall(data)
+            # A reply nearly always fits the socket's buffer at once; only the
+            # rest, if any, waits (bounded) for a slow client.
+            sent = sock.send(data)
+            if sent < len(data):
+                sock.settimeout(SEND_TIMEOUT)
+                sock.sendall(data[sent:])
         except OSError:
-            pass  # the client is gone; its retry answers in-process
+            pass  # the client is gone (or its buffer is full); its retry answers in-process
         finally:
             sock.close()
 
