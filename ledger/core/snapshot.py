@@ -1,4 +1,4 @@
-"""Snapshots and recovery plans as pure values (SPEC §5, Snapshot and Recover).
+"""Snapshot documents as pure values (SPEC §5, Snapshot): format, names, signing, parsing.
 
 **Snapshot format** ``ledger-snapshot/1``: three sibling files in the home's
 ``snapshots/`` folder sharing the stem
@@ -30,34 +30,23 @@ manifest is written last, so a snapshot cut short by a crash has no manifest and
 does not exist. The manifest is the file a ``ledger.snapshot`` envelope and
 ``ledger recover --snapshot F`` name.
 
-**Recovery plan**: ``plan_recovery`` computes the longest valid prefix from the
-lines of a damaged chain and, optionally, a verified snapshot: the snapshot's
-entries, then every line of the damaged file from the one linking to the
-snapshot's head onward for as long as the lines chain and verify. Without a
-snapshot it is the damaged file's own longest verifying prefix.
+This module writes and reads the documents; what depends on a trust store to
+decide whether they count lives beside it: ``ledger.core.chain_check`` checks a
+chain held as raw lines, ``ledger.core.snapshot_check`` checks a snapshot, and
+``ledger.core.recovery`` plans a recovery on top of one.
 """
 
 import datetime as dt
 import json
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ledger.core.canonical import canonical_bytes, sha256_hex
-from ledger.core.chain import ChainReport, ChainVerifier
-from ledger.core.checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    checkpoint_from_document,
-    checkpoint_signature_problem,
-    compare_with_checkpoint,
-)
-from ledger.core.envelope import EnvelopeFormatError, ParsedEntry, parse_line
+from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
 from ledger.core.signing import Signer
 from ledger.core.timefmt import parse_ts
-from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError, LedgerError
 
 SNAPSHOT_FORMAT = "ledger-snapshot/1"
@@ -242,212 +231,6 @@ def checkpoint_from_bytes(data: bytes, source: str) -> Checkpoint:
     return checkpoint_from_document(_json_object(data, source, "checkpoint"), source)
 
 
-def manifest_signature_problem(manifest: Manifest, trust: TrustStore) -> str | None:
-    """Why the manifest's signature does not count, or ``None`` when it does.
-
-    The key must be trusted, valid at the manifest's time and not revoked then:
-    the rules of a chain entry (SPEC §2, Keys and trust), with a signature required.
-    """
-    as_entry = ParsedEntry(
-        entry={"ts_utc": manifest.ts_utc},
-        preimage=canonical_bytes(manifest.signed_part()),
-        entry_hash="",
-        signature=manifest.signature,
-        signing_key_id=manifest.signing_key_id,
-    )
-    problem = trust.signature_problem(as_entry, strict=True)
-    return None if problem is None else f"manifest: {problem}"
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    """Raw lines, each with its ``\\n``; a last line without one (torn) is kept as is.
-
-    Only ``\\n`` ends a line (SPEC §2), unlike ``bytes.splitlines``.
-    """
-    parts = data.split(b"\n")
-    lines = [part + b"\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-@dataclass(frozen=True, slots=True)
-class ChainCheck:
-    """A chain verified the way ``verify-chain`` verifies the home's chain."""
-
-    ok: bool
-    entries: int
-    line: int | None
-    reason: str | None
-    head_hash: str | None
-    genesis_hash: str | None
-    head_ts: str | None = None
-
-
-def line_hash(raw: bytes) -> str | None:
-    """The entry hash of a complete line, or ``None`` if it is torn or malformed."""
-    if not raw.endswith(b"\n"):
-        return None
-    try:
-        return parse_line(raw[:-1]).entry_hash
-    except EnvelopeFormatError:
-        return None
-
-
-def _run(verifier: ChainVerifier, lines: Iterable[bytes], first_line: int = 1) -> ChainReport:
-    """Feed ``lines`` (numbered from ``first_line``) until one fails; the report.
-
-    A line whose ``ts_utc`` has the right shape but is no calendar time (month
-    13) makes ``feed`` raise ``ValueError`` instead of failing the line; here it
-    fails that line, so that a damaged chain can never crash a recovery.
-    """
-    for raw in lines:
-        try:
-            if not verifier.feed(raw):
-                break
-        except ValueError as exc:
-            report = verifier.report()
-            return ChainReport(
-                ok=False,
-                entries=report.entries,
-                lines=report.lines,
-                line=first_line + report.lines - 1,
-                reason=f"malformed entry: {exc}",
-                first_prev_hash=report.first_prev_hash,
-                genesis_hash=report.genesis_hash,
-                head_hash=report.head_hash,
-                head_ts=report.head_ts,
-                first_entry_line=report.first_entry_line,
-            )
-    return verifier.report()
-
-
-def check_chain(
-    lines: Sequence[bytes], trust: TrustStore, checkpoint: Checkpoint | None = None
-) -> ChainCheck:
-    """Verify every line (JSON, link, signature), then hold the chain to ``checkpoint``.
-
-    Markers are not allowed: this is the home's own chain, which never holds them.
-    """
-    report = _run(ChainVerifier(trust), lines)
-    if not report.ok:
-        return ChainCheck(False, report.entries, report.line, report.reason, None, None)
-    if checkpoint is not None:
-        problem = checkpoint_signature_problem(checkpoint, trust)
-        if problem is not None:
-            return ChainCheck(False, report.entries, None, problem, None, None)
-        hash_at_count = None
-        if report.entries >= checkpoint.entries:
-            hash_at_count = line_hash(lines[checkpoint.entries - 1])
-        departure = compare_with_checkpoint(report, checkpoint, hash_at_count)
-        if departure is not None:
-            line, reason = departure
-            return ChainCheck(False, report.entries, line, reason, None, None)
-    return ChainCheck(
-        True, report.entries, None, None, report.head_hash, report.genesis_hash, report.head_ts
-    )
-
-
-def checkpoint_fits(checkpoint: Checkpoint, lines: Sequence[bytes], trust: TrustStore) -> bool:
-    """Whether a verified chain of ``lines`` satisfies ``checkpoint``.
-
-    It does when the checkpoint's signature counts and the chain holds the
-    checkpoint's first entry and its entry number ``entries`` (SPEC §2,
-    Truncation); a checkpoint that does not fit would fail ``verify-chain``.
-    """
-    if checkpoint_signature_problem(checkpoint, trust) is not None:
-        return False
-    if not lines or checkpoint.entries > len(lines):
-        return False
-    return (
-        line_hash(lines[0]) == checkpoint.chain_id
-        and line_hash(lines[checkpoint.entries - 1]) == checkpoint.head_hash
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class VerifiedSnapshot:
-    """A snapshot that verified: its chain lines and what its checkpoint says."""
-
-    manifest: Manifest
-    checkpoint: Checkpoint
-    lines: tuple[bytes, ...]
-
-
-def _fail(source: str, reason: str) -> SnapshotInvalidError:
-    return SnapshotInvalidError(f"snapshot {source} does not verify: {reason}")
-
-
-def verify_sealed_files(
-    manifest: Manifest,
-    *,
-    chain_gz: bytes,
-    checkpoint_file: bytes,
-    trust: TrustStore,
-    source: str,
-) -> None:
-    """Check the manifest's signature and the hashes of the two files it seals.
-
-    Cheap, and done before decompressing: bytes that nobody signed are never
-    expanded.
-
-    Raises:
-        SnapshotInvalidError: the signature or a hash does not match.
-    """
-    problem = manifest_signature_problem(manifest, trust)
-    if problem is not None:
-        raise _fail(source, problem)
-    if sha256_hex(chain_gz) != manifest.chain_sha256:
-        raise _fail(source, f"{manifest.chain_file} does not hash as the manifest says")
-    if sha256_hex(checkpoint_file) != manifest.checkpoint_sha256:
-        raise _fail(source, f"{manifest.checkpoint_file} does not hash as the manifest says")
-
-
-def verify_snapshot(
-    manifest: Manifest,
-    *,
-    chain_gz: bytes,
-    raw_chain: bytes,
-    checkpoint_file: bytes,
-    trust: TrustStore,
-    source: str,
-) -> VerifiedSnapshot:
-    """Check every binding of a snapshot (see the module docstring).
-
-    Args:
-        manifest: the parsed manifest.
-        chain_gz: the compressed chain file's bytes.
-        raw_chain: those bytes decompressed.
-        checkpoint_file: the checkpoint file's bytes.
-        trust: the keys that may have signed the manifest, checkpoint and entries.
-        source: the manifest's name, for messages.
-
-    Raises:
-        SnapshotInvalidError: any binding fails; the message says which.
-        SnapshotFileError: the checkpoint file is not JSON.
-        CheckpointError: the checkpoint file is not a checkpoint.
-    """
-    verify_sealed_files(
-        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source
-    )
-    if sha256_hex(raw_chain) != manifest.raw_sha256:
-        raise _fail(source, f"{manifest.chain_file} decompresses to other bytes than signed")
-    checkpoint = checkpoint_from_bytes(checkpoint_file, manifest.checkpoint_file)
-    bound = (checkpoint.chain_id, checkpoint.entries, checkpoint.head_hash, checkpoint.ts_utc)
-    if bound != (manifest.chain_id, manifest.entries, manifest.head_hash, manifest.ts_utc):
-        raise _fail(source, "checkpoint and manifest disagree")
-    lines = split_lines(raw_chain)
-    check = check_chain(lines, trust, checkpoint)
-    if not check.ok:
-        where = "" if check.line is None else f"line {check.line}: "
-        raise _fail(source, f"{where}{check.reason}")
-    if check.entries != checkpoint.entries:
-        raise _fail(
-            source, f"chain has {check.entries} entries, its checkpoint {checkpoint.entries}"
-        )
-    return VerifiedSnapshot(manifest, checkpoint, tuple(lines))
-
-
 def snapshots_to_prune(
     snapshots: Sequence[tuple[str, str, int]], now: dt.datetime, keep_days: int, keep: str
 ) -> list[str]:
@@ -474,135 +257,21 @@ def snapshots_to_prune(
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class RecoveryPlan:
-    """What a recovery restores and what it loses.
-
-    ``lost_lines`` counts lines of the damaged file that are not in the restored
-    chain (a tampered line replaced by the snapshot's original counts as lost:
-    its bytes survive only in the evidence file).
-    """
-
-    lines: tuple[bytes, ...]
-    entries: int
-    base_entries: int
-    head_hash: str | None
-    genesis_hash: str | None
-    damaged_lines: int
-    lost_lines: int
-    first_lost_line: int | None
-    reason: str | None
-    damaged: ChainReport
-
-
-def _link_start(damaged: Sequence[bytes], head: str) -> int | None:
-    """The index of the first line that parses and links to ``head``."""
-    for index, raw in enumerate(damaged):
-        if not raw.endswith(b"\n") or raw.startswith(b"["):
-            continue
-        try:
-            parsed = parse_line(raw[:-1])
-        except EnvelopeFormatError:
-            continue
-        if parsed.prev_hash == head:
-            return index
-    return None
-
-
-def plan_recovery(
-    damaged: Sequence[bytes],
-    trust: TrustStore,
-    base: VerifiedSnapshot | None = None,
-) -> RecoveryPlan:
-    """The longest valid prefix of a damaged chain, on top of a verified snapshot.
-
-    Args:
-        damaged: the damaged file's raw lines (the last may be torn).
-        trust: the home's trust store.
-        base: a snapshot that verified, or ``None``.
-
-    Returns:
-        With ``base``: the snapshot's lines, then the damaged file's lines from
-        the first one that links to the snapshot's head, for as long as they
-        chain and verify. Without: the damaged file's longest verifying prefix.
-    """
-    damaged_report = _run(ChainVerifier(trust), damaged)
-    restored: list[bytes] = list(base.lines) if base is not None else []
-    kept: set[int] = set()
-    continuation: ChainReport | None = None
-    if base is None:
-        count = damaged_report.entries
-        restored.extend(damaged[:count])
-        kept.update(range(1, count + 1))
-        head = damaged_report.head_hash
-    else:
-        available = Counter(base.lines)
-        for number, raw in enumerate(damaged, start=1):
-            if available[raw] > 0:
-                available[raw] -= 1
-                kept.add(number)
-        head = base.checkpoint.head_hash
-        start = _link_start(damaged, head)
-        if start is not None:
-            verifier = ChainVerifier(trust, expected_prev=head, first_line=start + 1)
-            continuation = _run(verifier, damaged[start:], first_line=start + 1)
-            taken = damaged[start : start + continuation.entries]
-            restored.extend(taken)
-            kept.update(range(start + 1, start + 1 + len(taken)))
-            head = continuation.head_hash or head
-    lost = [number for number in range(1, len(damaged) + 1) if number not in kept]
-    first_lost = lost[0] if lost else None
-    return RecoveryPlan(
-        lines=tuple(restored),
-        entries=len(restored),
-        base_entries=len(base.lines) if base is not None else 0,
-        head_hash=head if restored else None,
-        genesis_hash=line_hash(restored[0]) if restored else None,
-        damaged_lines=len(damaged),
-        lost_lines=len(lost),
-        first_lost_line=first_lost,
-        reason=_lost_reason(first_lost, damaged_report, continuation),
-        damaged=damaged_report,
-    )
-
-
-def _lost_reason(
-    line: int | None, damaged: ChainReport, continuation: ChainReport | None
-) -> str | None:
-    """Why line ``line`` of the damaged file was not restored."""
-    if line is None:
-        return None
-    if continuation is not None and not continuation.ok and continuation.line == line:
-        return continuation.reason
-    if not damaged.ok and damaged.line == line:
-        return damaged.reason
-    return "not part of the restored chain (not in the snapshot, not linked to its head)"
-
-
 __all__ = [
     "CHAIN_SUFFIX",
     "CHECKPOINT_SUFFIX",
     "MANIFEST_SUFFIX",
     "SNAPSHOT_FORMAT",
-    "ChainCheck",
     "CheckpointError",
     "Manifest",
-    "RecoveryPlan",
     "SnapshotFileError",
     "SnapshotInvalidError",
     "SnapshotRefusedError",
-    "VerifiedSnapshot",
-    "check_chain",
-    "checkpoint_fits",
     "checkpoint_from_bytes",
     "document_bytes",
-    "line_hash",
     "make_manifest",
     "manifest_from_bytes",
     "manifest_name_for",
-    "manifest_signature_problem",
-    "plan_recovery",
     "snapshot_stem",
     "snapshots_to_prune",
-    "split_lines",
 ]

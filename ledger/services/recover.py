@@ -27,26 +27,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ledger.core.chain_check import ChainCheck, check_chain, checkpoint_fits, split_lines
 from ledger.core.checkpoint import (
     Checkpoint,
     checkpoint_signature_problem,
     make_checkpoint,
 )
+from ledger.core.recovery import RecoveryPlan, plan_recovery
 from ledger.core.signing import Signer
 from ledger.core.snapshot import (
-    ChainCheck,
     Manifest,
-    RecoveryPlan,
     SnapshotInvalidError,
-    VerifiedSnapshot,
-    check_chain,
-    checkpoint_fits,
     checkpoint_from_bytes,
     manifest_from_bytes,
     manifest_name_for,
-    plan_recovery,
-    split_lines,
 )
+from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ledger.core.canonical import sha256_hex
+from ledger.core.chain_check import check_chain, split_lines
 from ledger.core.checkpoint import Checkpoint, make_checkpoint
 from ledger.core.config import Config
 from ledger.core.seal import seal_time
@@ -21,17 +22,13 @@ from ledger.core.snapshot import (
     Manifest,
     SnapshotFileError,
     SnapshotRefusedError,
-    VerifiedSnapshot,
-    check_chain,
     document_bytes,
     make_manifest,
     manifest_from_bytes,
     snapshot_stem,
     snapshots_to_prune,
-    split_lines,
-    verify_sealed_files,
-    verify_snapshot,
 )
+from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.services.proofs import tree_root_of_lines

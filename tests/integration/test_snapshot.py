@@ -8,11 +8,8 @@ from pathlib import Path
 import pytest
 
 from ledger.core.envelope import parse_line
-from ledger.core.snapshot import (
-    SnapshotInvalidError,
-    manifest_from_bytes,
-    manifest_signature_problem,
-)
+from ledger.core.snapshot import SnapshotInvalidError, manifest_from_bytes
+from ledger.core.snapshot_check import manifest_signature_problem
 from ledger.edges.keyfiles import KeyDir
 from ledger.runtime import Runtime
 from ledger.services.snapshot import load_snapshot

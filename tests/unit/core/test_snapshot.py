@@ -1,4 +1,4 @@
-"""ledger.core.snapshot: manifests, snapshot verification, pruning, recovery plans."""
+"""ledger.core snapshot modules: manifests, verification, pruning, recovery plans."""
 
 import dataclasses
 import datetime as dt
@@ -8,26 +8,22 @@ import json
 import pytest
 
 from ledger.core.canonical import sha256_hex
+from ledger.core.chain_check import check_chain, checkpoint_fits, split_lines
 from ledger.core.checkpoint import Checkpoint, make_checkpoint
 from ledger.core.events import schema_errors
+from ledger.core.recovery import plan_recovery
 from ledger.core.snapshot import (
     Manifest,
     SnapshotFileError,
     SnapshotInvalidError,
-    VerifiedSnapshot,
-    check_chain,
-    checkpoint_fits,
     document_bytes,
     make_manifest,
     manifest_from_bytes,
     manifest_name_for,
-    manifest_signature_problem,
-    plan_recovery,
     snapshot_stem,
     snapshots_to_prune,
-    split_lines,
-    verify_snapshot,
 )
+from ledger.core.snapshot_check import VerifiedSnapshot, manifest_signature_problem, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.edges.schemas import load_schema
 from tests.helpers.chains import build_chain, checkpoint_of, entry_hash, lines_of, signer, trust_for
