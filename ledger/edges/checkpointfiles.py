@@ -3,11 +3,18 @@
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
-from ledger.edges.files import atomic_write, read_json_file
+from ledger.edges.files import (
+    FileIdentity,
+    atomic_write,
+    file_identity,
+    identity_of_stat,
+    read_json_file,
+)
 from ledger.errors import ChainIOError
 
 
@@ -34,29 +41,62 @@ class CheckpointDir:
         Raises:
             CheckpointError: the newest file is malformed.
         """
+        listing = self._listing()
+        if listing is None:
+            return None
+        names, by_name = listing
+        # Every verdict asks, and a home gathers a checkpoint a day: the newest
+        # is found by its name and read alone. Names are only a guide: when the
+        # file's own time and count do not match its name, all are read.
+        if by_name is not None:
+            name, rank = by_name
+            path = self.directory / name
+            checkpoint = _known_checkpoint(path)
+            if rank == (_stamp(checkpoint.ts_utc), checkpoint.entries):
+                return path, checkpoint
+        newest: tuple[tuple[str, int], Path, Checkpoint] | None = None
+        for name in names:
+            path = self.directory / name
+            checkpoint = _known_checkpoint(path)
+            rank = (checkpoint.ts_utc, checkpoint.entries)
+            if newest is None or rank > newest[0]:
+                newest = (rank, path, checkpoint)
+        return None if newest is None else (newest[1], newest[2])
+
+    def _listing(self) -> "_Listing | None":
+        """The checkpoint files' names and the newest by name; ``None``: no directory.
+
+        The list is remembered by the directory's identity (adding, renaming
+        or removing a file changes its mtime and ctime), unless the directory
+        changed so recently that a change in the same clock tick could go
+        unseen: a year of daily checkpoints is 365 names to sort through on
+        every verdict.
+        """
+        try:
+            identity = identity_of_stat(os.stat(self.directory))  # noqa: PTH116 - one syscall
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
+        known = _LISTINGS.get(identity)
+        if known is not None:
+            return known
+        listed_at = time.time_ns()  # noqa: TID251 - set against the file system's mtimes, not a product time
         try:
             names = os.listdir(self.directory)  # noqa: PTH208 - names only, no Path per file
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
-        paths = [self.directory / name for name in names if _PATTERN.fullmatch(name)]
-        # Every verdict asks, and a home gathers a checkpoint a day: the newest
-        # is found by its name and read alone. Names are only a guide: when the
-        # file's own time and count do not match its name, all are read.
-        named = _ranks_by_name(paths)
-        if named:
-            path = max(named, key=named.__getitem__)
-            checkpoint = load_checkpoint(path)
-            if named[path] == (_stamp(checkpoint.ts_utc), checkpoint.entries):
-                return path, checkpoint
-        newest: tuple[tuple[str, int], Path, Checkpoint] | None = None
-        for path in paths:
-            checkpoint = load_checkpoint(path)
-            rank = (checkpoint.ts_utc, checkpoint.entries)
-            if newest is None or rank > newest[0]:
-                newest = (rank, path, checkpoint)
-        return None if newest is None else (newest[1], newest[2])
+        found = [name for name in names if _PATTERN.fullmatch(name)]
+        ranks = _ranks_by_name(found)
+        newest = max(ranks.items(), key=lambda item: item[1]) if ranks else None
+        listing = (found, newest)
+        if listed_at - max(identity[3], identity[4]) > _SETTLED_NS:
+            if len(_LISTINGS) >= _KNOWN_KEPT:
+                _LISTINGS.clear()
+            _LISTINGS[identity] = listing
+        return listing
 
 
 _PATTERN = re.compile(r"checkpoint-.*\.json")
@@ -67,15 +107,43 @@ def _stamp(ts_utc: str) -> str:
     return ts_utc.replace("-", "").replace(":", "").replace(".", "")
 
 
-def _ranks_by_name(paths: list[Path]) -> dict[Path, tuple[str, int]]:
+def _ranks_by_name(names: list[str]) -> dict[str, tuple[str, int]]:
     """Each file's (time, entry count) as its name gives them; empty if any name lacks them."""
     ranks = {}
-    for path in paths:
-        match = _STAMP.fullmatch(path.name)
+    for name in names:
+        match = _STAMP.fullmatch(name)
         if match is None:
             return {}
-        ranks[path] = (match.group(1), int(match.group(2)))
+        ranks[name] = (match.group(1), int(match.group(2)))
     return ranks
+
+
+# Checkpoints this process has read, and the directories it has listed, by the
+# identity of the file or directory: every verdict asks for the newest, which
+# changes once a day.
+_KNOWN_KEPT = 64
+_KNOWN: dict[FileIdentity, Checkpoint] = {}
+# A directory's checkpoint names, and the newest of them by name (``None`` when
+# some name does not give its time and count).
+_Listing = tuple[list[str], tuple[str, tuple[str, int]] | None]
+_LISTINGS: dict[FileIdentity, _Listing] = {}
+# A directory changed less than this long before it was listed is listed again
+# next time: a file system whose clock ticks coarsely could give a second change
+# within the same tick the same mtime.
+_SETTLED_NS = 50_000_000
+
+
+def _known_checkpoint(path: Path) -> Checkpoint:
+    identity = file_identity(path)
+    known = _KNOWN.get(identity) if identity is not None else None
+    if known is not None:
+        return known
+    checkpoint = load_checkpoint(path)
+    if identity is not None:
+        if len(_KNOWN) >= _KNOWN_KEPT:
+            _KNOWN.clear()
+        _KNOWN[identity] = checkpoint
+    return checkpoint
 
 
 def load_checkpoint(path: Path) -> Checkpoint:

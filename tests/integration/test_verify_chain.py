@@ -354,10 +354,72 @@ class TestCheckpoints:
             return real(path)
 
         monkeypatch.setattr(checkpointfiles, "load_checkpoint", counted)
+        monkeypatch.setattr(checkpointfiles, "_KNOWN", {})  # nothing read before counts
         found = checkpointfiles.CheckpointDir(home / "checkpoints").newest()
         assert found is not None
         assert found[1].entries == 8
         assert len(read) == 1
+        checkpointfiles.CheckpointDir(home / "checkpoints").newest()
+        assert len(read) == 1  # the same file again: remembered by its identity
+
+    def test_a_listed_directory_is_listed_again_only_when_it_changes(
+        self, run_inproc, home, monkeypatch
+    ):
+        """A settled directory is not listed on every ask; a new checkpoint changes it
+        and is found."""
+        from ledger.edges import checkpointfiles
+
+        _append(home, 2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        directory = home / "checkpoints"
+        # As if the directory had settled long before it is listed.
+        monkeypatch.setattr(checkpointfiles, "_SETTLED_NS", -(10**18))
+        listings: list[Path] = []
+        real = os.listdir
+
+        def counted(path: Path) -> list[str]:
+            listings.append(path)
+            return real(path)
+
+        monkeypatch.setattr(os, "listdir", counted)
+        for _ in range(3):
+            found = checkpointfiles.CheckpointDir(directory).newest()
+            assert found is not None
+            assert found[1].entries == 2
+        assert len(listings) <= 1
+        _append(home, 2, first=2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        found = checkpointfiles.CheckpointDir(directory).newest()
+        assert found is not None
+        assert found[1].entries == 4
+
+    def test_a_directory_that_just_changed_is_not_remembered(self, run_inproc, home):
+        """Changed within the file system's clock tick of being listed: listed again next time."""
+        from ledger.edges import checkpointfiles
+        from ledger.edges.files import file_identity
+
+        _append(home, 2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        directory = home / "checkpoints"
+        os.utime(directory)  # now
+        assert checkpointfiles.CheckpointDir(directory).newest() is not None
+        assert file_identity(directory) not in checkpointfiles._LISTINGS
+
+    def test_a_checkpoint_rewritten_in_place_is_read_again(self, run_inproc, home):
+        """Same name, new bytes: read again (and refused here), never the remembered one."""
+        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.errors import InputDataError
+
+        _append(home, 2)
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        directory = home / "checkpoints"
+        assert CheckpointDir(directory).newest() is not None
+        path = next(directory.glob("checkpoint-*.json"))
+        data = path.read_bytes()
+        with path.open("r+b") as handle:
+            handle.write(b"[" + data[1:])
+        with pytest.raises(InputDataError):
+            CheckpointDir(directory).newest()
 
     def test_a_checkpoint_whose_name_lies_makes_every_one_read(self, run_inproc, home):
         """A newer name over an older checkpoint: the contents decide, as before."""
