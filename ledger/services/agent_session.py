@@ -22,15 +22,8 @@ from ledger.errors import LedgerError
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
 
-from ledger.services.ports import ChainTx
-from ledger.services.state import (
-    Counter,
-    StateStore,
-    counter_problem,
-    fold_sealed,
-    load_counter,
-    save_counter,
-)
+from ledger.services.ports import ChainTx, StateStore
+from ledger.services.state import Counter, counter_problem, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer, WriterDeps
 
 

@@ -22,7 +22,8 @@ from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError
 from ledger.services.gate import _scopes
-from ledger.services.state import Counter, CounterDeps, counter_problem, schema_lookup
+from ledger.services.ports import CounterDeps
+from ledger.services.state import Counter, counter_problem, schema_lookup
 
 if TYPE_CHECKING:
     from ledger.core.config import Config

@@ -26,15 +26,9 @@ from ledger.errors import (
     SchemaValidationError,
     StoreUnreachableError,
 )
+from ledger.services.ports import StateStore
 from ledger.services.spool import with_spooled
-from ledger.services.state import (
-    Counter,
-    StateStore,
-    counter_problem,
-    fold_sealed,
-    load_counter,
-    save_counter,
-)
+from ledger.services.state import Counter, counter_problem, fold_sealed, load_counter, save_counter
 from ledger.services.writer import Writer, WriterDeps
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.config import Config
     from ledger.core.trust import TrustStore
 
 
@@ -101,3 +103,89 @@ class ChainStore(Protocol):
 
 
 SchemaLoader = Callable[[str], dict[str, Any]]
+
+
+class StoredStateLike(Protocol):
+    """What a state store returns."""
+
+    @property
+    def head_hash(self) -> str | None:
+        """The chain head the state reflects."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """The chain size the state reflects."""
+        ...
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The folded state."""
+        ...
+
+
+class StateStore(Protocol):
+    """Where derived state is kept."""
+
+    def load(self) -> StoredStateLike | None:
+        """The stored state, or ``None``."""
+        ...
+
+    def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
+        """Replace the stored state."""
+        ...
+
+    def delete(self) -> None:
+        """Remove the stored state."""
+        ...
+
+    def load_key(self, key: str) -> dict[str, Any] | None:
+        """The index record of an idempotency key, or ``None`` (never raises)."""
+        ...
+
+    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Add idempotency-key records (the first record of a key wins).
+
+        ``replace`` drops every record first: the index is rebuilt from a full fold.
+        """
+        ...
+
+
+class CounterDeps(Protocol):
+    """What loading the counter needs."""
+
+    def schema(self, event_type: str) -> dict[str, Any]:
+        """An event type's payload schema (raises when there is none)."""
+        ...
+
+    @property
+    def chain(self) -> ChainStore:
+        """The chain."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived-state store."""
+        ...
+
+    @property
+    def keys(self) -> "TrustSource":
+        """Where the trust store comes from."""
+        ...
+
+    @property
+    def config(self) -> "Config":
+        """The configuration (``usd.day_timezone`` keys the fold's days)."""
+        ...
+
+    def newest_checkpoint(self) -> "Checkpoint | None":
+        """The newest signed checkpoint of the chain."""
+        ...
+
+
+class TrustSource(Protocol):
+    """Loads the trust store."""
+
+    def load_trust(self) -> "TrustStore":
+        """The trust store."""
+        ...

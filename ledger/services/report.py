@@ -34,13 +34,8 @@ from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.metrics import VERDICT_EVENTS
-from ledger.services.state import (
-    Counter,
-    CounterDeps,
-    _checkpoint_problem,
-    counter_problem,
-    schema_lookup,
-)
+from ledger.services.ports import CounterDeps
+from ledger.services.state import Counter, checkpoint_problem, counter_problem, schema_lookup
 
 if TYPE_CHECKING:
     from ledger.core.config import Config
@@ -342,7 +337,7 @@ def gather(deps: ReportDeps, day: str | None) -> DayReport:
         if not report.ok:
             raise ChainBrokenError(report.line or 0, report.reason or "does not verify")
     if checkpoint is not None:
-        problem = _checkpoint_problem(walk.data, head, checkpoint, walk.hashes, trust)
+        problem = checkpoint_problem(walk.data, head, checkpoint, walk.hashes, trust)
         if problem is not None:
             raise CheckpointDisagreesError(f"the chain does not verify: {problem}")
     usd = walk.usd_held if walk.usd_held is not None else walk.data["usd"]

@@ -8,7 +8,7 @@ rebuilt from the verified chain.
 
 import copy
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
@@ -21,7 +21,7 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
-from ledger.services.ports import ChainStore, ChainTx, Head
+from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
@@ -29,52 +29,6 @@ if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
-
-
-class StoredStateLike(Protocol):
-    """What a state store returns."""
-
-    @property
-    def head_hash(self) -> str | None:
-        """The chain head the state reflects."""
-        ...
-
-    @property
-    def size(self) -> int:
-        """The chain size the state reflects."""
-        ...
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The folded state."""
-        ...
-
-
-class StateStore(Protocol):
-    """Where derived state is kept."""
-
-    def load(self) -> StoredStateLike | None:
-        """The stored state, or ``None``."""
-        ...
-
-    def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
-        """Replace the stored state."""
-        ...
-
-    def delete(self) -> None:
-        """Remove the stored state."""
-        ...
-
-    def load_key(self, key: str) -> dict[str, Any] | None:
-        """The index record of an idempotency key, or ``None`` (never raises)."""
-        ...
-
-    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
-        """Add idempotency-key records (the first record of a key wins).
-
-        ``replace`` drops every record first: the index is rebuilt from a full fold.
-        """
-        ...
 
 
 class Counter:
@@ -165,46 +119,6 @@ def schema_lookup(deps: "CounterDeps") -> "SchemaFor":
     return schema_for
 
 
-class CounterDeps(Protocol):
-    """What loading the counter needs."""
-
-    def schema(self, event_type: str) -> dict[str, Any]:
-        """An event type's payload schema (raises when there is none)."""
-        ...
-
-    @property
-    def chain(self) -> ChainStore:
-        """The chain."""
-        ...
-
-    @property
-    def states(self) -> StateStore:
-        """The derived-state store."""
-        ...
-
-    @property
-    def keys(self) -> "TrustSource":
-        """Where the trust store comes from."""
-        ...
-
-    @property
-    def config(self) -> "Config":
-        """The configuration (``usd.day_timezone`` keys the fold's days)."""
-        ...
-
-    def newest_checkpoint(self) -> "Checkpoint | None":
-        """The newest signed checkpoint of the chain."""
-        ...
-
-
-class TrustSource(Protocol):
-    """Loads the trust store."""
-
-    def load_trust(self) -> "TrustStore":
-        """The trust store."""
-        ...
-
-
 def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     """The counter state matching the chain head, or one marked untrustworthy.
 
@@ -257,7 +171,7 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
             if checkpoint is not None:
-                problem = _checkpoint_problem(data, head, checkpoint, hashes, trust())
+                problem = checkpoint_problem(data, head, checkpoint, hashes, trust())
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
                 data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
@@ -355,13 +269,18 @@ def counter_problem(counter: Counter, config: "Config") -> str | None:
     return None
 
 
-def _checkpoint_problem(
+def checkpoint_problem(
     data: dict[str, Any],
     head: Head | None,
     checkpoint: "Checkpoint",
     hashes: dict[int, str],
     trust: "TrustStore",
 ) -> str | None:
+    """Why a folded chain does not hold what its newest checkpoint vouches for, or ``None``.
+
+    ``data`` is the fold's state, ``hashes`` the entry hashes it remembered by
+    position; the checkpoint's signature is checked against ``trust`` first.
+    """
     from ledger.core.checkpoint import checkpoint_signature_problem
 
     signature = checkpoint_signature_problem(checkpoint, trust)
