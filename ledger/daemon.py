@@ -16,15 +16,18 @@ thread: the server takes on each client's environment and directory for the
 length of a request, which the scheduler's threads must never see.
 """
 
+import contextlib
 import datetime as dt
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import FrameType, TracebackType
+from typing import Any, Self
 
 from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
@@ -34,6 +37,8 @@ _SPOOL_SECONDS = 30
 _SERVE_DRAIN_SECONDS = 15.0
 _EXIT_CONFIG = 78
 _EXIT_BUSY = 75
+# How often the main thread re-checks for a stop request even if no wake-up came.
+_STOP_CHECK_SECONDS = 1.0
 
 
 def _log(message: str) -> None:
@@ -55,6 +60,63 @@ def notify_systemd(state: str) -> None:
             sock.sendall(state.encode("ascii"))
         except OSError as exc:
             _log(f"sd_notify failed: {exc}")
+
+
+class StopSignals:
+    """SIGTERM and SIGINT as a stop request that the main thread cannot miss.
+
+    The kernel hands a signal sent to the process to any of its threads that
+    does not block it, not necessarily the main one. Python runs the handler
+    in the main thread only, the next time that thread executes bytecode; a
+    main thread blocked on a lock (``threading.Event.wait()``) is woken only
+    when the signal lands on it, so a signal taken by a scheduler or job thread
+    left it waiting for good. Here whichever thread takes the signal writes a
+    byte to a pipe the main thread waits on (``signal.set_wakeup_fd``), the
+    wait is bounded and re-checks, and the handler only records the signal: it
+    takes no lock and does no I/O, since it may run in the middle of any code
+    of the main thread, its logging included.
+    """
+
+    def __init__(self) -> None:
+        self.received: signal.Signals | None = None
+        self._reader = -1
+        self._writer = -1
+        self._previous: dict[signal.Signals, Any] = {}
+        self._previous_wakeup = -1
+
+    def __enter__(self) -> Self:
+        self._reader, self._writer = os.pipe()
+        for fd in (self._reader, self._writer):
+            os.set_blocking(fd, False)
+        self._previous_wakeup = signal.set_wakeup_fd(self._writer, warn_on_full_buffer=False)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(self._previous_wakeup)
+        os.close(self._reader)
+        os.close(self._writer)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signal.Signals(signum)
+
+    def wait(self) -> signal.Signals:
+        """Block until SIGTERM or SIGINT has arrived; which one came first."""
+        while self.received is None:
+            readable, _, _ = select.select([self._reader], [], [], _STOP_CHECK_SECONDS)
+            if readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._reader, 512)  # drained: later wake-ups wake it again
+        return self.received
 
 
 class ServerProcess:
@@ -168,11 +230,56 @@ def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
 def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
     """Schedule the jobs (and ``ledger serve`` unless ``serve`` is false); block until SIGTERM.
 
+    SIGTERM or SIGINT at any moment after the handlers are in place (the first
+    thing done here) stops it and returns 0: a job already running finishes
+    (its writes are never cut short), nothing new starts.
+
     Raises:
         ConfigError: ``LEDGER_NOW`` is set, or the configuration is invalid.
     """
     if home_runtime.environ.get("LEDGER_NOW"):
         raise ConfigError("LEDGER_NOW is set: the daemon schedules on the real clock only")
+    with StopSignals() as stop:
+        scheduler, polling = _scheduler(home_runtime)
+        if stop.received is not None:
+            # Asked to stop while starting: start nothing.
+            _log(f"received {stop.received.name} while starting, stopping")
+            _log("stopped")
+            return 0
+        config = home_runtime.config
+        scheduler.start()
+        server = None
+        try:
+            server = ServerProcess(home_runtime).start() if serve else None
+            if polling:
+                poll_text = f"poll every {config.poll_seconds} s"
+            elif config.poll_seconds > 0:
+                poll_text = "polling off (no observer.command)"
+            else:
+                poll_text = "polling off (billing.poll_seconds = 0)"
+            _log(
+                f"started: reconcile every {float(config.interval_hours):g} h for "
+                f"{', '.join(config.reconcile_providers)}; {poll_text}; "
+                f"snapshot on '{config.snapshot_cron}' UTC; "
+                + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
+            )
+            notify_systemd("READY=1")
+            _log(f"received {stop.wait().name}, stopping")
+        finally:
+            notify_systemd("STOPPING=1")
+            if server is not None:
+                server.stop()
+            _shutdown(scheduler, config.store_url)
+    _log("stopped")
+    return 0
+
+
+def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
+    """The scheduler with every job added, not started; and whether it polls.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+    """
     config = home_runtime.config
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.cron import CronTrigger
@@ -217,39 +324,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         snapshot_job, snapshot_trigger, args=[fresh_runtime], id="snapshot", **snapshot_kwargs
     )
     _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        _log(f"received {signal.Signals(signum).name}, stopping")
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    scheduler.start()
-    server = ServerProcess(home_runtime).start() if serve else None
-    if polling:
-        poll_text = f"poll every {config.poll_seconds} s"
-    elif config.poll_seconds > 0:
-        poll_text = "polling off (no observer.command)"
-    else:
-        poll_text = "polling off (billing.poll_seconds = 0)"
-    _log(
-        f"started: reconcile every {float(config.interval_hours):g} h for "
-        f"{', '.join(config.reconcile_providers)}; {poll_text}; "
-        f"snapshot on '{config.snapshot_cron}' UTC; "
-        + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
-    )
-    notify_systemd("READY=1")
-    try:
-        stop.wait()
-    finally:
-        notify_systemd("STOPPING=1")
-        if server is not None:
-            server.stop()
-        _shutdown(scheduler, config.store_url)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    _log("stopped")
-    return 0
+    return scheduler, polling
 
 
 def _add_fleet_jobs(
@@ -271,8 +346,13 @@ def _add_fleet_jobs(
 
 
 def _shutdown(scheduler: Any, store_url: str | None) -> None:
-    """Stop the scheduler; on a fleet host, close the database connection too."""
-    scheduler.shutdown(wait=False)
+    """Stop the scheduler; on a fleet host, close the database connection too.
+
+    A job already running is waited for while the stop handlers are still in
+    place (every job's waits are bounded: observer and lock timeouts), so a
+    second signal cannot cut its append short, and "stopped" means stopped.
+    """
+    scheduler.shutdown(wait=True)
     if store_url is not None:
         from ledger.edges.pgdb import close_all
 
