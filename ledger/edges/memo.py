@@ -38,8 +38,3 @@ def remembered(kind: str, key: Hashable, build: Callable[[], T]) -> T:
     else:
         memo.move_to_end(key)
     return value  # type: ignore[return-value]
-
-
-def forget_all() -> None:
-    """Drop every remembered value (tests that count parses use it)."""
-    _MEMOS.clear()

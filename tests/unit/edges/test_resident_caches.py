@@ -127,16 +127,20 @@ class TestRememberedFiles:
         assert fresh is not settled
         assert fresh == dict(os.environ)
 
-    def test_forget_all_empties_the_memo(self):
+    def test_a_value_is_built_once_per_key_and_a_failure_never(self):
+        """The same key gets the value built first; a build that raised is tried again."""
         calls: list[int] = []
 
         def build() -> str:
             calls.append(1)
+            if len(calls) == 1:
+                raise ValueError("first build fails")
             return "v"
 
-        memo.remembered("t", 1, build)
-        memo.forget_all()
-        memo.remembered("t", 1, build)
+        with pytest.raises(ValueError, match="first build fails"):
+            memo.remembered("test-once", 1, build)
+        assert memo.remembered("test-once", 1, build) == "v"
+        assert memo.remembered("test-once", 1, build) == "v"
         assert len(calls) == 2
 
 
