@@ -63,7 +63,7 @@ def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | 
             if conforms(value):
                 return None
         elif known[2] >= _FAST_AFTER:
-            _FAST[id(schema)] = (schema, predicate(schema), 0)
+            _FAST[id(schema)] = (schema, _predicate_or_never(schema), 0)
         else:
             _FAST[id(schema)] = (schema, None, known[2] + 1)
     else:
@@ -73,6 +73,18 @@ def schema_errors(value: Any, schema: dict[str, Any], path: str = "$") -> str | 
     # The steps name what is wrong, and have the last word: a predicate that
     # said no too eagerly would cost only time.
     return _compiled(schema)(value, path)
+
+
+def _never(_value: Any) -> bool:
+    return False
+
+
+def _predicate_or_never(schema: dict[str, Any]) -> "Callable[[Any], bool]":
+    # A schema the predicate writer cannot compile is left to the steps alone.
+    try:
+        return predicate(schema)
+    except (SyntaxError, RecursionError, MemoryError):
+        return _never
 
 
 # Compiling a schema's predicate (``ledger.core.schemacode``) takes about 2 ms,

@@ -136,6 +136,7 @@ class _Writer:
         if "items" in schema:
             item = self.fresh("item")
             self.emit(depth + 1, f"for {item} in {v}:")
+            self.emit(depth + 2, "pass")  # an items schema that asks nothing writes no lines
             self.node(schema["items"], item, depth + 2)
 
     def _object(self, schema: dict[str, Any], v: str, depth: int) -> None:
@@ -156,6 +157,7 @@ class _Writer:
             name, item = self.fresh("name"), self.fresh("item")
             self.emit(inner, f"for {name}, {item} in {v}.items():")
             self.emit(inner + 1, f"if {name} not in {known}:")
+            self.emit(inner + 2, "pass")
             self.node(extra, item, inner + 2)
         for name, item_schema in properties.items():
             item = self.fresh("value")

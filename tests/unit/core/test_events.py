@@ -247,6 +247,32 @@ class TestPredicate:
         assert predicate(schema)(value) is expected
         assert (events.schema_errors(value, schema) is None) is expected
 
+    @pytest.mark.parametrize(
+        ("schema", "value"),
+        [
+            ({"type": "array", "items": {}}, [1, "x"]),
+            ({"additionalProperties": {}}, {"a": 1}),
+            ({"items": {"description": "anything"}}, [None]),
+            ({"properties": {"a": {"title": "no keywords that check"}}}, {"a": 1}),
+            ({"additionalProperties": {"description": "free"}, "properties": {}}, {"b": []}),
+        ],
+    )
+    def test_subschemas_that_check_nothing_compile(self, schema, value):
+        """A sub-schema with nothing to check still makes valid source, and accepts."""
+        assert predicate(schema)(value) is True
+
+    def test_a_schema_that_cannot_compile_is_left_to_the_interpreter(self, monkeypatch):
+        """Should compiling fail, the steps alone answer, with their messages."""
+
+        def broken(_schema: object) -> object:
+            raise SyntaxError("cannot compile")
+
+        monkeypatch.setattr(events, "predicate", broken)
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        for _ in range(events._FAST_AFTER + 2):
+            assert schema_errors({"n": 1}, schema) is None
+        assert schema_errors({"n": "x"}, schema) == "$.n: expected integer"
+
     def test_names_cannot_inject_code(self):
         """Property names with quotes, braces and newlines stay data."""
         name = "a'\"\n{x}\\); import os #"
