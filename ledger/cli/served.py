@@ -184,6 +184,7 @@ def execute(
         raw = (request.environ, request.columns)
         if not resident or raw != _APPLIED.get("raw"):
             settle_environ(None)
+            _APPLIED.pop("raw", None)  # a switch that fails halfway leaves nothing applied
             _switch_environment(_requested_environment(request.environ, request.columns))
             _APPLIED["raw"] = raw
             if resident:
