@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
@@ -14,6 +13,7 @@ from ledger.edges.files import (
     file_identity,
     identity_of_stat,
     read_json_file,
+    settled,
 )
 from ledger.errors import ChainIOError
 
@@ -81,7 +81,6 @@ class CheckpointDir:
         known = _LISTINGS.get(identity)
         if known is not None:
             return known
-        listed_at = time.time_ns()  # noqa: TID251 - set against the file system's mtimes, not a product time
         try:
             names = os.listdir(self.directory)  # noqa: PTH208 - names only, no Path per file
         except (FileNotFoundError, NotADirectoryError):
@@ -92,7 +91,7 @@ class CheckpointDir:
         ranks = _ranks_by_name(found)
         newest = max(ranks.items(), key=lambda item: item[1]) if ranks else None
         listing = (found, newest)
-        if listed_at - max(identity[3], identity[4]) > _SETTLED_NS:
+        if settled(identity):
             if len(_LISTINGS) >= _KNOWN_KEPT:
                 _LISTINGS.clear()
             _LISTINGS[identity] = listing
@@ -127,10 +126,6 @@ _KNOWN: dict[FileIdentity, Checkpoint] = {}
 # some name does not give its time and count).
 _Listing = tuple[list[str], tuple[str, tuple[str, int]] | None]
 _LISTINGS: dict[FileIdentity, _Listing] = {}
-# A directory changed less than this long before it was listed is listed again
-# next time: a file system whose clock ticks coarsely could give a second change
-# within the same tick the same mtime.
-_SETTLED_NS = 50_000_000
 
 
 def _known_checkpoint(path: Path) -> Checkpoint:
@@ -139,7 +134,7 @@ def _known_checkpoint(path: Path) -> Checkpoint:
     if known is not None:
         return known
     checkpoint = load_checkpoint(path)
-    if identity is not None:
+    if identity is not None and settled(identity):
         if len(_KNOWN) >= _KNOWN_KEPT:
             _KNOWN.clear()
         _KNOWN[identity] = checkpoint

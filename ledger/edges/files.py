@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,23 @@ def identity_of_stat(info: os.stat_result) -> FileIdentity:
     every write and every ``utime()`` sets the ctime, which cannot be set back.
     """
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+# A file unchanged for this long gets a new identity from its next change even
+# where timestamps are coarse: a kernel before Linux 6.13 stamps ctime per clock
+# tick (1-4 ms), ext4 with 128-byte inodes per second; within one tick a rename
+# that reuses an inode number with the same size could look like the old file.
+SETTLED_NS = 2_000_000_000
+
+
+def settled(identity: FileIdentity) -> bool:
+    """Whether what was read under ``identity`` may be remembered by it.
+
+    True once the file has gone unchanged for ``SETTLED_NS``; a file changed
+    more recently is read again next time, as a fresh process would.
+    """
+    now = time.time_ns()  # noqa: TID251 - set against the file system's own stamps
+    return now - max(identity[3], identity[4]) > SETTLED_NS
 
 
 def file_identity(path: str | Path, *, follow_symlinks: bool = True) -> FileIdentity | None:

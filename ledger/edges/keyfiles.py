@@ -27,6 +27,7 @@ from ledger.edges.files import (
     file_identity,
     identity_of_stat,
     read_user_file,
+    settled,
 )
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
@@ -114,7 +115,7 @@ class KeyDir:
                 data,
                 lambda: Signer.from_private_key(private_key_from_pem(data, str(path))),
             )
-            if stat.S_ISREG(mode):
+            if stat.S_ISREG(mode) and settled(identity):
                 _seen(_SIGNERS_SEEN, identity, signer)
         if signer.key_id != key_id:
             raise KeyFileError(f"key file {path} holds key {signer.key_id}, not {key_id}")
@@ -157,7 +158,7 @@ class KeyDir:
         store = remembered(
             "trust", (str(self.trust_path), data, pinned), lambda: self._parse_trust(data, pinned)
         )
-        if identity[0] is not None:
+        if identity[0] is not None and all(part is None or settled(part) for part in identity):
             _seen(_TRUST_SEEN, identity, store)
         return store
 

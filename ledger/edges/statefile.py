@@ -28,6 +28,7 @@ from ledger.edges.files import (
     exclusive_create,
     file_identity,
     read_regular,
+    settled,
 )
 from ledger.errors import ChainIOError, StateMismatchError
 
@@ -60,7 +61,7 @@ class StateFile:
         if known is not None:
             return known
         key = self._read_mac_key(create=create)
-        if identity is not None and key is not None:
+        if identity is not None and key is not None and settled(identity):
             if len(_MAC_KEYS_SEEN) >= _MAC_KEYS_KEPT:
                 _MAC_KEYS_SEEN.clear()
             _MAC_KEYS_SEEN[identity] = key

@@ -341,7 +341,7 @@ class TestCheckpoints:
 
     def test_the_newest_checkpoint_is_read_alone(self, run_inproc, home, monkeypatch):
         """Among many checkpoints the newest is found by name and is the only one read."""
-        from ledger.edges import checkpointfiles
+        from ledger.edges import checkpointfiles, files
 
         for first in range(0, 8, 2):
             _append(home, 2, first=first)
@@ -355,6 +355,7 @@ class TestCheckpoints:
 
         monkeypatch.setattr(checkpointfiles, "load_checkpoint", counted)
         monkeypatch.setattr(checkpointfiles, "_KNOWN", {})  # nothing read before counts
+        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))  # as if written long ago
         found = checkpointfiles.CheckpointDir(home / "checkpoints").newest()
         assert found is not None
         assert found[1].entries == 8
@@ -367,13 +368,13 @@ class TestCheckpoints:
     ):
         """A settled directory is not listed on every ask; a new checkpoint changes it
         and is found."""
-        from ledger.edges import checkpointfiles
+        from ledger.edges import checkpointfiles, files
 
         _append(home, 2)
         assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
         directory = home / "checkpoints"
         # As if the directory had settled long before it is listed.
-        monkeypatch.setattr(checkpointfiles, "_SETTLED_NS", -(10**18))
+        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))
         listings: list[Path] = []
         real = os.listdir
 
@@ -394,7 +395,7 @@ class TestCheckpoints:
         assert found[1].entries == 4
 
     def test_a_directory_that_just_changed_is_not_remembered(self, run_inproc, home):
-        """Changed within the file system's clock tick of being listed: listed again next time."""
+        """Changed within SETTLED_NS of being listed: listed again next time."""
         from ledger.edges import checkpointfiles
         from ledger.edges.files import file_identity
 

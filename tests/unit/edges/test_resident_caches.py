@@ -74,6 +74,7 @@ class TestRememberedFiles:
         """A fresh ``KeyDir`` per request reads an unchanged trust store from memory."""
         from ledger.edges import files, keyfiles
 
+        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))  # as if written long ago
         KeyDir(home).load_trust()
         reads: list[Path] = []
 
@@ -84,6 +85,35 @@ class TestRememberedFiles:
         monkeypatch.setattr(keyfiles, "read_user_file", counted)
         KeyDir(home).load_trust()
         assert reads == []
+
+    def test_a_trust_store_changed_just_now_is_read_every_time(self, home, monkeypatch):
+        """Within SETTLED_NS of its last change a file is not remembered: on a
+        file system with coarse timestamps a second change could keep its identity."""
+        from ledger.edges import files, keyfiles
+
+        monkeypatch.setattr(files, "SETTLED_NS", 10**18)  # every file changed "just now"
+        reads: list[Path] = []
+
+        def counted(path: Path, what: str) -> bytes:
+            reads.append(path)
+            return files.read_user_file(path, what)
+
+        monkeypatch.setattr(keyfiles, "read_user_file", counted)
+        for _ in range(3):
+            KeyDir(home).load_trust()
+        assert len(reads) == 3
+
+    def test_settled_compares_with_the_newer_of_mtime_and_ctime(self):
+        """A file is settled once both its mtime and its ctime are SETTLED_NS old."""
+        import time
+
+        from ledger.edges import files
+
+        now = time.time_ns()
+        old = now - 10 * files.SETTLED_NS
+        assert files.settled((0, 0, 0, old, old))
+        assert not files.settled((0, 0, 0, old, now))
+        assert not files.settled((0, 0, 0, now, old))
 
     def test_a_trust_store_rewritten_in_place_is_read_again(self, home):
         """Same inode, same size, new bytes: the store is parsed again (and refused here)."""
