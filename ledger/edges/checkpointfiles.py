@@ -8,12 +8,11 @@ from pathlib import Path
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
 from ledger.edges.files import (
-    FileIdentity,
+    ByIdentity,
     atomic_write,
     file_identity,
     identity_of_stat,
     read_json_file,
-    settled,
 )
 from ledger.errors import ChainIOError
 
@@ -91,10 +90,7 @@ class CheckpointDir:
         ranks = _ranks_by_name(found)
         newest = max(ranks.items(), key=lambda item: item[1]) if ranks else None
         listing = (found, newest)
-        if settled(identity):
-            if len(_LISTINGS) >= _KNOWN_KEPT:
-                _LISTINGS.clear()
-            _LISTINGS[identity] = listing
+        _LISTINGS.keep(listing, identity)
         return listing
 
 
@@ -120,24 +116,21 @@ def _ranks_by_name(names: list[str]) -> dict[str, tuple[str, int]]:
 # Checkpoints this process has read, and the directories it has listed, by the
 # identity of the file or directory: every verdict asks for the newest, which
 # changes once a day.
-_KNOWN_KEPT = 64
-_KNOWN: dict[FileIdentity, Checkpoint] = {}
+_KNOWN: ByIdentity[Checkpoint] = ByIdentity()
 # A directory's checkpoint names, and the newest of them by name (``None`` when
 # some name does not give its time and count).
 _Listing = tuple[list[str], tuple[str, tuple[str, int]] | None]
-_LISTINGS: dict[FileIdentity, _Listing] = {}
+_LISTINGS: ByIdentity[_Listing] = ByIdentity()
 
 
 def _known_checkpoint(path: Path) -> Checkpoint:
     identity = file_identity(path)
-    known = _KNOWN.get(identity) if identity is not None else None
+    known = _KNOWN.get(identity)
     if known is not None:
         return known
     checkpoint = load_checkpoint(path)
-    if identity is not None and settled(identity):
-        if len(_KNOWN) >= _KNOWN_KEPT:
-            _KNOWN.clear()
-        _KNOWN[identity] = checkpoint
+    if identity is not None:
+        _KNOWN.keep(checkpoint, identity)
     return checkpoint
 
 

@@ -7,7 +7,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ledger.errors import ChainIOError, InputDataError
 
@@ -30,6 +30,7 @@ def describe_mode(mode: int) -> str:
 
 
 FileIdentity = tuple[int, int, int, int, int]
+V = TypeVar("V")
 
 
 def identity_of_stat(info: os.stat_result) -> FileIdentity:
@@ -56,6 +57,33 @@ def settled(identity: FileIdentity) -> bool:
     """
     now = time.time_ns()  # noqa: TID251 - set against the file system's own stamps
     return now - max(identity[3], identity[4]) > SETTLED_NS
+
+
+class ByIdentity(Generic[V]):
+    """What a process read from files, remembered by the identities of those files.
+
+    Every verdict reads the trust store, the writer key, the state MAC key and
+    the newest checkpoint; a long-lived process reads them again only when a
+    file is another one. A value is kept only once every file behind it has
+    settled (``settled``; ``None`` stands for a file that is not there), and
+    at most ``kept`` values are held.
+    """
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._values: dict[tuple[FileIdentity | None, ...], V] = {}
+
+    def get(self, *files: FileIdentity | None) -> V | None:
+        """What was kept for exactly these files, or ``None``."""
+        return self._values.get(files)
+
+    def keep(self, value: V, *files: FileIdentity | None) -> None:
+        """Remember ``value`` as read from ``files``, if all of them have settled."""
+        if not all(found is None or settled(found) for found in files):
+            return
+        if len(self._values) >= self._kept:
+            self._values.clear()
+        self._values[files] = value
 
 
 def file_identity(path: str | Path, *, follow_symlinks: bool = True) -> FileIdentity | None:

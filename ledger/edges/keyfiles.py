@@ -8,7 +8,6 @@ import contextlib
 import json
 import stat
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -22,30 +21,21 @@ from ledger.core.signing import (
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
 from ledger.edges.files import (
+    ByIdentity,
     atomic_write,
     exclusive_create,
     file_identity,
     identity_of_stat,
     read_user_file,
-    settled,
 )
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
 
-# What this process has read, by the identity of the files it came from (device,
-# inode, size, mtime, ctime; ``ledger.edges.files.identity_of_stat``): every
-# append and every verdict reads the trust store and the key under the lock, and
-# a resident gate answers many homes' requests with a fresh ``KeyDir`` each.
-# A changed or replaced file has another identity and is read again.
-_SEEN_KEPT = 64
-_TRUST_SEEN: dict[Any, TrustStore] = {}
-_SIGNERS_SEEN: dict[Any, Signer] = {}
-
-
-def _seen(cache: dict[Any, Any], identity: Any, value: Any) -> None:
-    if len(cache) >= _SEEN_KEPT:
-        cache.clear()
-    cache[identity] = value
+# What this process has read (``ledger.edges.files.ByIdentity``): every append
+# and every verdict reads the trust store and the key under the lock, and a
+# resident gate answers many requests with a fresh ``KeyDir`` each.
+_TRUST_SEEN: ByIdentity[TrustStore] = ByIdentity()
+_SIGNERS_SEEN: ByIdentity[Signer] = ByIdentity()
 
 
 class KeyDir:
@@ -115,8 +105,8 @@ class KeyDir:
                 data,
                 lambda: Signer.from_private_key(private_key_from_pem(data, str(path))),
             )
-            if stat.S_ISREG(mode) and settled(identity):
-                _seen(_SIGNERS_SEEN, identity, signer)
+            if stat.S_ISREG(mode):
+                _SIGNERS_SEEN.keep(signer, identity)
         if signer.key_id != key_id:
             raise KeyFileError(f"key file {path} holds key {signer.key_id}, not {key_id}")
         return signer
@@ -150,7 +140,7 @@ class KeyDir:
             InputDataError: missing, unreadable or malformed.
         """
         identity = (file_identity(self.trust_path), file_identity(self.root_pin_path))
-        known = _TRUST_SEEN.get(identity)
+        known = _TRUST_SEEN.get(*identity)
         if known is not None:
             return known
         data = read_user_file(self.trust_path, "trust store")
@@ -158,8 +148,8 @@ class KeyDir:
         store = remembered(
             "trust", (str(self.trust_path), data, pinned), lambda: self._parse_trust(data, pinned)
         )
-        if identity[0] is not None and all(part is None or settled(part) for part in identity):
-            _seen(_TRUST_SEEN, identity, store)
+        if identity[0] is not None:
+            _TRUST_SEEN.keep(store, *identity)
         return store
 
     def _parse_trust(self, data: bytes, pinned: bytes | None) -> TrustStore:

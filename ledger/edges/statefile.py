@@ -23,19 +23,17 @@ from typing import Any, NamedTuple
 from ledger.core.state import STATE_FORMAT
 from ledger.edges import keptstate
 from ledger.edges.files import (
-    FileIdentity,
+    ByIdentity,
     atomic_write,
     exclusive_create,
     file_identity,
     read_regular,
-    settled,
 )
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
-_MAC_KEYS_KEPT = 64
 # MAC keys this process has read, by the identity of their file.
-_MAC_KEYS_SEEN: dict[FileIdentity, bytes] = {}
+_MAC_KEYS_SEEN: ByIdentity[bytes] = ByIdentity()
 
 
 class StoredState(NamedTuple):
@@ -57,14 +55,12 @@ class StateFile:
         # Every verdict loads and saves the state; the key is read again only
         # when its file is another one (``identity_of_stat``).
         identity = file_identity(self.mac_key_path)
-        known = _MAC_KEYS_SEEN.get(identity) if identity is not None else None
+        known = _MAC_KEYS_SEEN.get(identity)
         if known is not None:
             return known
         key = self._read_mac_key(create=create)
-        if identity is not None and key is not None and settled(identity):
-            if len(_MAC_KEYS_SEEN) >= _MAC_KEYS_KEPT:
-                _MAC_KEYS_SEEN.clear()
-            _MAC_KEYS_SEEN[identity] = key
+        if identity is not None and key is not None:
+            _MAC_KEYS_SEEN.keep(key, identity)
         return key
 
     def _read_mac_key(self, *, create: bool) -> bytes | None:

@@ -10,6 +10,7 @@ from ledger.core.canonical import canonical_bytes
 from ledger.core.trust import Revocation, TrustedKey, TrustStore, trust_document
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.chainverify import _PARALLEL_MIN_BYTES, byte_ranges
+from ledger.edges.files import ByIdentity
 from ledger.errors import EXIT_DATA
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer
@@ -354,7 +355,8 @@ class TestCheckpoints:
             return real(path)
 
         monkeypatch.setattr(checkpointfiles, "load_checkpoint", counted)
-        monkeypatch.setattr(checkpointfiles, "_KNOWN", {})  # nothing read before counts
+        # Nothing read before counts.
+        monkeypatch.setattr(checkpointfiles, "_KNOWN", ByIdentity())
         monkeypatch.setattr(files, "SETTLED_NS", -(10**18))  # as if written long ago
         found = checkpointfiles.CheckpointDir(home / "checkpoints").newest()
         assert found is not None
@@ -404,7 +406,7 @@ class TestCheckpoints:
         directory = home / "checkpoints"
         os.utime(directory)  # now
         assert checkpointfiles.CheckpointDir(directory).newest() is not None
-        assert file_identity(directory) not in checkpointfiles._LISTINGS
+        assert checkpointfiles._LISTINGS.get(file_identity(directory)) is None
 
     def test_a_checkpoint_rewritten_in_place_is_read_again(self, run_inproc, home):
         """Same name, new bytes: read again (and refused here), never the remembered one."""

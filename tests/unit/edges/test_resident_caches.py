@@ -115,6 +115,30 @@ class TestRememberedFiles:
         assert not files.settled((0, 0, 0, old, now))
         assert not files.settled((0, 0, 0, now, old))
 
+    def test_by_identity_keeps_settled_files_only_and_a_bounded_number(self):
+        """One mechanism for every identity cache: unsettled files are not kept, a
+        missing file (None) does not hold a value back, and the bound holds."""
+        import time
+
+        from ledger.edges.files import ByIdentity
+
+        old = time.time_ns() - 10 * 2_000_000_000
+        settled_file = (1, 1, 1, old, old)
+        fresh_file = (1, 2, 1, old, time.time_ns())
+        cache: ByIdentity[str] = ByIdentity(kept=2)
+        cache.keep("fresh", fresh_file)
+        assert cache.get(fresh_file) is None
+        cache.keep("pair", settled_file, None)
+        assert cache.get(settled_file, None) == "pair"
+        assert cache.get(settled_file) is None  # another set of files
+        cache.keep("one", settled_file)
+        assert cache.get(settled_file) == "one"
+        third = (1, 3, 1, old, old)
+        cache.keep("third", third)  # past the bound of 2: the older values go
+        assert cache.get(third) == "third"
+        assert cache.get(settled_file) is None
+        assert cache.get(settled_file, None) is None
+
     def test_a_trust_store_rewritten_in_place_is_read_again(self, home):
         """Same inode, same size, new bytes: the store is parsed again (and refused here)."""
         keys = KeyDir(home)
