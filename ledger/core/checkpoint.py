@@ -121,17 +121,41 @@ def checkpoint_from_document(document: Any, source: str) -> Checkpoint:
     return checkpoint
 
 
-def checkpoint_signature_problem(checkpoint: Checkpoint, trust: TrustStore) -> str | None:
-    """Why the checkpoint's signature does not count, or ``None``."""
+def statement_signature_problem(
+    what: str,
+    ts_utc: str,
+    signed_part: dict[str, Any],
+    signature: str,
+    signing_key_id: str,
+    trust: TrustStore,
+) -> str | None:
+    """Why a signed statement's signature does not count, or ``None`` when it does.
+
+    A checkpoint or a snapshot manifest is held to the rules of a chain entry
+    (SPEC §2, Keys and trust) at its own time, with a signature required;
+    ``what`` names it in the problem.
+    """
     as_entry = ParsedEntry(
-        entry={"ts_utc": checkpoint.ts_utc},
-        preimage=canonical_bytes(checkpoint.signed_part()),
+        entry={"ts_utc": ts_utc},
+        preimage=canonical_bytes(signed_part),
         entry_hash="",
-        signature=checkpoint.signature,
-        signing_key_id=checkpoint.signing_key_id,
+        signature=signature,
+        signing_key_id=signing_key_id,
     )
     problem = trust.signature_problem(as_entry, strict=True)
-    return None if problem is None else f"checkpoint: {problem}"
+    return None if problem is None else f"{what}: {problem}"
+
+
+def checkpoint_signature_problem(checkpoint: Checkpoint, trust: TrustStore) -> str | None:
+    """Why the checkpoint's signature does not count, or ``None``."""
+    return statement_signature_problem(
+        "checkpoint",
+        checkpoint.ts_utc,
+        checkpoint.signed_part(),
+        checkpoint.signature,
+        checkpoint.signing_key_id,
+        trust,
+    )
 
 
 def compare_with_checkpoint(

@@ -9,10 +9,9 @@ accepts as a base.
 
 from dataclasses import dataclass
 
-from ledger.core.canonical import canonical_bytes, sha256_hex
+from ledger.core.canonical import sha256_hex
 from ledger.core.chain_check import check_chain, split_lines
-from ledger.core.checkpoint import Checkpoint
-from ledger.core.envelope import ParsedEntry
+from ledger.core.checkpoint import Checkpoint, statement_signature_problem
 from ledger.core.snapshot import Manifest, SnapshotInvalidError, checkpoint_from_bytes
 from ledger.core.trust import TrustStore
 
@@ -23,15 +22,14 @@ def manifest_signature_problem(manifest: Manifest, trust: TrustStore) -> str | N
     The key must be trusted, valid at the manifest's time and not revoked then:
     the rules of a chain entry (SPEC §2, Keys and trust), with a signature required.
     """
-    as_entry = ParsedEntry(
-        entry={"ts_utc": manifest.ts_utc},
-        preimage=canonical_bytes(manifest.signed_part()),
-        entry_hash="",
-        signature=manifest.signature,
-        signing_key_id=manifest.signing_key_id,
+    return statement_signature_problem(
+        "manifest",
+        manifest.ts_utc,
+        manifest.signed_part(),
+        manifest.signature,
+        manifest.signing_key_id,
+        trust,
     )
-    problem = trust.signature_problem(as_entry, strict=True)
-    return None if problem is None else f"manifest: {problem}"
 
 
 @dataclass(frozen=True, slots=True)
