@@ -111,7 +111,6 @@ class TokenCheck(NamedTuple):
 
     def as_json(self, convoy: str, agent: str, projected: int) -> dict[str, Any]:
         """What ``tokens check`` prints."""
-        fig = self.figures
         return {
             "check_ref": self.check_ref,
             "allowed": self.allowed,
@@ -122,15 +121,22 @@ class TokenCheck(NamedTuple):
             "convoy": convoy,
             "agent": agent,
             "projected_tokens": projected,
-            "convoy_max_tokens": fig.convoy_max if fig else None,
-            "agent_max_tokens": fig.agent_max if fig else None,
-            "convoy_used_tokens": fig.convoy_used if fig else None,
-            "convoy_reserved_tokens": fig.convoy_reserved if fig else None,
-            "agent_used_tokens": fig.agent_used if fig else None,
-            "agent_reserved_tokens": fig.agent_reserved if fig else None,
+            **_figure_fields(self.figures),
             "reservation_expires_at": self.reservation["expires_at"] if self.reservation else None,
             "diagnostic": self.diagnostic,
         }
+
+
+def _figure_fields(fig: agent_tokens.TokenFigures | None) -> dict[str, int | None]:
+    """The convoy's and the agent's caps, spend and reservations (``None`` without figures)."""
+    return {
+        "convoy_max_tokens": fig.convoy_max if fig else None,
+        "agent_max_tokens": fig.agent_max if fig else None,
+        "convoy_used_tokens": fig.convoy_used if fig else None,
+        "convoy_reserved_tokens": fig.convoy_reserved if fig else None,
+        "agent_used_tokens": fig.agent_used if fig else None,
+        "agent_reserved_tokens": fig.agent_reserved if fig else None,
+    }
 
 
 def _pct_out(value: Fraction | None) -> float | None:
@@ -190,12 +196,7 @@ def _tokens_check_locked(
         "remaining_tokens": result.remaining_tokens,
         "usage_pct": _pct_payload(result.usage_pct),
         "agent_usage_pct": _pct_payload(result.agent_usage_pct),
-        "convoy_max_tokens": fig.convoy_max if fig else None,
-        "agent_max_tokens": fig.agent_max if fig else None,
-        "convoy_used_tokens": fig.convoy_used if fig else None,
-        "convoy_reserved_tokens": fig.convoy_reserved if fig else None,
-        "agent_used_tokens": fig.agent_used if fig else None,
-        "agent_reserved_tokens": fig.agent_reserved if fig else None,
+        **_figure_fields(fig),
         "diagnostic": clip(result.diagnostic),
         "local_time": session.now_ts,
         "reservation": reservation,
