@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import out_dir
+from common import ledger_script, out_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -56,14 +56,6 @@ def pct(values: list[float], q: float) -> float:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:8.3f} ms"
-
-
-def ledger_script() -> str:
-    candidate = Path(sys.executable).parent / "ledger"
-    found = str(candidate) if candidate.exists() else shutil.which("ledger")
-    if found is None:
-        raise SystemExit("the `ledger` console script is not installed")
-    return found
 
 
 def init_home(path: Path) -> None:

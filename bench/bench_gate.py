@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gate_common import BASE_ENV_EXTRA, check, clean_env, fmt_ms, init_home, ledger_script, pct
+from common import ledger_script
+from gate_common import BASE_ENV_EXTRA, check, clean_env, fmt_ms, init_home, pct
 from gate_scale import scale
 
 REPO = Path(__file__).resolve().parent.parent

@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from common import bare_fsync_rate  # noqa: E402 - after the path is set
+from common import bare_fsync_rate, ledger_script  # noqa: E402 - after the path is set
 
 CAP_USD = "1000000000"
 BASE_ENV = {"LEDGER_BILLING_STALE_HALT_PCT": "100"}
@@ -54,11 +54,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     env.update(BASE_ENV)
     env.update(extra)
     return env
-
-
-def ledger_script() -> str:
-    candidate = Path(sys.executable).parent / "ledger"
-    return str(candidate) if candidate.exists() else shutil.which("ledger") or "ledger"
 
 
 def init_home(path: Path) -> None:

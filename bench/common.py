@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -47,6 +48,15 @@ def payload(index: int) -> dict[str, Any]:
         "settled": False,
         "cycle_id": f"bench-{index}",
     }
+
+
+def ledger_script() -> str:
+    """The installed ``ledger`` launcher beside this interpreter, else the one on PATH."""
+    candidate = Path(sys.executable).parent / "ledger"
+    found = str(candidate) if candidate.exists() else shutil.which("ledger")
+    if found is None:
+        raise SystemExit("the `ledger` console script is not installed")
+    return found
 
 
 def out_dir(option: str | None) -> Path:

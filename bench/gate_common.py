@@ -4,10 +4,10 @@ script, and percentile and millisecond formatting."""
 
 import datetime as dt
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from common import ledger_script
 
 NOW = dt.datetime(2026, 3, 1, 20, 0, 0, tzinfo=dt.UTC)
 CAP_USD = "1000000000"  # large enough that every benchmark verdict is admitted
@@ -38,16 +38,6 @@ def pct(values: list[float], q: float) -> float:
 
 def fmt_ms(seconds: float) -> str:
     return f"{seconds * 1000:8.2f} ms"
-
-
-def ledger_script() -> str:
-    candidate = Path(sys.executable).parent / "ledger"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("ledger")
-    if found is None:
-        raise SystemExit("the `ledger` console script is not installed")
-    return found
 
 
 def init_home(path: Path) -> None:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import ledger_script
 from gate_common import (
     BASE_ENV_EXTRA,
     NOW,
@@ -22,7 +23,6 @@ from gate_common import (
     fmt_ms,
     init_home,
     iso,
-    ledger_script,
     pct,
 )
 
