@@ -73,14 +73,9 @@ class CheckpointDir:
         """
         try:
             identity = identity_of_stat(os.stat(self.directory))  # noqa: PTH116 - one syscall
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
-        known = _LISTINGS.get(identity)
-        if known is not None:
-            return known
-        try:
+            known = _LISTINGS.get(identity)
+            if known is not None:
+                return known
             names = os.listdir(self.directory)  # noqa: PTH208 - names only, no Path per file
         except (FileNotFoundError, NotADirectoryError):
             return None
