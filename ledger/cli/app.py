@@ -55,8 +55,28 @@ class State:
     home: str | None = None
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from ledger import __version__
+
+        sys.stdout.write(f"ledger {__version__}\n")
+        raise typer.Exit
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        help="Print `ledger <version>` and exit.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+]
+
+
 @app.callback()
-def _global(home: HomeOption = None) -> None:
+def _global(home: HomeOption = None, version: VersionOption = False) -> None:
+    del version  # printed by its callback
     State.home = home
 
 
@@ -75,7 +95,7 @@ def init(
         from ledger.services.home import init_home
         from ledger.services.prices import init_prices
 
-        runtime = _runtime()
+        runtime = _runtime(must_exist=False)
         if runtime.uses_database:  # a fleet host (SPEC §8)
             from ledger.cli.store_commands import init_fleet_host
 
