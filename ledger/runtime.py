@@ -19,7 +19,7 @@ from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
-from ledger.errors import ChainIOError, ConfigError
+from ledger.errors import ChainIOError, ConfigError, NoHomeError
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -289,6 +289,21 @@ class Runtime:
         return self.home / "state"
 
 
-def build_runtime(home_option: str | None) -> Runtime:
-    """The runtime for a command line's ``--home``."""
-    return Runtime(resolve_home(home_option))
+def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:
+    """The runtime for a command line's ``--home``.
+
+    Args:
+        home_option: ``--home`` as given, if it was.
+        must_exist: refuse a home that does not exist. Only ``init`` (which makes
+            it) and commands that never touch the home (offline verification,
+            hooks that answer for themselves) pass ``False``: anything else run
+            on a mistyped ``--home`` would find no chain, no key and no config
+            and report that in its own confusing words, or create files there.
+
+    Raises:
+        NoHomeError: ``must_exist`` and the home is not a directory.
+    """
+    home = resolve_home(home_option)
+    if must_exist and not home.is_dir():
+        raise NoHomeError(home)
+    return Runtime(home)

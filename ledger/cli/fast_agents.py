@@ -37,11 +37,15 @@ _FAMILIES: dict[str, Family] = {
 }  # fmt: skip
 
 
-def home_runtime(home: str | None) -> Any:
-    """The runtime of ``home`` (the ``--home`` option; ``None`` for the default)."""
+def home_runtime(home: str | None, *, must_exist: bool = True) -> Any:
+    """The runtime of ``home`` (the ``--home`` option; ``None`` for the default).
+
+    Raises:
+        NoHomeError: ``must_exist`` and there is no such home.
+    """
     from ledger.runtime import build_runtime
 
-    return build_runtime(home)
+    return build_runtime(home, must_exist=must_exist)
 
 
 def checked_id(value: str, what: str) -> str:

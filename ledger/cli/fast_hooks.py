@@ -62,7 +62,8 @@ def _hook(home: str | None, event: str) -> int:
     except HookInputError as exc:
         print_error(f"hook {event}: malformed input ({exc}); no decision")
         return 0
-    runtime = home_runtime(home)
+    # A hook answers deny/block itself, even for a home that does not exist.
+    runtime = home_runtime(home, must_exist=False)
     scope = _hook_scope(runtime.environ)
     if event == "PreToolUse":
         from ledger.services.agent_hooks import pre_tool_use

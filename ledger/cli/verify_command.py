@@ -63,7 +63,8 @@ def run_verify(
     from ledger.runtime import build_runtime
     from ledger.services.verify import verify_store
 
-    runtime = build_runtime(home)
+    # Verifying a given LOG needs only what the command line gives, no home.
+    runtime = build_runtime(home, must_exist=log is None)
     if log is not None:
         # Missing is a bad command line (SPEC §3); something that is there but is
         # not a regular file (a FIFO, a directory) is an I/O failure the store
