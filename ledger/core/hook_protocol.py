@@ -24,6 +24,8 @@ Output follows the Claude Code hooks reference:
 import json
 from typing import Any, NamedTuple
 
+from ledger.core.refs import short_ref
+
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
 STOP = "Stop"
@@ -145,7 +147,7 @@ def _dollars(micros: object) -> str:
 def usd_verdict_reason(document: dict[str, Any]) -> str:
     """A USD verdict in one sentence for the agent (and the user) to read."""
     verdict = document.get("verdict")
-    ref = str(document.get("verdict_ref") or "not recorded")[:16]
+    ref = short_ref(str(document.get("verdict_ref") or "not recorded"))
     if verdict == "halt-uncertainty":
         return (
             f"ledger: USD budget halt-uncertainty ({document.get('uncertainty_reason')}): "

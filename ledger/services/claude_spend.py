@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.hook_protocol import HookInput, clip, usd_verdict_reason
+from ledger.core.refs import short_ref
 from ledger.core.transcript import (
     MAX_PENDING,
     Skipped,
@@ -340,7 +341,7 @@ def session_verdict(deps: SpendDeps, hook: HookInput, agent: str | None) -> Sess
                 deps, key, lambda c: c.update(pending=[*c["pending"], ref][-MAX_PENDING:])
             )
         except LedgerError as exc:  # the reservation then expires by its TTL
-            errors = (*errors, f"cannot remember verdict {ref[:16]} for settling: {exc}")
+            errors = (*errors, f"cannot remember verdict {short_ref(ref)} for settling: {exc}")
     verdict = document.get("verdict")
     if verdict in HALTS:
         return SessionVerdict(usd_verdict_reason(document), (), ref, errors)
