@@ -168,6 +168,13 @@ class ServerProcess:
         self._thread.join(timeout=_SERVE_DRAIN_SECONDS)
 
 
+def _usd(micros: int | None) -> str:
+    """Money in the log as people read it (``$0.44``); the chain keeps the exact micro-USD."""
+    from ledger.core.units import cents_text
+
+    return "none" if micros is None else cents_text(micros)
+
+
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled reconcile; failures are logged, never raised into the scheduler."""
     from ledger.services.reconcile import reconcile
@@ -178,8 +185,8 @@ def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None
         _log(f"reconcile {provider}: error: {exc}")
         return
     _log(
-        f"reconcile {provider}: {outcome.status} counter={outcome.counter_micros} "
-        f"billing={outcome.billing_micros} drift_pct={outcome.drift_pct}"
+        f"reconcile {provider}: {outcome.status} counter={_usd(outcome.counter_micros)} "
+        f"billing={_usd(outcome.billing_micros)} drift_pct={outcome.drift_pct}"
         + (f" reason={outcome.reason}" if outcome.reason else "")
     )
 
@@ -194,7 +201,7 @@ def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
         _log(f"poll {provider}: error: {exc}")
         return
     if outcome.billing_micros is not None:
-        _log(f"poll {provider}: {outcome.status} billing={outcome.billing_micros}")
+        _log(f"poll {provider}: {outcome.status} billing={_usd(outcome.billing_micros)}")
     else:
         _log(f"poll {provider}: {outcome.status} reason={outcome.reason}")
 

@@ -70,6 +70,9 @@ def test_daemon_runs_reconcile_and_snapshot_then_stops_on_sigterm(home: Path, tm
         lines = Lines(proc.stderr)
         assert listener.recv(64) == b"READY=1"
         assert lines.wait_for("reconcile aggregate: ok", count=2), lines.lines
+        # Money in the log is in dollars, never bare micro-dollars.
+        reconciled = next(line for line in lines.lines if "reconcile aggregate: ok" in line)
+        assert " counter=$0.50 billing=$" in reconciled, reconciled
         assert lines.wait_for("snapshot: "), lines.lines
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
