@@ -127,14 +127,13 @@ def test_an_ambiguous_prefix_is_a_bad_command_line_naming_it(home, run_inproc, m
     verifier here reports every entry's hash with the same first 12 digits.
     """
     import ledger.services.explain as service
-
-    from ledger.core.chain import ChainVerifier as real
+    from ledger.core.chain import ChainVerifier
 
     def shared_prefix_verifier(trust, on_entry):
         def renamed(parsed):
             on_entry(parsed._replace(entry_hash="abcdef012345" + parsed.entry_hash[12:]))
 
-        return real(trust, on_entry=renamed)
+        return ChainVerifier(trust, on_entry=renamed)
 
     verdict(run_inproc, home, "1")
     verdict(run_inproc, home, "2")
