@@ -383,9 +383,12 @@ def run(args: list[str]) -> int:
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
     except click_exceptions.UsageError as exc:
-        if exc.ctx is not None:
-            sys.stderr.write(exc.ctx.get_usage() + "\n")
-        print_error(exc.format_message())
+        # One line, as every other error: what was wrong and where help is.
+        message, _, suggestions = exc.format_message().rstrip(".").partition(". Did you mean ")
+        if suggestions:
+            message += f" (did you mean {suggestions})"
+        prog = exc.ctx.command_path if exc.ctx is not None else "ledger"
+        print_error(f"{message[:1].lower()}{message[1:]}; see `{prog} --help`")
         return EXIT_USAGE
     except typer.Exit as exc:
         return int(exc.exit_code)
