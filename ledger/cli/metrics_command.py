@@ -1,6 +1,6 @@
 """``ledger metrics [--output F]``: the Prometheus text exposition format (SPEC §10).
 
-``prometheus-client`` (the ``ledger[metrics]`` extra) is imported by this
+``prometheus-client`` (the ``spend-ledger[metrics]`` extra) is imported by this
 command only. With ``--output`` the file is written atomically
 (``write_to_textfile``: a temporary file renamed into place), for
 node_exporter's textfile collector. Exit codes: 0 written; 1 the extra is not
@@ -84,7 +84,7 @@ def metrics_command(
     Gauges: ledger_used_usd, ledger_reserved_usd, ledger_cap_usd and
     ledger_usage_pct per scope; ledger_verdicts_today by outcome and reason;
     ledger_chain_entries; ledger_reconcile_drift_pct; ledger_snapshot_age_seconds.
-    Needs the metrics extra: pip install 'ledger[metrics]'.
+    Needs the metrics extra: pip install 'spend-ledger[metrics]'.
 
     Example: ledger --home /var/lib/ledger metrics --output /var/lib/node_exporter/ledger.prom
     """
@@ -94,7 +94,7 @@ def metrics_command(
             from prometheus_client import generate_latest, write_to_textfile
         except ImportError as exc:
             raise LedgerError(
-                "metrics needs prometheus-client: pip install 'ledger[metrics]'"
+                "metrics needs prometheus-client: pip install 'spend-ledger[metrics]'"
             ) from exc
         from ledger.cli.app import State
         from ledger.runtime import build_runtime

@@ -1,5 +1,5 @@
 """Guards around official provider SDK clients.
 
-Optional extras ``ledger[anthropic]`` and ``ledger[openai]``; no module here
+Optional extras ``spend-ledger[anthropic]`` and ``spend-ledger[openai]``; no module here
 imports an SDK: each wraps the client it is given.
 """
