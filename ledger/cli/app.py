@@ -27,7 +27,7 @@ app = typer.Typer(
         "`ledger COMMAND --help` explains each command.\n\n"
         "Example: ledger --home ./.ledger verdict 0.25 --provider openai"
     ),
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
