@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         """Parse; an argument nobody takes is reported with the command it was given to."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
