@@ -157,7 +157,10 @@ class Runtime:
         command = self.config.observer_command
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
-        return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)
+        config = self.config
+        return run_observer(
+            command, provider, config.observer_timeout_seconds, self.clock, config.observer_env
+        )
 
     def exclusive(
         self, name: str, wait_seconds: float | None = None

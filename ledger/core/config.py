@@ -19,6 +19,7 @@ from ledger.errors import ConfigError
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 _CENTURY_DAYS = 36_500
@@ -44,7 +45,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "clock_tolerance_seconds": "seconds",
         "poll_seconds": "seconds",
     },
-    "observer": {"command": "argv", "timeout_seconds": "seconds"},
+    "observer": {"command": "argv", "timeout_seconds": "seconds", "env": "env_names"},
     "reconcile": {
         "interval_hours": "hours",
         "drift_threshold_pct": "pct",
@@ -54,7 +55,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
     "chain": {"lock_timeout_seconds": "seconds"},
     "store": {"url": "store_url", "schema": "identifier"},
 }
-_STRUCTURED = {"caps", "argv", "providers"}
+_STRUCTURED = {"caps", "argv", "providers", "env_names"}
 
 
 class Config(NamedTuple):
@@ -74,6 +75,7 @@ class Config(NamedTuple):
     poll_seconds: int = 240
     observer_command: tuple[str, ...] | None = None
     observer_timeout_seconds: int = 30
+    observer_env: tuple[str, ...] = ()
     interval_hours: Fraction = Fraction(6)
     drift_threshold_pct: Fraction = Fraction(5)
     reconcile_providers: tuple[str, ...] = (AGGREGATE,)
@@ -138,6 +140,7 @@ _FIELD_FOR = {
     ("billing", "poll_seconds"): "poll_seconds",
     ("observer", "command"): "observer_command",
     ("observer", "timeout_seconds"): "observer_timeout_seconds",
+    ("observer", "env"): "observer_env",
     ("reconcile", "interval_hours"): "interval_hours",
     ("reconcile", "drift_threshold_pct"): "drift_threshold_pct",
     ("reconcile", "providers"): "reconcile_providers",
@@ -166,6 +169,22 @@ def _convert_key(kind: str, value: Any, name: str) -> Any:
             raise ConfigError(f"{name}: must be an IANA time zone name such as Europe/Berlin")
         return value
     return _convert(kind, value, name)
+
+
+def _env_names(value: Any, name: str) -> tuple[str, ...]:
+    """``observer.env``: names of environment variables (possibly none)."""
+    if not isinstance(value, list) or not all(
+        isinstance(part, str) and _ENV_NAME_RE.fullmatch(part) for part in value
+    ):
+        raise ConfigError(f"{name}: must be an array of environment variable names")
+    return tuple(value)
+
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "store_url": lambda value, name: _store_value("store_url", value, name),
+    "identifier": lambda value, name: _store_value("identifier", value, name),
+    "env_names": _env_names,
+}
 
 
 def _convert(kind: str, value: Any, name: str) -> Any:
@@ -227,8 +246,8 @@ def _convert(kind: str, value: Any, name: str) -> Any:
             if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
         return tuple(value)
-    if kind in {"store_url", "identifier"}:
-        return _store_value(kind, value, name)
+    if (convert := _CONVERTERS.get(kind)) is not None:
+        return convert(value, name)
     if kind == "cron":
         fields = value.split() if isinstance(value, str) else []
         if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.fullmatch(f) for f in fields):
@@ -360,6 +379,8 @@ poll_seconds = 240
 [observer]
 # command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]
 timeout_seconds = 30
+# More variables for the observer than PATH, HOME, LANG, ANTHROPIC_*, OPENAI_*,
+# *_ADMIN_KEY and LEDGER_OBSERVER_*: env = ["HTTPS_PROXY", "SSL_CERT_FILE"]
 
 [reconcile]
 interval_hours = 6
