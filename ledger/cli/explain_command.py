@@ -51,7 +51,7 @@ def render_text(document: dict[str, Any]) -> str:
         f"{_pct(c['projected_pct']):>10}"
         for c in document["caps"]
     ]
-    out += ["", "  SPEC §4 rows, in order:"]
+    out += ["", "  verdict table rows, in order:"]
     out += [
         f"  {'*' if row['matched'] else ' '} {row['order']} {row['outcome']}"
         + (f" / {row['reason']}" if row["reason"] else "")
@@ -85,7 +85,7 @@ def explain_command(
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
 ) -> None:
-    """Explain a sealed verdict from the chain alone: caps, every §4 row, billing readings.
+    """Explain a sealed verdict from the chain alone: caps, every verdict rule, billing readings.
 
     Recomputes the verdict from the verified entries before it (with the config
     in force now) and compares it with what was sealed; a difference is

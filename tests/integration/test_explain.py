@@ -79,7 +79,7 @@ def test_table_for_people(home, run_inproc):
     sealed = verdict(run_inproc, home, "10")
     result = run_inproc(["--home", str(home), "explain", sealed["verdict_ref"]], env=NOW)
     assert result.code == 0
-    assert "SPEC §4 rows" in result.stdout
+    assert "verdict table rows, in order:" in result.stdout
     assert "* 8 allow: matched" in result.stdout
 
 
