@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
+from ledger.core.refs import short_ref
 from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
 
@@ -231,7 +232,7 @@ def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     except LedgerError as exc:
         _log(f"snapshot: error: {exc}")
         return
-    _log(f"snapshot: {result.path} entries={result.entries} head={result.head_hash[:16]}")
+    _log(f"snapshot: {result.path} entries={result.entries} head={short_ref(result.head_hash)}")
 
 
 def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
