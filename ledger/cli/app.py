@@ -378,11 +378,19 @@ for _module in (
     importlib.import_module(_module).register(app)
 
 
+# click ≥ 8.2 reports a group called without a command as this usage error.
+_NO_ARGS_IS_HELP: Any = getattr(click_exceptions, "NoArgsIsHelpError", ())
+
+
 def run(args: list[str]) -> int:
     """Run the typer app on ``args``; usage errors end in one ``ledger:`` line (exit 2)."""
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as exc:
+        # `ledger` or `ledger keys` alone asks what there is: the help, not an error.
+        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx is not None else "")
+        return 0
     except click_exceptions.UsageError as exc:
         # One line, as every other error: what was wrong and where help is.
         message, _, suggestions = exc.format_message().rstrip(".").partition(". Did you mean ")

@@ -41,3 +41,12 @@ def test_typo_is_one_line_with_where_help_is(tmp_path, args, line):
     result = run_process(["--home", str(tmp_path / "home"), *args])
     assert (result.code, result.stdout, result.stderr) == (2, "", line + "\n")
     assert not (tmp_path / "home").exists()
+
+
+def test_a_command_group_alone_prints_its_help(tmp_path):
+    """``ledger`` or ``ledger keys`` alone asks what there is: the help on stdout, exit 0."""
+    for args, first in ((["keys"], "Usage: ledger keys"), ([], "Usage: ledger [OPTIONS]")):
+        result = run_process(args)
+        assert (result.code, result.stderr) == (0, ""), result
+        assert result.stdout.startswith(first)
+        assert "ledger:" not in result.stdout
