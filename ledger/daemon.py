@@ -223,6 +223,22 @@ def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
         _log(f"spool: sealed {drained} spooled record(s)")
 
 
+def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
+    from ledger.edges.alertfiles import AlertStateFile
+    from ledger.edges.webhook import post_json
+    from ledger.services.alerts import run_alerts
+
+    runtime = runtime_factory()
+    try:
+        run_alerts(
+            runtime.chain, runtime.config, AlertStateFile(runtime.home),
+            runtime.clock.now(), post_json, lambda line: _log(f"alerts: {line}"),
+        )  # fmt: skip
+    except LedgerError as exc:
+        _log(f"alerts: error: {exc}")
+
+
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
     from ledger.services.snapshot import take_snapshot
@@ -331,6 +347,13 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
     scheduler.add_job(
         snapshot_job, snapshot_trigger, args=[fresh_runtime], id="snapshot", **snapshot_kwargs
     )
+    if config.alert_rules:
+        # Alerts follow the chain here, never on the per-call path (a verdict
+        # never waits for a webhook).
+        scheduler.add_job(
+            alerts_job, IntervalTrigger(seconds=config.alert_check_seconds, timezone=dt.UTC),
+            args=[fresh_runtime], id="alerts", next_run_time=now,
+        )  # fmt: skip
     _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
     return scheduler, polling
 

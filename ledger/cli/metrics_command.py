@@ -41,7 +41,13 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
         "ledger_reconcile_drift_pct", "The newest reconcile's drift, percent.", ["scope"],
         registry=registry,
     )  # fmt: skip
+    billing_age = Gauge(
+        "ledger_billing_reading_age_seconds",
+        "Seconds since the newest billing reading was fetched.", ["scope"], registry=registry,
+    )  # fmt: skip
     for scope in metrics.scopes:
+        if scope.billing_age_seconds is not None:
+            billing_age.labels(scope.scope).set(scope.billing_age_seconds)
         scope_gauges["used_usd"].labels(scope.scope).set(scope.used_micros / 1e6)
         scope_gauges["reserved_usd"].labels(scope.scope).set(scope.reserved_micros / 1e6)
         scope_gauges["cap_usd"].labels(scope.scope).set(scope.cap_micros / 1e6)

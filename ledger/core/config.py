@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
@@ -85,6 +86,8 @@ class Config(NamedTuple):
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
+    alert_rules: tuple[AlertRule, ...] = ()
+    alert_check_seconds: int = 10
 
 
 _PRICE_KEYS = frozenset(
@@ -315,6 +318,9 @@ def from_mapping(
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue
+        if section == "alerts":
+            values.update(alert_settings(table, "alerts"))
+            continue
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -342,6 +348,17 @@ def from_mapping(
         except ValueError as exc:
             raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
         values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
+    if "LEDGER_ALERTS" in environ:
+        try:
+            rules = json.loads(environ["LEDGER_ALERTS"])
+        except ValueError as exc:
+            raise ConfigError(f"LEDGER_ALERTS: must be JSON ({exc})") from exc
+        values.update(alert_settings(rules, "LEDGER_ALERTS"))
+    if "LEDGER_ALERTS_CHECK_SECONDS" in environ:
+        raw_seconds = environ["LEDGER_ALERTS_CHECK_SECONDS"]
+        if not raw_seconds.isdigit() or int(raw_seconds) < 1:
+            raise ConfigError("LEDGER_ALERTS_CHECK_SECONDS: must be an integer ≥ 1")
+        values["alert_check_seconds"] = int(raw_seconds)
     if "day_timezone" in values:
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"

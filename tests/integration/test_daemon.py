@@ -36,6 +36,10 @@ class Lines:
         for line in stream:
             self.lines.append(line.rstrip("\n"))
 
+    def join(self, timeout: float = 10) -> None:
+        """Wait for the reader to see the end of the stream."""
+        self._thread.join(timeout)
+
     def wait_for(self, needle: str, count: int = 1, timeout: float = 30) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
