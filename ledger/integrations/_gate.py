@@ -9,9 +9,10 @@ response's end, its early close, or a failure:
 
 - usage received (a JSON body, or a stream's usage events so far) → recorded
   and priced from the provider's usage object;
-- a successful response that reported no usage (a chat stream without
-  ``stream_options.include_usage``, a body that cannot be read) → recorded at
-  the verdict's estimate, an upper bound: spend is never taken as $0;
+- a successful response that reported no usage, or usage that cannot be read
+  (a chat stream without ``stream_options.include_usage``, a body in an
+  encoding not read here) → recorded at the verdict's estimate, an upper
+  bound: spend is never taken as $0;
 - a failure with no usage (an error status, an error event, a connection
   error) → recorded at $0, which settles the reservation at once instead of
   holding budget until it expires.
@@ -27,7 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from ledger.api import Ledger
-from ledger.errors import BudgetHalted, BudgetWarning, LedgerError
+from ledger.errors import BudgetHalted, BudgetWarning, LedgerError, UsageObjectInvalidError
 from ledger.providers import Route, UsageReader, client_route, estimate_request
 
 log = logging.getLogger("ledger")
@@ -158,7 +159,16 @@ class Call:
             "cycle_id": gate.session, "idempotency_key": key,
         }  # fmt: skip
         if reader.usage is not None:
-            book.record(usage=reader.usage, **common)
+            try:
+                book.record(usage=reader.usage, **common)
+            except UsageObjectInvalidError:
+                log.warning(
+                    "ledger: %s response's usage cannot be read; recorded at its estimate "
+                    "(verdict %s)", self.model, self.verdict_ref, exc_info=True,
+                )  # fmt: skip
+            else:
+                return
+            book.record(self._estimate_usd, **common)
             return
         failed = (
             failure is not None or self._status >= FIRST_ERROR_STATUS or reader.error is not None
@@ -170,4 +180,8 @@ class Call:
             "ledger: %s response reported no usage; recorded at its estimate (verdict %s)",
             self.model, self.verdict_ref,
         )  # fmt: skip
-        book.record(str(Decimal(self._estimate_micros) / 1_000_000), **common)
+        book.record(self._estimate_usd, **common)
+
+    @property
+    def _estimate_usd(self) -> str:
+        return str(Decimal(self._estimate_micros) / 1_000_000)

@@ -135,7 +135,8 @@ class ProviderServer:
     ``"cut"`` sends part of the body and drops the connection; ``"hold"`` sends
     part of a stream and waits for ``release`` before the rest; ``"529"`` and
     ``"500"`` answer that status with the provider's error body; ``"gzip"``
-    answers JSON compressed with gzip. Every response has its own id.
+    answers JSON compressed with gzip; ``"bad-usage"`` reports a negative count.
+    Every response has its own id.
     """
 
     def __init__(self) -> None:
@@ -176,7 +177,8 @@ class ProviderServer:
                 model = body.get("model", "m")
                 stream = bool(body.get("stream"))
                 if path.endswith("/messages"):
-                    message = {**_anthropic_message(model, ANTHROPIC_USAGE), "id": f"msg_{number}"}
+                    usage = {"input_tokens": -1} if scenario == "bad-usage" else ANTHROPIC_USAGE
+                    message = {**_anthropic_message(model, usage), "id": f"msg_{number}"}
                     events = _anthropic_events(model)
                     events[0][1]["message"]["id"] = f"msg_{number}"
                     if scenario == "overloaded":

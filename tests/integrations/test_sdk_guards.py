@@ -163,6 +163,12 @@ class TestAnthropicPaths:
         assert anthropic_client(server, book).messages.create(**ASK).usage.output_tokens == 700
         assert_settled(book, home, [ANTHROPIC_MICROS])
 
+    def test_unreadable_usage_is_recorded_at_the_estimate(self, server, book, home):
+        """Spend is never dropped: a usage object the ledger cannot read counts as the estimate."""
+        server.scenarios = ["bad-usage"]
+        assert anthropic_client(server, book).messages.create(**ASK).usage.input_tokens == -1
+        assert_settled(book, home, [ASK_ESTIMATE])
+
     def test_session_and_agent_scope_the_call(self, server, book, home):
         anthropic_client(server, book, session="s-1", agent="researcher").messages.create(**ASK)
         [verdict] = verdicts(home)
