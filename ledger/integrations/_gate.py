@@ -60,6 +60,7 @@ class CallGate:
         Raises:
             RequestRefused: the request has no model or no output limit.
             BudgetHalted: the verdict halts; nothing may be sent.
+            BudgetWarning: ``warn-90`` while warnings are errors; nothing may be sent.
             LedgerError: the verdict could not be run (configuration, price, chain).
         """
         estimate = estimate_request(route, body)
@@ -70,14 +71,20 @@ class CallGate:
         )  # fmt: skip
         if not verdict.allowed:
             raise BudgetHalted(verdict)
+        call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
         if verdict.verdict == "warn-90":
             message = (
                 f"ledger: {estimate.provider}/{estimate.model} call admitted at warn-90: "
                 f"{verdict.usage_pct}% of the {verdict.deciding_cap} cap would be used"
             )
             log.warning("%s (verdict %s)", message, verdict.verdict_ref)
-            warnings.warn(message, BudgetWarning, stacklevel=2)
-        return Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
+            try:
+                warnings.warn(message, BudgetWarning, stacklevel=2)
+            except BudgetWarning:
+                # Warnings made errors by the caller's filters: the call is not sent.
+                call.finish(failure=RuntimeError("not sent"))
+                raise
+        return call
 
 
 class Call:

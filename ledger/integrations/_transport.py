@@ -7,7 +7,8 @@ whatever SDK method sent it (``create``, ``stream``, ``parse``,
 (``copy()``, ``with_options()``) shares it. Requests to endpoints that are not
 model calls pass through untouched.
 
-A refusal or halt raised here is made an instance of the SDK's own base error
+A refusal, a halt (or a ``warn-90`` warning made an error by the caller's
+warning filters) raised here is made an instance of the SDK's own base error
 as well (``anthropic.AnthropicError``, ``openai.OpenAIError``): the SDKs pass
 their own errors through unchanged, where any other exception from a transport
 would be retried and reported as a connection error.
@@ -18,13 +19,13 @@ from typing import Any
 
 import httpx2 as httpx
 
-from ledger.errors import LedgerError
+from ledger.errors import BudgetWarning, LedgerError
 from ledger.integrations._gate import Call, CallGate
 
 _ADOPTED: dict[tuple[type, type], type] = {}
 
 
-def adopt(error: LedgerError, sdk_error: type[Exception]) -> LedgerError:
+def adopt(error: Exception, sdk_error: type[Exception]) -> Exception:
     """``error``, made also an instance of ``sdk_error`` (its class and message unchanged)."""
     cls = type(error)
     mixed = _ADOPTED.get((cls, sdk_error))
@@ -86,7 +87,7 @@ class GuardTransport(httpx.BaseTransport):
             return self._inner.handle_request(request)
         try:
             call = self._gate.admit(route, request.read())
-        except LedgerError as exc:
+        except (LedgerError, BudgetWarning) as exc:
             raise adopt(exc, self._sdk_error) from None
         try:
             response = self._inner.handle_request(request)
@@ -162,7 +163,7 @@ class AsyncGuardTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         try:
             call: Call = await _in_thread(self._gate.admit, route, body)
-        except LedgerError as exc:
+        except (LedgerError, BudgetWarning) as exc:
             raise adopt(exc, self._sdk_error) from None
         try:
             response = await self._inner.handle_async_request(request)

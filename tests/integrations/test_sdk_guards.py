@@ -6,6 +6,7 @@ model request is gated, and the chain holds exactly what each response used.
 
 import asyncio
 import logging
+import warnings
 
 import anthropic
 import httpx2
@@ -238,6 +239,18 @@ class TestAnthropicFailures:
                 client.messages.create(**ASK)
         assert any("warn-90" in r.getMessage() for r in caplog.records if r.name == "ledger")
         assert len(server.model_requests()) == 1
+
+    @pytest.mark.usefixtures("book")
+    def test_warn_90_made_an_error_sends_nothing_and_holds_nothing(self, server, home, monkeypatch):
+        monkeypatch.setenv("LEDGER_USD_DAILY_CAP", "0.013")
+        book = ledger.open(home)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ledger.BudgetWarning)
+            with pytest.raises(ledger.BudgetWarning):
+                anthropic_client(server, book, max_retries=2).messages.create(**ASK)
+        assert server.requests == []
+        assert len(events_of(home, "budget.warn_90")) == 1
+        assert_settled(book, home, [0])
 
     def test_async_client(self, server, book, home):
         raw = anthropic.AsyncAnthropic(base_url=server.url, api_key="test", max_retries=0)
