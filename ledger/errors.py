@@ -152,6 +152,9 @@ def halt_message(verdict: Any) -> str:
 
     what = field("verdict") or "halt"
     reason = field("uncertainty_reason")
+    if reason is None and what == "halt-100":
+        projected = field("usage_pct")
+        reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
     text = f"{what}" + (f" ({reason})" if reason else "")
     text += (
         f": the deciding cap {field('deciding_cap') or 'unknown'} of {money('daily_cap_micros')} "

@@ -223,7 +223,7 @@ class TestAnthropicFailures:
         assert isinstance(halted, anthropic.AnthropicError)  # the SDK neither retries nor wraps it
         assert halted.verdict.verdict == "halt-100"
         assert str(halted) == (
-            "halt-100: the deciding cap aggregate of $0.001 has $0.00 used and $0.00 reserved, "
+            "halt-100 (projected 1201.2 % of the cap): the deciding cap aggregate of $0.001 has $0.00 used and $0.00 reserved, "
             "and this call's estimate is $0.012012"
         )
         assert server.requests == []

@@ -18,10 +18,10 @@ class TestHaltMessage:
         document = {
             "verdict": "halt-100", "deciding_cap": "provider:anthropic",
             "usd_used_micros": 4_900_000, "usd_reserved_micros": 50_000,
-            "daily_cap_micros": 5_000_000, "estimated_micros": 120_000,
+            "daily_cap_micros": 5_000_000, "estimated_micros": 120_000, "usage_pct": 101.4,
         }  # fmt: skip
         assert halt_message(document) == (
-            "halt-100: the deciding cap provider:anthropic of $5.00 has $4.90 used and $0.05 "
+            "halt-100 (projected 101.4 % of the cap): the deciding cap provider:anthropic of $5.00 has $4.90 used and $0.05 "
             "reserved, and this call's estimate is $0.12"
         )
 
@@ -41,6 +41,6 @@ class TestHaltMessage:
     def test_budget_halted_carries_the_message_and_the_verdict(self):
         """``BudgetHalted`` is exported lazily from ``ledger`` and keeps the verdict."""
         halted = ledger.BudgetHalted({"verdict": "halt-100"})
-        assert str(halted).startswith("halt-100: the deciding cap unknown")
+        assert str(halted).startswith("halt-100 (the cap is 0): the deciding cap unknown")
         assert halted.verdict == {"verdict": "halt-100"}
         assert issubclass(ledger.BudgetWarning, UserWarning)
