@@ -198,6 +198,15 @@ class TestAnthropicFailures:
             anthropic_client(server, book).messages.create(**ASK)
         assert_settled(book, home, [0])
 
+    def test_unreachable_server_settles_at_zero(self, server, book, home):
+        url = server.url
+        server.close()  # nothing listens there any more
+        raw = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
+        with pytest.raises(anthropic.APIConnectionError):
+            guard_anthropic.guard_client(raw, book).messages.create(**ASK)
+        raw.close()
+        assert_settled(book, home, [0])
+
     @pytest.mark.parametrize("status", ["529", "500"])
     def test_error_status_settles_at_zero(self, server, book, home, status):
         server.scenarios = [status]
