@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         ConfigError,
         LedgerError,
         UnknownPriceError,
+        UnknownProviderError,
         UsageError,
     )
 
@@ -32,6 +33,7 @@ _LAZY = {
     "LedgerError": ("ledger.errors", "LedgerError"),
     "UsageError": ("ledger.errors", "UsageError"),
     "UnknownPriceError": ("ledger.errors", "UnknownPriceError"),
+    "UnknownProviderError": ("ledger.errors", "UnknownProviderError"),
     "ConfigError": ("ledger.errors", "ConfigError"),
 }
 
@@ -43,6 +45,7 @@ __all__ = [  # names bound lazily by __getattr__
     "LedgerError",
     "Record",
     "UnknownPriceError",
+    "UnknownProviderError",
     "Usage",
     "UsageError",
     "Verdict",

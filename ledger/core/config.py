@@ -26,7 +26,7 @@ _ZONE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,64}(/[A-Za-z0-9_+-]{1,64}){0,3}$")
 _URL_MAX = 4096
 _IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days,
+# kind of each key: cap, caps, pct, seconds, hours, hours_or_off, argv, providers, cron, days,
 # store_url (a PostgreSQL URI or conninfo), identifier (a schema name)
 _SCHEMA: dict[str, dict[str, str]] = {
     "usd": {
@@ -35,6 +35,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "warn_pct": "pct",
         "reservation_ttl_seconds": "seconds",
         "day_timezone": "zone",
+        "providers": "providers",
     },
     "billing": {
         "freshness_seconds": "seconds",
@@ -51,7 +52,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "providers": "providers",
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
-    "chain": {"lock_timeout_seconds": "seconds"},
+    "chain": {"lock_timeout_seconds": "seconds", "verify_interval_hours": "hours_or_off"},
     "store": {"url": "store_url", "schema": "identifier"},
 }
 _STRUCTURED = {"caps", "argv", "providers"}
@@ -80,6 +81,8 @@ class Config(NamedTuple):
     snapshot_cron: str = "0 4 * * *"
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
+    verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
+    expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
@@ -130,6 +133,7 @@ _FIELD_FOR = {
     ("usd", "warn_pct"): "warn_pct",
     ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
     ("usd", "day_timezone"): "day_timezone",
+    ("usd", "providers"): "expected_providers",
     ("billing", "freshness_seconds"): "freshness_seconds",
     ("billing", "stale_halt_pct"): "stale_halt_pct",
     ("billing", "stale_seconds"): "stale_seconds",
@@ -144,6 +148,7 @@ _FIELD_FOR = {
     ("snapshot", "cron"): "snapshot_cron",
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+    ("chain", "verify_interval_hours"): "verify_interval_hours",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }
@@ -207,10 +212,10 @@ def _convert(kind: str, value: Any, name: str) -> Any:
         if value > limit:
             raise ConfigError(f"{name}: must be ≤ {limit}")
         return value
-    if kind == "hours":
+    if kind in {"hours", "hours_or_off"}:
         number = _number(value, name)
-        if number <= 0:
-            raise ConfigError(f"{name}: must be a number > 0")
+        if number < 0 or (number == 0 and kind == "hours"):
+            raise ConfigError(f"{name}: must be a number {'> 0' if kind == 'hours' else '≥ 0'}")
         return number
     if kind == "argv":
         if (
@@ -345,6 +350,7 @@ def config_template(daily_cap_usd: str | None) -> str:
 warn_pct = 90
 reservation_ttl_seconds = 900
 # day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
+# providers = ["openai", "anthropic"]   # a verdict naming any other provider is refused
 # [usd.provider_caps]
 # openai = 5.0
 
@@ -372,6 +378,7 @@ keep_days = 30
 
 [chain]
 lock_timeout_seconds = 10
+verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this often (0: off)
 
 # A PostgreSQL database shared by a fleet of hosts (SPEC §8); without it the
 # chain is events.jsonl in this home.
