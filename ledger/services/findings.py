@@ -16,10 +16,13 @@ store, so every host sees the finding. Only ``ledger recover`` clears it, by
 clearing the derived state once the chain verifies again.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError, StateMismatchError
 from ledger.services.ports import CounterDeps, StateStore
+
+if TYPE_CHECKING:
+    from ledger.services.verify import VerifyOutcome
 
 FINDING_KEY = "broken"
 
@@ -52,6 +55,26 @@ def stored_finding(states: StateStore) -> dict[str, Any] | None:
     except (StateMismatchError, LedgerError):
         return None
     return None if stored is None else finding_of(stored.data)
+
+
+def verify_and_remember(deps: CounterDeps) -> "VerifyOutcome | None":
+    """Verify the whole chain as ``verify-chain`` does, keeping a BROKEN finding for the gate.
+
+    Returns ``None`` when there is no chain yet.
+
+    Raises:
+        LockTimeoutError: the chain lock stayed busy while keeping a finding.
+        ChainIOError: the chain or the state cannot be read or written.
+        InputDataError: the trust store or the newest checkpoint is unreadable.
+    """
+    from ledger.services.verify import verify_store
+
+    if not deps.chain.exists():
+        return None
+    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint())
+    if not outcome.ok:
+        remember_finding(deps, outcome.line, outcome.reason or "does not verify")
+    return outcome
 
 
 def remember_finding(deps: CounterDeps, line: int | None, reason: str) -> bool:
