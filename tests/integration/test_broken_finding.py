@@ -161,3 +161,27 @@ def test_the_python_api_halts_too(home, run_inproc, request, monkeypatch):
         "halt-uncertainty", "counter_inconsistent",
     )  # fmt: skip
     assert f"line {line}" in verdict.diagnostic
+
+
+def test_the_served_gate_and_the_hook_halt_too(tmp_path, run_inproc, request):
+    from tests.conftest import clean_env
+    from tests.integration.server_helpers import init_home, ledger, start_server
+    from tests.integration.test_hooks import pre
+
+    home = init_home(tmp_path / "home")
+    _spend(run_inproc, home)
+    line = _edit_second_record(home, request)
+    served = clean_env(**env_at())
+    server = start_server(home)
+    try:
+        assert ledger(home, "verdict", "0.5", env=served).json()["verdict"] == "allow"
+        assert ledger(home, "verify-chain", env=served).code == 1
+        after = ledger(home, "verdict", "0.5", env=served)
+    finally:
+        assert server.stop() == 0
+    assert server.served_count() == 2
+    _halts_naming(after, line)
+    denied = pre(run_inproc, home, env_at())
+    decision = denied.json()["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "counter_inconsistent" in decision["permissionDecisionReason"]
