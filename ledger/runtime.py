@@ -260,6 +260,12 @@ class Runtime:
         except OSError as exc:
             raise ChainIOError(f"cannot read the price snapshot for {provider}: {exc}") from exc
 
+    def has_price_file(self, provider: str) -> bool:
+        """Whether the price snapshot has a file for ``provider`` (one stat)."""
+        if not _PRICE_FILE_RE.fullmatch(provider):
+            return False
+        return (self.prices_dir / f"{provider}.json").is_file()
+
     def price_providers(self) -> tuple[str, ...]:
         """The providers the price snapshot has a file for (none when it cannot be listed)."""
         try:

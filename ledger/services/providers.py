@@ -21,6 +21,10 @@ class ProviderDeps(Protocol):
         """The configuration (caps, ``usd.providers``, price overrides)."""
         ...
 
+    def has_price_file(self, provider: str) -> bool:
+        """Whether the home's price snapshot has a file for ``provider``."""
+        ...
+
     def price_providers(self) -> tuple[str, ...]:
         """The providers the home's price snapshot has a file for."""
         ...
@@ -39,14 +43,13 @@ def _configured(config: Config) -> set[str]:
 def unknown_provider(deps: ProviderDeps, provider: str) -> str | None:
     """Why ``provider`` is unknown to this home, naming the nearest known id; ``None`` if known.
 
-    The config is consulted first, so a provider it names costs no directory listing.
+    A known provider costs at most one stat (the verdict path); only an unknown
+    one lists the snapshot and the price library, to suggest the nearest id.
     """
     configured = _configured(deps.config)
-    if provider in configured:
+    if provider in configured or deps.has_price_file(provider):
         return None
     snapshot = deps.price_providers()
-    if provider in snapshot:
-        return None
     library = deps.library_providers()
     if provider in library:
         return None
