@@ -117,9 +117,9 @@ def run_verify(
         sys.stderr.write(f"ledger: {outcome.reason}\n")
     else:
         sys.stderr.write(f"BROKEN line {outcome.line}: {outcome.reason}\n")
-    if log is None and trust_store is None and not strict:
-        # Found under the home's own trust (``--key`` only adds keys): the gate
-        # must not go on admitting spend on top of this chain.
+    if log is None and trust_store is None and not keys and not strict:
+        # Found under the home's own rules: the gate must not go on admitting
+        # spend on top of this chain. Other keys or rules judge something else.
         _remember(runtime, outcome.line, outcome.reason or "does not verify")
     return EXIT_HALT
 

@@ -147,6 +147,15 @@ def test_verify_chain_of_another_log_or_trust_leaves_the_gate_alone(home, run_in
     copy.write_bytes((home / "events.jsonl").read_bytes())
     assert cli(run_inproc, home, "verify-chain", str(copy), env=env_at()).code == 1
     assert cli(run_inproc, home, "verify-chain", "--strict", env=env_at()).code == 1
+    stranger = home.parent / "stranger.pub.pem"
+    from ledger.core.signing import public_pem
+    from ledger.edges.keyfiles import KeyDir
+    from tests.helpers.chains import signer as fixed_signer
+
+    key_id = KeyDir(home).load_trust().keys[0].key_id
+    stranger.write_bytes(public_pem(fixed_signer(77).public_raw))
+    with_key = cli(run_inproc, home, "verify-chain", "--key", f"{key_id}={stranger}", env=env_at())
+    assert with_key.code == 1
     assert cli(run_inproc, home, "verdict", "0.5", env=env_at()).json()["verdict"] == "allow"
 
 
