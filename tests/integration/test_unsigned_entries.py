@@ -116,3 +116,36 @@ def test_taking_over_a_loa_log_refuses_unsigned_entries_from_the_takeover(tmp_pa
     _append_unsigned(home, "budget.reconcile", _forced_reconcile_to_zero(),
                      "2026-11-22T00:01:00.000000Z")  # fmt: skip
     assert cli(run_inproc, home, "verify-chain", env=takeover).stderr.startswith("BROKEN line 6")
+
+
+def test_a_fleet_refuses_an_unsigned_row_inserted_by_sql(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    home = tmp_path / "host"
+    assert (
+        cli(run_inproc, home, "init", "--daily-cap-usd", "10", env={**pg_store_env, **INIT_AT}).code
+        == 0
+    )
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    stored = pg_server.sql(f'SELECT document FROM "{schema}".trust_store')  # noqa: S608
+    assert json.loads(bytes(stored[0][0]))["strict_after"] == "2026-06-01T12:00:00.000000Z"
+    assert cli(run_inproc, home, "verdict", "1", env=LATER).code == 0
+    seq, end, last = pg_server.sql(
+        f'SELECT seq, end_pos, line FROM "{schema}".chain ORDER BY seq DESC LIMIT 1'  # noqa: S608
+    )[0]
+    from ledger.core.envelope import parse_line
+
+    entry = unsigned_entry(
+        "budget.reconcile", _forced_reconcile_to_zero(), "2026-06-01T12:11:00.000000Z",
+        parse_line(bytes(last).rstrip(b"\n")).entry_hash,
+    )  # fmt: skip
+    line = rfc8785.dumps(entry) + b"\n"
+    pg_server.sql(
+        f'INSERT INTO "{schema}".chain (seq, end_pos, entry_hash, ts_utc, event_type, line)'  # noqa: S608
+        " VALUES (%s, %s, %s, %s, %s, %s)",
+        (seq + 1, end + len(line), "0" * 64, entry["ts_utc"], entry["event_type"], line),
+    )
+    verified = cli(run_inproc, home, "verify-chain", env=LATER)
+    assert verified.stderr.startswith(f"BROKEN line {seq + 1}: "), verified.stderr
+    halted = cli(run_inproc, home, "verdict", "0.25", env=LATER)
+    assert (halted.code, halted.json()["uncertainty_reason"]) == (1, "counter_inconsistent")
