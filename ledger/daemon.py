@@ -4,7 +4,10 @@ Jobs: reconcile every ``reconcile.interval_hours`` for each provider in
 ``reconcile.providers`` (first run at start); a poll of each of those providers'
 bill every ``billing.poll_seconds`` (first run one interval after start; none when
 it is 0 or no ``observer.command`` is set), so spend made outside ``ledger``
-reaches every verdict within one poll; and a snapshot on ``snapshot.cron`` (UTC).
+reaches every verdict within one poll; a snapshot on ``snapshot.cron`` (UTC); and
+a full verification of the chain every ``chain.verify_interval_hours`` (first run
+at start; none when it is 0), whose BROKEN finding halts every verdict until
+``ledger recover``.
 A daily snapshot missed while the daemon was down is taken at start. Missed runs
 coalesce into one, a job never runs twice at once, each run is logged as one line
 on stderr, and SIGTERM/SIGINT stop it cleanly. Under systemd (``NOTIFY_SOCKET``
@@ -239,6 +242,26 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
         _log(f"alerts: error: {exc}")
 
 
+def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """One full verification; a BROKEN finding is kept for the gate. Never raises."""
+    from ledger.services.findings import verify_and_remember
+
+    try:
+        outcome = verify_and_remember(runtime_factory())
+    except LedgerError as exc:
+        _log(f"verify: error: {exc}")
+        return
+    if outcome is None:
+        return
+    if outcome.ok:
+        _log(f"verify: OK {outcome.entries} entries")
+    else:
+        _log(
+            f"verify: BROKEN line {outcome.line}: {outcome.reason}; "
+            "verdicts halt until `ledger recover`"
+        )
+
+
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
     from ledger.services.snapshot import take_snapshot
@@ -281,10 +304,12 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
                 poll_text = "polling off (no observer.command)"
             else:
                 poll_text = "polling off (billing.poll_seconds = 0)"
+            verify_hours = float(config.verify_interval_hours)
             _log(
                 f"started: reconcile every {float(config.interval_hours):g} h for "
                 f"{', '.join(config.reconcile_providers)}; {poll_text}; "
                 f"snapshot on '{config.snapshot_cron}' UTC; "
+                + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
                 + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
             )
             notify_systemd("READY=1")
@@ -354,6 +379,13 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
             alerts_job, IntervalTrigger(seconds=config.alert_check_seconds, timezone=dt.UTC),
             args=[fresh_runtime], id="alerts", next_run_time=now,
         )  # fmt: skip
+    if config.verify_interval_hours > 0:
+        every_verify = IntervalTrigger(
+            seconds=float(config.verify_interval_hours) * 3600, timezone=dt.UTC
+        )
+        scheduler.add_job(
+            verify_job, every_verify, args=[fresh_runtime], id="verify", next_run_time=now
+        )
     _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
     return scheduler, polling
 

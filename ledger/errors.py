@@ -130,6 +130,10 @@ class UnknownPriceError(UsageError):
     """A model has no price (no override, not in the price snapshot): never taken as $0."""
 
 
+class UnknownProviderError(UsageError):
+    """A verdict names a provider this home does not know (a mistyped one would skirt its cap)."""
+
+
 class UsageObjectInvalidError(UsageError):
     """A provider's usage object is malformed or of another provider's shape."""
 

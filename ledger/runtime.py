@@ -263,6 +263,26 @@ class Runtime:
         except OSError as exc:
             raise ChainIOError(f"cannot read the price snapshot for {provider}: {exc}") from exc
 
+    def has_price_file(self, provider: str) -> bool:
+        """Whether the price snapshot has a file for ``provider`` (one stat)."""
+        if not _PRICE_FILE_RE.fullmatch(provider):
+            return False
+        return (self.prices_dir / f"{provider}.json").is_file()
+
+    def price_providers(self) -> tuple[str, ...]:
+        """The providers the price snapshot has a file for (none when it cannot be listed)."""
+        try:
+            stems = [path.stem for path in self.prices_dir.iterdir() if path.suffix == ".json"]
+        except OSError:
+            return ()
+        return tuple(stem for stem in stems if _PRICE_FILE_RE.fullmatch(stem))
+
+    def library_providers(self) -> tuple[str, ...]:
+        """The providers genai-prices knows (slow to import: asked only when nothing else knows)."""
+        from ledger.edges.pricebook import library_providers
+
+        return library_providers()
+
     def build_price_snapshot(self, now: "dt.datetime") -> dict[str, bytes]:
         """genai-prices' rates in effect at ``now``, one file per provider."""
         from ledger.edges.pricebook import build_snapshot

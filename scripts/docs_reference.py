@@ -28,6 +28,10 @@ os.environ.setdefault("TYPER_USE_RICH", "0")
 
 # What each key means, for people. The keys and defaults come from the code.
 MEANINGS = {
+    "usd.providers": "The providers this home expects; a verdict naming a provider in none of "
+    "this list, `usd.provider_caps` or the price table is refused (exit 2).",
+    "chain.verify_interval_hours": "`ledger daemon` verifies the whole chain this often (and at "
+    "start); a BROKEN finding halts every verdict until `ledger recover`. 0: off.",
     "usd.daily_cap": "Aggregate cap in USD per budget day; `verdict` needs it.",
     "usd.provider_caps": "Per-provider caps in USD (`{openai = 5}`), checked together with the "
     "aggregate cap.",

@@ -132,7 +132,9 @@ def keys_rotate(
         from ledger.services.home import rotate_key
 
         root = _load_root(root_key) if root_key is not None else None
-        result = rotate_key(_runtime(), root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        result = rotate_key(runtime, root)
         print_json(
             {
                 "old_key_id": result.old_key_id,
@@ -144,6 +146,15 @@ def keys_rotate(
         return 0
 
     _exit(guarded(body))
+
+
+def backfill_strict_after(runtime: Any, root: Any) -> None:
+    """Give an older home's trust store its ``strict_after``, noting it on stderr."""
+    from ledger.services.home import ensure_strict_after
+
+    note = ensure_strict_after(runtime, root)
+    if note:
+        print_error(f"note: {note}")
 
 
 def _load_root(path: Path) -> Any:
@@ -170,6 +181,7 @@ def keys_pin_root(
 
         runtime = _runtime()
         root = _load_root(root_key)
+        backfill_strict_after(runtime, root)
         key_id = pin_root(
             runtime,
             root,
@@ -212,7 +224,9 @@ def keys_revoke(
             except ValueError as exc:
                 raise UsageError(f"--at: {exc}") from exc
         root = _load_root(root_key) if root_key is not None else None
-        revoke_key(_runtime(), key_id, reason, moment, root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        revoke_key(runtime, key_id, reason, moment, root)
         print_json(
             {"revoked": key_id, "revoked_at": format_ts(moment) if moment else None,
              "reason": reason}
@@ -252,7 +266,9 @@ def keys_trust(
             raise UsageError("KEY: expected ID=PEM, with ID matching ^[a-z0-9_-]+$")
         public_raw = load_public_key_file(Path(pem))
         root = _load_root(root_key) if root_key is not None else None
-        changed = trust_foreign_key(_runtime(), key_id, public_raw, root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        changed = trust_foreign_key(runtime, key_id, public_raw, root)
         print_json({"trusted": key_id, "signs": False, "changed": changed})
         return 0
 

@@ -118,4 +118,18 @@ def run_verify(
         sys.stderr.write(f"ledger: {outcome.reason}\n")
     else:
         sys.stderr.write(f"BROKEN line {outcome.line}: {outcome.reason}\n")
+    if log is None and trust_store is None and not keys and not strict:
+        # Found under the home's own rules: the gate must not go on admitting
+        # spend on top of this chain. Other keys or rules judge something else.
+        _remember(runtime, outcome.line, outcome.reason or "does not verify")
     return EXIT_HALT
+
+
+def _remember(runtime: "Runtime", line: int | None, reason: str) -> None:
+    from ledger.errors import LedgerError
+    from ledger.services.findings import remember_finding
+
+    try:
+        remember_finding(runtime, line, reason)
+    except LedgerError as exc:
+        sys.stderr.write(f"ledger: the finding could not be kept for the gate: {exc}\n")

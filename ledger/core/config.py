@@ -28,7 +28,7 @@ _ZONE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,64}(/[A-Za-z0-9_+-]{1,64}){0,3}$")
 _URL_MAX = 4096
 _IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days,
+# kind of each key: cap, caps, pct, seconds, hours, hours_or_off, argv, providers, cron, days,
 # store_url (a PostgreSQL URI or conninfo), identifier (a schema name)
 _SCHEMA: dict[str, dict[str, str]] = {
     "usd": {
@@ -37,6 +37,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "warn_pct": "pct",
         "reservation_ttl_seconds": "seconds",
         "day_timezone": "zone",
+        "providers": "providers",
     },
     "billing": {
         "freshness_seconds": "seconds",
@@ -53,7 +54,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "providers": "providers",
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
-    "chain": {"lock_timeout_seconds": "seconds"},
+    "chain": {"lock_timeout_seconds": "seconds", "verify_interval_hours": "hours_or_off"},
     "store": {"url": "store_url", "schema": "identifier"},
 }
 _STRUCTURED = {"caps", "argv", "providers", "env_names"}
@@ -83,6 +84,8 @@ class Config(NamedTuple):
     snapshot_cron: str = "0 4 * * *"
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
+    verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
+    expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
@@ -135,6 +138,7 @@ _FIELD_FOR = {
     ("usd", "warn_pct"): "warn_pct",
     ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
     ("usd", "day_timezone"): "day_timezone",
+    ("usd", "providers"): "expected_providers",
     ("billing", "freshness_seconds"): "freshness_seconds",
     ("billing", "stale_halt_pct"): "stale_halt_pct",
     ("billing", "stale_seconds"): "stale_seconds",
@@ -150,6 +154,7 @@ _FIELD_FOR = {
     ("snapshot", "cron"): "snapshot_cron",
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+    ("chain", "verify_interval_hours"): "verify_interval_hours",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }
@@ -229,10 +234,10 @@ def _convert(kind: str, value: Any, name: str) -> Any:
         if value > limit:
             raise ConfigError(f"{name}: must be ≤ {limit}")
         return value
-    if kind == "hours":
+    if kind in {"hours", "hours_or_off"}:
         number = _number(value, name)
-        if number <= 0:
-            raise ConfigError(f"{name}: must be a number > 0")
+        if number < 0 or (number == 0 and kind == "hours"):
+            raise ConfigError(f"{name}: must be a number {'> 0' if kind == 'hours' else '≥ 0'}")
         return number
     if kind == "argv":
         if (

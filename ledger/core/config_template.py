@@ -22,6 +22,7 @@ def config_template(daily_cap_usd: str | None) -> str:
 warn_pct = 90
 reservation_ttl_seconds = 900
 # day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
+# providers = ["openai", "anthropic"]   # a verdict naming any other provider is refused
 # [usd.provider_caps]
 # openai = 5.0
 
@@ -51,6 +52,7 @@ keep_days = 30
 
 [chain]
 lock_timeout_seconds = 10
+verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this often (0: off)
 
 # A PostgreSQL database shared by a fleet of hosts; without it the
 # chain is events.jsonl in this home.
