@@ -1,4 +1,4 @@
-"""``ledger hook``: the Claude Code hook adapters (PreToolUse, PostToolUse, Stop).
+"""``ledger hook``: the Claude Code hook adapters and ``ledger hook install``.
 
 ``ledger hook pre-tool-use`` runs before every tool use of an agent: imports
 stay inside the functions, so it pays only for what it touches.
@@ -62,20 +62,11 @@ def _hook(home: str | None, event: str) -> int:
     except HookInputError as exc:
         print_error(f"hook {event}: malformed input ({exc}); no decision")
         return 0
+    from ledger.services.agent_hooks import answer
+
     runtime = home_runtime(home)
     scope = _hook_scope(runtime.environ)
-    if event == "PreToolUse":
-        from ledger.services.agent_hooks import pre_tool_use
-
-        result = pre_tool_use(runtime, hook, scope)
-    elif event == "Stop":
-        from ledger.services.agent_hooks import stop
-
-        result = stop(runtime, hook)
-    else:
-        from ledger.services.agent_hooks import post_tool_use
-
-        result = post_tool_use(runtime, hook, scope)
+    result = answer(runtime, hook, scope)
     for line in [*scope.notes, *result.errors]:
         print_error(line.removeprefix("ledger: "))
     print_json(result.output)
@@ -98,6 +89,12 @@ def hook_stop(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook stop``: Claude Code Stop JSON on stdin."""
     del args
     return _hook(home, "Stop")
+
+
+def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook user-prompt-submit``: Claude Code UserPromptSubmit JSON on stdin."""
+    del args
+    return _hook(home, "UserPromptSubmit")
 
 
 def build(actions: Any) -> None:
@@ -142,9 +139,26 @@ def build(actions: Any) -> None:
         help="Stop: record the session's spend",
         description=(
             "Claude Code Stop hook: reads the hook JSON on stdin and records every call of\n"
-            "its transcript_path not recorded yet, the turn's last one included. Prints {}.\n"
-            "Exit 0 (malformed stdin: one stderr line)."
+            "its transcript_path not recorded yet, the turn's last one included. Prints {},\n"
+            'or {"continue": false, "stopReason": ...} when the session\'s USD budget halts\n'
+            "or its spend cannot be recorded. Exit 0 (malformed stdin: one stderr line)."
         ),
         epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
     )
     stop.set_defaults(handler=hook_stop)
+    prompt = actions.add_parser(
+        "user-prompt-submit",
+        help="UserPromptSubmit: block a new prompt while the session's budget halts",
+        description=(
+            "Claude Code UserPromptSubmit hook: reads the hook JSON on stdin and runs the\n"
+            "session's USD verdict (as pre-tool-use does). On halt-100 or halt-uncertainty it\n"
+            'prints {"decision": "block", "reason": ...}: the prompt never reaches the model,\n'
+            "and the reason says what lifts the halt. A systemMessage on warn-90.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, UserPromptSubmit hook command):\n"
+            "  ledger --home /var/lib/ledger hook user-prompt-submit"
+        ),
+    )
+    prompt.set_defaults(handler=hook_user_prompt_submit)

@@ -1,4 +1,4 @@
-"""Claude Code spend (SPEC §7): a session's transcript recorded, and a USD verdict per tool use.
+"""Claude Code spend: a session's transcript recorded, each call once.
 
 ``record_transcript`` (PostToolUse and Stop) reads the transcript from where
 the previous read stopped, prices each new call from its own usage object and
@@ -8,12 +8,8 @@ provider ``anthropic``, ``cycle_id`` the session id, idempotency key
 Reading stays O(new lines): a cursor per transcript (derived, see
 ``ledger.edges.transcripts``) holds the offset, a hash of the line before it
 (a transcript rewritten in place is read again from the start), the count and
-cost of the session's calls, and the refs of the session's open verdicts.
-
-``session_verdict`` (PreToolUse) runs a USD verdict for the session's next
-call, estimated at the mean cost of its recorded calls (at least $0.01). Each
-admitted verdict's ref waits in the cursor and is settled by the next call
-recorded, so a long session does not pile up reservations until their TTL.
+cost of the session's calls, and the refs of the session's open verdicts
+(``ledger.services.session_gate``), each settled by the next call recorded.
 """
 
 import hashlib
@@ -22,24 +18,21 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
-from ledger.core.hook_protocol import HookInput, clip, usd_verdict_reason
+from ledger.core.hook_protocol import HookInput, clip
 from ledger.core.transcript import (
-    MAX_PENDING,
     Skipped,
     TranscriptCall,
     call_key,
     cursor_from,
-    estimate_micros,
     fresh_cursor,
     fuller,
     read_line,
 )
-from ledger.errors import ConfigError, LedgerError
+from ledger.errors import InputDataError, LedgerError
 from ledger.services import calls
 
 PROVIDER = "anthropic"
 _SHOWN_SKIPS = 3
-HALTS = frozenset({"halt-100", "halt-uncertainty"})
 
 
 class TranscriptReader(Protocol):
@@ -96,6 +89,8 @@ class SpendReport(NamedTuple):
     skipped: tuple[str, ...] = ()
     unpriced: tuple[str, ...] = ()
     problem: str | None = None
+    # Spend was found that could not be recorded (not merely an unreadable transcript).
+    unrecorded: bool = False
 
     def stderr_line(self) -> str | None:
         """One line for stderr about what was skipped or not recorded, if anything."""
@@ -115,15 +110,6 @@ class SpendReport(NamedTuple):
                 f"({', '.join(sorted(set(self.unpriced)))}): verdicts halt until priced"
             )
         return "claude code spend: " + "; ".join(parts) if parts else None
-
-
-class SessionVerdict(NamedTuple):
-    """The USD side of a PreToolUse answer."""
-
-    deny: str | None = None
-    warnings: tuple[str, ...] = ()
-    entry_hash: str | None = None
-    errors: tuple[str, ...] = ()
 
 
 def _digest(data: bytes) -> str:
@@ -179,10 +165,6 @@ def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
         held = groups.pop(last)[0]
     ordered = sorted(groups.values(), key=lambda item: item[0])
     return _Scan(ordered, skipped, starts, end, held)
-
-
-def _usd_text(micros: int) -> str:
-    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
 
 
 class _Stopped(Exception):  # noqa: N818 - control flow, not an error
@@ -276,96 +258,22 @@ def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> Spend
                 scan = _scan(transcript, start, final=final)
                 stop = scan.end if scan.held is None else scan.held
                 problem = None
+                unrecorded = False
                 try:
                     _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0)
                 except _Stopped as stopped:
                     stop = min(stop, stopped.start)
                     problem = f"could not record a call of {path}: {stopped.reason}"
+                    unrecorded = True
                 _advance(cursor, scan, stop, transcript)
             store.save_cursor(path, cursor)
-    except LedgerError as exc:
+    except InputDataError as exc:  # the transcript itself: nothing to record from it
         return SpendReport(tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc))
+    except LedgerError as exc:
+        return SpendReport(
+            tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc), unrecorded=True
+        )
     return SpendReport(
-        tally.recorded, tally.duplicates, tuple(scan.skipped), tuple(tally.unpriced), problem
-    )
-
-
-def _cursor_key(hook: HookInput) -> str | None:
-    if hook.transcript_path:
-        return hook.transcript_path
-    return f"session:{hook.session_id}" if hook.session_id else None
-
-
-def _update_cursor(deps: SpendDeps, key: str, change: Any) -> None:
-    store = deps.transcripts
-    with store.locked(key):
-        cursor = cursor_from(store.load_cursor(key))
-        change(cursor)
-        store.save_cursor(key, cursor)
-
-
-def session_verdict(deps: SpendDeps, hook: HookInput, agent: str | None) -> SessionVerdict:
-    """A USD verdict for the session's next call (PreToolUse).
-
-    ``halt-100`` and ``halt-uncertainty`` deny, ``warn-90`` warns. Without
-    ``usd.daily_cap`` USD gating is off, which the first answer of a session
-    says. Never raises a ``LedgerError``: a configuration or verdict that
-    cannot be read denies (fail-closed).
-    """
-    key = _cursor_key(hook)
-    try:
-        cap = deps.config.daily_cap_micros
-    except ConfigError as exc:
-        reason = f"ledger: configuration error ({exc}); tool call refused (fail-closed)"
-        return SessionVerdict(deny=reason, errors=(str(exc),))
-    if cap is None:
-        return _gating_off(deps, key)
-    store = deps.transcripts
-    cursor = cursor_from(store.load_cursor(key) if key else None)
-    try:
-        document, admitted = calls.verdict(
-            deps, _usd_text(estimate_micros(cursor)), PROVIDER,
-            cycle_id=clip(hook.session_id), agent=agent,
-        )  # fmt: skip
-    except LedgerError as exc:
-        reason = f"ledger: USD verdict failed ({exc}); tool call refused (fail-closed)"
-        return SessionVerdict(deny=reason, errors=(f"USD verdict failed: {exc}",))
-    errors: tuple[str, ...] = ()
-    if document.get("recording_error"):
-        errors = (f"verdict not recorded: {document['recording_error']}",)
-    ref = document.get("verdict_ref")
-    if admitted and key is not None and isinstance(ref, str):
-        try:
-            _update_cursor(
-                deps, key, lambda c: c.update(pending=[*c["pending"], ref][-MAX_PENDING:])
-            )
-        except LedgerError as exc:  # the reservation then expires by its TTL
-            errors = (*errors, f"cannot remember verdict {ref[:16]} for settling: {exc}")
-    verdict = document.get("verdict")
-    if verdict in HALTS:
-        return SessionVerdict(usd_verdict_reason(document), (), ref, errors)
-    warnings = (usd_verdict_reason(document),) if verdict == "warn-90" else ()
-    return SessionVerdict(None, warnings, ref, errors)
-
-
-GATING_OFF = (
-    "ledger: USD gating is off: no usd.daily_cap is configured (`ledger init --daily-cap-usd X` "
-    "or LEDGER_USD_DAILY_CAP); this session's spend is recorded, not capped"
-)
-
-
-def _gating_off(deps: SpendDeps, key: str | None) -> SessionVerdict:
-    """Say once per session (when it can be remembered) that USD gating is off."""
-    if key is None:
-        return SessionVerdict(warnings=(GATING_OFF,))
-    noted: list[bool] = []
-
-    def note(cursor: dict[str, Any]) -> None:
-        noted.append(cursor["gating_off_noted"])
-        cursor["gating_off_noted"] = True
-
-    try:
-        _update_cursor(deps, key, note)
-    except LedgerError as exc:
-        return SessionVerdict(warnings=(GATING_OFF,), errors=(str(exc),))
-    return SessionVerdict(warnings=() if noted[0] else (GATING_OFF,))
+        tally.recorded, tally.duplicates, tuple(scan.skipped), tuple(tally.unpriced), problem,
+        unrecorded,
+    )  # fmt: skip
