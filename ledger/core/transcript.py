@@ -26,6 +26,7 @@ from ledger.core.usage_objects import UsageObjectError, anthropic_tokens
 
 SYNTHETIC_MODEL = "<synthetic>"
 KEY_PREFIX = "cc:"
+KEY_MAX = 128
 MODEL_MAX = 256
 _KEY_BODY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,125}$")
 _REF_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -65,6 +66,50 @@ def call_key(message_id: str) -> str:
         return f"{KEY_PREFIX}{message_id}"
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{KEY_PREFIX}sha256:{digest}"
+
+
+def top_up_key(message_id: str, number: int) -> str:
+    """The key of a call's ``number``-th top-up: its call key and ``:<number>``."""
+    key = f"{call_key(message_id)}:{number}"
+    if len(key) <= KEY_MAX:
+        return key
+    digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{KEY_PREFIX}sha256:{digest}:{number}"
+
+
+def tokens_from_payload(payload: object) -> TokenCounts | None:
+    """A record's ``tokens`` payload object as counts, or ``None`` when it holds none."""
+    if not isinstance(payload, dict):
+        return None
+    try:
+        return TokenCounts(**{name: int(payload.get(name, 0)) for name in TokenCounts._fields})
+    except (TypeError, ValueError):
+        return None
+
+
+def still_owed(full: TokenCounts, recorded: TokenCounts) -> TokenCounts | None:
+    """The tokens of a call not recorded yet: ``full`` less ``recorded``, kind by kind.
+
+    ``None`` when nothing is owed. Usage snapshots only grow; should a kind
+    ever shrink, what was recorded of it stands (never counted twice) and only
+    the kinds that grew are owed.
+    """
+    owed = TokenCounts(*(max(a - b, 0) for a, b in zip(full, recorded, strict=True)))
+    return None if total(owed) == 0 else owed
+
+
+def usage_object(tokens: TokenCounts) -> dict[str, Any]:
+    """An Anthropic ``usage`` object holding exactly ``tokens`` (a top-up's usage)."""
+    return {
+        "input_tokens": tokens.input,
+        "cache_creation_input_tokens": tokens.cache_write_5m + tokens.cache_write_1h,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": tokens.cache_write_5m,
+            "ephemeral_1h_input_tokens": tokens.cache_write_1h,
+        },
+        "cache_read_input_tokens": tokens.cache_read,
+        "output_tokens": tokens.output,
+    }
 
 
 def _text(document: dict[str, Any], name: str) -> str | None:

@@ -108,6 +108,24 @@ class TranscriptFiles:
         finally:
             transcript.close()
 
+    def subagents(self, path: str) -> list[str]:
+        """The ``*.jsonl`` files in ``<session>/subagents/`` beside the transcript ``path``.
+
+        ``<session>`` is the transcript's name without ``.jsonl``; no folder:
+        a session without subagents.
+
+        Raises:
+            InputDataError: the folder exists but cannot be listed.
+        """
+        folder = Path(path.removesuffix(".jsonl")) / "subagents"
+        try:
+            names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise InputDataError(f"subagent transcripts {folder}: {exc.strerror}") from exc
+        return [str(folder / name) for name in names if name.endswith(".jsonl")]
+
     def load_cursor(self, key: str) -> dict[str, Any] | None:
         """The cursor stored for ``key``, or ``None`` when there is none or it is unreadable."""
         try:

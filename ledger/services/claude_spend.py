@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.hook_protocol import HookInput, clip
+from ledger.core.prices import TokenCounts
 from ledger.core.transcript import (
     Skipped,
     TranscriptCall,
@@ -27,6 +28,10 @@ from ledger.core.transcript import (
     fresh_cursor,
     fuller,
     read_line,
+    still_owed,
+    tokens_from_payload,
+    top_up_key,
+    usage_object,
 )
 from ledger.errors import InputDataError, LedgerError
 from ledger.services import calls
@@ -69,6 +74,10 @@ class TranscriptStore(Protocol):
 
     def locked(self, key: str) -> AbstractContextManager[None]:
         """The cursor of ``key`` held for one reader or writer."""
+        ...
+
+    def subagents(self, path: str) -> list[str]:
+        """The subagent transcripts of the session transcript at ``path``, in name order."""
         ...
 
 
@@ -185,11 +194,58 @@ class _Tally:
         self.unpriced: list[str] = []
 
 
+def _record(
+    deps: SpendDeps, hook: HookInput, call: TranscriptCall, key: str, usage: dict[str, Any],
+    ref: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    document, _warning = calls.record(
+        deps, None, PROVIDER, verdict_ref=ref, model=call.model, cycle_id=clip(hook.session_id),
+        idempotency_key_value=key, usage_object=usage,
+    )  # fmt: skip
+    return document
+
+
+def _top_up(
+    deps: SpendDeps, hook: HookInput, call: TranscriptCall, first: dict[str, Any], tally: _Tally
+) -> tuple[int, int]:  # fmt: skip
+    """Record what a call's fullest line holds beyond what its records hold already.
+
+    Top-ups are numbered from 1 under ``cc:<message id>:<n>``; a number
+    already used is a duplicate whose tokens count as recorded, so the
+    records of a call always add up to its fullest usage, however often the
+    transcript is read. Returns the micro-USD of the call's records, all and
+    new ones.
+    """
+    recorded = tokens_from_payload(first.get("tokens"))
+    micros = [first.get("actual_micros")]
+    new = 0
+    number = 1
+    while recorded is not None and (owed := still_owed(call.tokens, recorded)) is not None:
+        document = _record(
+            deps, hook, call, top_up_key(call.message_id, number), usage_object(owed), None
+        )
+        micros.append(document.get("actual_micros"))
+        if document.get("duplicate"):
+            found = tokens_from_payload(document.get("tokens"))
+            recorded = (
+                None if found is None else TokenCounts(*map(sum, zip(recorded, found, strict=True)))
+            )
+        else:
+            tally.recorded += 1
+            new += int(micros[-1] or 0)
+            break
+        number += 1
+    return sum(int(m or 0) for m in micros), new
+
+
 def _record_calls(
     deps: SpendDeps, hook: HookInput, scan: _Scan, cursor: dict[str, Any], tally: _Tally,
     *, fresh: bool,
 ) -> None:  # fmt: skip
     """Record each call in order, each settling the oldest waiting verdict ref.
+
+    A call recorded before (its key is a duplicate) is topped up when its
+    fullest line holds more than was recorded.
 
     Raises:
         _Stopped: a call could not be recorded (the ones before it were).
@@ -198,30 +254,34 @@ def _record_calls(
     for start, call in scan.calls:
         ref = pending.pop(0) if pending else None
         try:
-            document, _warning = calls.record(
-                deps, None, PROVIDER, verdict_ref=ref, model=call.model,
-                cycle_id=clip(hook.session_id), idempotency_key_value=call_key(call.message_id),
-                usage_object=call.usage,
-            )  # fmt: skip
+            document = _record(deps, hook, call, call_key(call.message_id), call.usage, ref)
+            duplicate = bool(document.get("duplicate"))
+            if duplicate and ref is not None:
+                pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
+                ref = None
+            all_micros, new_micros = (
+                _top_up(deps, hook, call, document, tally) if duplicate else (0, 0)
+            )
         except LedgerError as exc:
             if ref is not None:
                 pending.insert(0, ref)
             raise _Stopped(start, str(exc)) from exc
-        duplicate = bool(document.get("duplicate"))
+        micros = document.get("actual_micros")
         if duplicate:
             tally.duplicates += 1
-            if ref is not None:
-                pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
         else:
             tally.recorded += 1
-        micros = document.get("actual_micros")
         if micros is None:
             tally.unpriced.append(call.model)
-        elif fresh or not duplicate:
-            # Read from the start, every call of the session counts once;
-            # otherwise only calls recorded now are new to the cursor's figures.
+        elif not duplicate:
             cursor["calls"] += 1
             cursor["micros"] += int(micros)
+        elif fresh:
+            # Read from the start, every call of the session counts once, whole.
+            cursor["calls"] += 1
+            cursor["micros"] += all_micros
+        else:
+            cursor["micros"] += new_micros
 
 
 def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: TranscriptReader) -> None:
@@ -237,18 +297,16 @@ def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: Transcr
     }
 
 
-def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
-    """Record every call of the hook's transcript not recorded yet.
+class _FileOutcome(NamedTuple):
+    skipped: list[str]
+    problem: str | None = None
+    unrecorded: bool = False
 
-    ``final`` (Stop) also records the newest call; otherwise a call with
-    nothing written after it waits for the next read, as its usage may still
-    grow. Never raises a ``LedgerError``: what could not be read or recorded
-    is the report's ``problem``, and nothing is guessed.
-    """
-    path = hook.transcript_path
-    if not path:
-        return SpendReport(problem="the hook input names no transcript_path")
-    tally = _Tally()
+
+def _record_file(
+    deps: SpendDeps, hook: HookInput, path: str, tally: _Tally, *, final: bool
+) -> _FileOutcome:
+    """Record the calls of one transcript file from where its cursor stopped."""
     try:
         store = deps.transcripts
         with store.locked(path):
@@ -257,23 +315,55 @@ def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> Spend
                 start = _resume_at(cursor, transcript)
                 scan = _scan(transcript, start, final=final)
                 stop = scan.end if scan.held is None else scan.held
-                problem = None
-                unrecorded = False
+                outcome = _FileOutcome(scan.skipped)
                 try:
                     _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0)
                 except _Stopped as stopped:
                     stop = min(stop, stopped.start)
                     problem = f"could not record a call of {path}: {stopped.reason}"
-                    unrecorded = True
+                    outcome = _FileOutcome(scan.skipped, problem, unrecorded=True)
                 _advance(cursor, scan, stop, transcript)
             store.save_cursor(path, cursor)
     except InputDataError as exc:  # the transcript itself: nothing to record from it
-        return SpendReport(tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc))
+        return _FileOutcome([], str(exc))
     except LedgerError as exc:
-        return SpendReport(
-            tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc), unrecorded=True
-        )
+        return _FileOutcome([], str(exc), unrecorded=True)
+    return outcome
+
+
+def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
+    """Record every call of the hook's transcript, and its subagents', not recorded yet.
+
+    Subagents (the Task tool) write their own transcripts in
+    ``<session>/subagents/`` beside the session's; each is read the same way,
+    with its own cursor. ``final`` (Stop) also records each file's newest
+    call; otherwise a call with nothing written after it waits for the next
+    read, as its usage may still grow. Never raises a ``LedgerError``: what
+    could not be read or recorded is the report's ``problem``, and nothing is
+    guessed.
+    """
+    path = hook.transcript_path
+    if not path:
+        return SpendReport(problem="the hook input names no transcript_path")
+    tally = _Tally()
+    skipped: list[str] = []
+    problems: list[str] = []
+    unrecorded = False
+    try:
+        paths = [path, *deps.transcripts.subagents(path)]
+    except LedgerError as exc:
+        paths = [path]
+        problems.append(str(exc))
+    for each in paths:
+        outcome = _record_file(deps, hook, each, tally, final=final)
+        where = "" if each == path else f"{each}: "
+        skipped.extend(f"{where}{line}" for line in outcome.skipped)
+        if outcome.problem is not None:
+            problems.append(outcome.problem)
+        if outcome.unrecorded:
+            unrecorded = True
+            break  # the chain refuses: the next files would fail the same way
     return SpendReport(
-        tally.recorded, tally.duplicates, tuple(scan.skipped), tuple(tally.unpriced), problem,
-        unrecorded,
+        tally.recorded, tally.duplicates, tuple(skipped), tuple(tally.unpriced),
+        "; ".join(problems) or None, unrecorded,
     )  # fmt: skip

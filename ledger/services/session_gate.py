@@ -56,6 +56,22 @@ def _update_cursor(deps: SpendDeps, key: str, change: Any) -> None:
         store.save_cursor(key, cursor)
 
 
+def _session_figures(deps: SpendDeps, hook: HookInput, key: str | None) -> dict[str, Any]:
+    """The session's cursor, its calls and cost summed with its subagents' (for the estimate)."""
+    store = deps.transcripts
+    cursor = cursor_from(store.load_cursor(key) if key else None)
+    if hook.transcript_path:
+        try:
+            subagents = store.subagents(hook.transcript_path)
+        except LedgerError:
+            subagents = []  # the estimate then rests on the session's own calls
+        for path in subagents:
+            figures = cursor_from(store.load_cursor(path))
+            cursor["calls"] += figures["calls"]
+            cursor["micros"] += figures["micros"]
+    return cursor
+
+
 def halt_reason(deps: SpendDeps, document: dict[str, Any], refused: str) -> str:
     """A halt verdict in words, with what will lift it."""
     config = deps.config
@@ -82,11 +98,9 @@ def session_verdict(
         return SessionVerdict(deny=reason, errors=(str(exc),))
     if cap is None:
         return _gating_off(deps, key)
-    store = deps.transcripts
-    cursor = cursor_from(store.load_cursor(key) if key else None)
     try:
         document, admitted = calls.verdict(
-            deps, _usd_text(estimate_micros(cursor)), PROVIDER,
+            deps, _usd_text(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
             cycle_id=clip(hook.session_id), agent=agent,
         )  # fmt: skip
     except LedgerError as exc:
