@@ -176,7 +176,10 @@ def fuller(kept: TranscriptCall, later: TranscriptCall) -> TranscriptCall:
 
 def fresh_cursor() -> dict[str, Any]:
     """A cursor at the start of a transcript, with no calls counted."""
-    return {"format": CURSOR_FORMAT, "offset": 0, "tail": None, "calls": 0, "micros": 0}
+    return {
+        "format": CURSOR_FORMAT, "offset": 0, "tail": None, "calls": 0, "micros": 0,
+        "partial": None,
+    }  # fmt: skip
 
 
 def _is_count(value: object) -> bool:
@@ -188,7 +191,8 @@ def cursor_from(raw: object) -> dict[str, Any]:
 
     A cursor holds ``offset`` (where the next read starts), ``tail`` (the
     start and SHA-256 of the line just before it), the count and cost of the
-    session's priced calls (``calls``, ``micros``), the refs of verdicts
+    session's priced calls (``calls``, ``micros``), how far a too-long last
+    line at ``offset`` was read (``partial``), the refs of verdicts
     waiting to be settled (``pending``) and whether the session was told that
     USD gating is off (``gating_off_noted``).
     """
@@ -208,6 +212,11 @@ def cursor_from(raw: object) -> dict[str, Any]:
     )  # fmt: skip
     if all(_is_count(raw.get(name)) for name in ("offset", "calls", "micros")) and tail_ok:
         cursor.update({name: raw[name] for name in ("offset", "tail", "calls", "micros")})
+        partial = raw.get("partial")
+        if isinstance(partial, dict) and all(
+            _is_count(partial.get(n)) for n in ("start", "scanned")
+        ):
+            cursor["partial"] = {"start": partial["start"], "scanned": partial["scanned"]}
     return cursor
 
 

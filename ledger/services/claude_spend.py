@@ -37,6 +37,7 @@ from ledger.errors import InputDataError, LedgerError
 from ledger.services import calls
 
 PROVIDER = "anthropic"
+TAIL_BYTES = 4096
 _SHOWN_SKIPS = 3
 
 
@@ -52,8 +53,19 @@ class TranscriptReader(Protocol):
         """Bytes from ``start``."""
         ...
 
-    def lines(self, offset: int) -> Iterator[tuple[int, bytes]]:
-        """Each complete line from ``offset``: (its start, its bytes)."""
+    @property
+    def partial(self) -> tuple[int, int, bool] | None:
+        """After ``lines``: a last line without ``\\n``: (its start, end read, too long)."""
+        ...
+
+    def lines(
+        self, offset: int, oversized_from: int | None = None
+    ) -> Iterator[tuple[int, int, bytes | None]]:
+        """Each complete line from ``offset``: (its start, its end, its bytes or ``None``).
+
+        ``None``: a line too long to hold, skipped. ``oversized_from``: the
+        line at ``offset`` is known too long, with no ``\\n`` before there.
+        """
         ...
 
 
@@ -145,18 +157,30 @@ class _Scan(NamedTuple):
     starts: list[int]  # the start of every line read, in order
     end: int  # just after the last complete line read
     held: int | None  # start of a call that may still be growing (not recorded yet)
+    partial: tuple[int, int, bool] | None  # a last line without "\n" (see TranscriptReader)
 
 
-def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
+def _oversized_from(cursor: dict[str, Any], offset: int) -> int | None:
+    """How far the too-long line at ``offset`` was read already, if it was."""
+    partial = cursor.get("partial")
+    if isinstance(partial, dict) and partial.get("start") == offset:
+        scanned = partial.get("scanned")
+        return scanned if isinstance(scanned, int) and scanned > offset else None
+    return None
+
+
+def _scan(
+    transcript: TranscriptReader, offset: int, oversized_from: int | None, *, final: bool
+) -> _Scan:
     groups: dict[tuple[str, str | None], tuple[int, TranscriptCall]] = {}
     skipped: list[str] = []
     starts: list[int] = []
     end = offset
     last: tuple[str, str | None] | None = None
-    for start, raw in transcript.lines(offset):
+    for start, line_end, raw in transcript.lines(offset, oversized_from):
         starts.append(start)
-        end = start + len(raw)
-        line = read_line(raw)
+        end = line_end
+        line = Skipped("line too long to read") if raw is None else read_line(raw)
         last = None
         if isinstance(line, Skipped):
             skipped.append(f"byte {start}: {line.reason}")
@@ -173,7 +197,7 @@ def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
         # recorded as it stands when the turn ends (Stop).
         held = groups.pop(last)[0]
     ordered = sorted(groups.values(), key=lambda item: item[0])
-    return _Scan(ordered, skipped, starts, end, held)
+    return _Scan(ordered, skipped, starts, end, held, transcript.partial)
 
 
 class _Stopped(Exception):  # noqa: N818 - control flow, not an error
@@ -285,11 +309,22 @@ def _record_calls(
 
 
 def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: TranscriptReader) -> None:
-    """Move the cursor to ``stop`` (a line start, or the end of the lines read)."""
+    """Move the cursor to ``stop`` (a line start, or the end of the lines read).
+
+    A too-long last line without ``\\n`` at ``stop`` is remembered with how
+    far it was read, so the next read goes on from there.
+    """
+    partial = scan.partial
+    if stop == scan.end and partial is not None and partial[0] == stop and partial[2]:
+        cursor["partial"] = {"start": stop, "scanned": partial[1]}
+    else:
+        cursor["partial"] = None
     index = bisect_left(scan.starts, stop)
     if index == 0:
         return  # nothing before ``stop`` was read in this pass: the cursor stays
-    tail_start = scan.starts[index - 1]
+    # The end of the line before ``stop`` (at most TAIL_BYTES of it) tells a
+    # transcript rewritten in place from the one that was read.
+    tail_start = max(scan.starts[index - 1], stop - TAIL_BYTES)
     cursor["offset"] = stop
     cursor["tail"] = {
         "start": tail_start,
@@ -313,7 +348,7 @@ def _record_file(
             cursor = cursor_from(store.load_cursor(path))
             with store.open(path) as transcript:
                 start = _resume_at(cursor, transcript)
-                scan = _scan(transcript, start, final=final)
+                scan = _scan(transcript, start, _oversized_from(cursor, start), final=final)
                 stop = scan.end if scan.held is None else scan.held
                 outcome = _FileOutcome(scan.skipped)
                 try:

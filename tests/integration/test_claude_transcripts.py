@@ -3,6 +3,7 @@
 Real ``ledger`` processes read transcript files built line by line.
 """
 
+import json
 import shutil
 
 import pytest
@@ -114,3 +115,27 @@ def test_sidechain_lines_and_subagent_transcripts_are_recorded(priced, transcrip
     answer(run_hook(priced, "pre-tool-use", transcript, {"LEDGER_USD_DAILY_CAP": "10"}))
     [verdict] = events_of(priced, "budget.allow")
     assert verdict["payload"]["estimated_micros"] == -(-output_micros(7_000) // 4)
+
+
+def test_a_huge_line_still_being_written_is_not_read_again(priced, transcript):
+    # A tool result of 33 MiB (longer than any line is held) is being written.
+    append(transcript, assistant("msg_01A", 1_000), tool_result("toolu_1"))
+    head = b'{"type": "user", "message": {"role": "user", "content": "' + b"x" * (33 << 20)
+    with transcript.open("ab") as handle:
+        handle.write(head)
+    answer(run_hook(priced, "post-tool-use", transcript))
+    [cursor_file] = (priced / "state" / "transcripts").glob("*.json")
+    cursor = json.loads(cursor_file.read_text())
+    # The next read goes on from the end of what was read, not from the line's start.
+    size = transcript.stat().st_size
+    assert cursor["partial"] == {"start": cursor["offset"], "scanned": size}
+    with transcript.open("ab") as handle:
+        handle.write(b'"}}\n')
+    append(transcript, assistant("msg_01B", 2_000), tool_result("toolu_2"))
+    proc = run_hook(priced, "post-tool-use", transcript)
+    answer(proc)
+    assert f"byte {cursor['offset']}: line too long to read" in proc.stderr
+    assert records(priced) == [
+        ("cc:msg_01A", 1_000, output_micros(1_000)),
+        ("cc:msg_01B", 2_000, output_micros(2_000)),
+    ]

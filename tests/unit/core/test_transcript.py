@@ -118,8 +118,10 @@ class TestCursor:
 
     def test_a_good_cursor_is_kept(self):
         raw = {"format": 1, "offset": 120, "tail": {"start": 40, "sha256": "00"},
-               "calls": 2, "micros": 9, "pending": [], "gating_off_noted": False}  # fmt: skip
+               "calls": 2, "micros": 9, "pending": [], "gating_off_noted": False,
+               "partial": {"start": 120, "scanned": 9000}}  # fmt: skip
         assert cursor_from(raw) == raw
+        assert cursor_from({**raw, "partial": {"start": -1}})["partial"] is None
 
 
 @pytest.mark.parametrize(
