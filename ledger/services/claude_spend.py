@@ -14,8 +14,6 @@ cost of the session's calls, and the refs of the session's open verdicts
 
 import hashlib
 from bisect import bisect_left
-from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.hook_protocol import HookInput, clip
@@ -35,62 +33,11 @@ from ledger.core.transcript import (
 )
 from ledger.errors import InputDataError, LedgerError
 from ledger.services import calls
+from ledger.services.ports import TranscriptReader, TranscriptStore
 
 PROVIDER = "anthropic"
 TAIL_BYTES = 4096
 _SHOWN_SKIPS = 3
-
-
-class TranscriptReader(Protocol):
-    """An open transcript."""
-
-    @property
-    def size(self) -> int:
-        """Its length in bytes when it was opened."""
-        ...
-
-    def read_at(self, start: int, length: int) -> bytes:
-        """Bytes from ``start``."""
-        ...
-
-    @property
-    def partial(self) -> tuple[int, int, bool] | None:
-        """After ``lines``: a last line without ``\\n``: (its start, end read, too long)."""
-        ...
-
-    def lines(
-        self, offset: int, oversized_from: int | None = None
-    ) -> Iterator[tuple[int, int, bytes | None]]:
-        """Each complete line from ``offset``: (its start, its end, its bytes or ``None``).
-
-        ``None``: a line too long to hold, skipped. ``oversized_from``: the
-        line at ``offset`` is known too long, with no ``\\n`` before there.
-        """
-        ...
-
-
-class TranscriptStore(Protocol):
-    """Transcripts and the cursor kept for each."""
-
-    def open(self, path: str) -> AbstractContextManager[TranscriptReader]:
-        """The transcript at ``path``."""
-        ...
-
-    def load_cursor(self, key: str) -> dict[str, Any] | None:
-        """The stored cursor, or ``None``."""
-        ...
-
-    def save_cursor(self, key: str, cursor: dict[str, Any]) -> None:
-        """Replace the stored cursor."""
-        ...
-
-    def locked(self, key: str) -> AbstractContextManager[None]:
-        """The cursor of ``key`` held for one reader or writer."""
-        ...
-
-    def subagents(self, path: str) -> list[str]:
-        """The subagent transcripts of the session transcript at ``path``, in name order."""
-        ...
 
 
 class SpendDeps(calls.CallDeps, Protocol):
