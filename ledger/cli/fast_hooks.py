@@ -97,6 +97,42 @@ def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
     return _hook(home, "UserPromptSubmit")
 
 
+def _launcher() -> list[str]:
+    """The argv that runs this ``ledger``: its launcher's absolute path, or ``python -m ledger``."""
+    import os
+    from pathlib import Path
+
+    script = sys.argv[0] if sys.argv else ""
+    if not script or Path(script).name == "__main__.py":
+        return [sys.executable, "-m", "ledger"]
+    return [os.path.abspath(script)]  # noqa: PTH100 - absolute, not resolved: keep the venv's link
+
+
+def hook_install(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook install``: write the four hooks into Claude Code's settings.json."""
+    from pathlib import Path
+
+    from ledger.edges.settingsfile import SettingsFile
+    from ledger.errors import ConfigError
+    from ledger.services.hook_install import install_hooks
+
+    runtime = home_runtime(home)
+    problem = runtime.home_problem()
+    if problem is not None:
+        raise ConfigError(problem)
+    if args.project is not None:
+        settings = Path(args.project) / ".claude" / "settings.json"
+    elif args.settings is not None:
+        settings = Path(args.settings)
+    else:
+        settings = Path.home() / ".claude" / "settings.json"
+    written = install_hooks(
+        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve()
+    )
+    print_json(written)
+    return 0
+
+
 def build(actions: Any) -> None:
     """Add the ``hook`` actions to ``actions``, the family parser's sub-parsers."""
     pre = actions.add_parser(
@@ -162,3 +198,31 @@ def build(actions: Any) -> None:
         ),
     )
     prompt.set_defaults(handler=hook_user_prompt_submit)
+    install = actions.add_parser(
+        "install",
+        help="write the four hooks into Claude Code's settings.json",
+        description=(
+            "Writes PreToolUse, PostToolUse, Stop and UserPromptSubmit hooks into Claude\n"
+            "Code's settings.json (default ~/.claude/settings.json), merging with what is\n"
+            "there: other hooks and settings are kept, an earlier ledger hook is replaced,\n"
+            "and running it twice changes nothing. Each command names this ledger by its\n"
+            "absolute path and --home with the absolute home, so neither PATH nor the\n"
+            "working directory can turn the guard off. Prints what it wrote (JSON).\n"
+            "Exit 0; 78 when the home does not exist; 65 when settings.json is not JSON."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger --home ~/.ledger hook install\n"
+            "  ledger --home ~/.ledger hook install --project ~/src/app"
+        ),
+    )
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--settings", metavar="PATH", help="the settings.json to write (default: the user's)"
+    )
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="write the project's DIR/.claude/settings.json instead",
+    )
+    install.set_defaults(handler=hook_install)
