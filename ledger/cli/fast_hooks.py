@@ -143,8 +143,10 @@ def build(actions: Any) -> None:
             "for the session (estimate: the mean cost of its recorded calls, at least $0.01),\n"
             "counts the turn (LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints\n"
             "the JSON Claude Code reads: permissionDecision deny on halt-100 or\n"
-            "halt-uncertainty, or when the agent's tool-call budget is exhausted; a\n"
-            "systemMessage on warn-90. Without usd.daily_cap, USD gating is off (said once).\n"
+            'halt-uncertainty (with "continue": false: the session stops), or when the\n'
+            "agent's tool-call budget is exhausted; a systemMessage on warn-90. Without\n"
+            "usd.daily_cap, USD gating is off (said once). A home that does not exist or\n"
+            "cannot be read denies (fail-closed) and creates nothing.\n"
             "Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
@@ -161,8 +163,10 @@ def build(actions: Any) -> None:
             "of its transcript_path not recorded yet (priced from each message's usage;\n"
             "provider anthropic, cycle_id the session id), and prints additionalContext\n"
             "with the countdown tier (LEDGER_BUDGET_END or `ledger time start`) and the\n"
-            "budget lines. Lines it cannot read are skipped and named on stderr.\n"
-            "Exit 0 (malformed stdin: one stderr line, no decision)."
+            "budget lines. Lines it cannot read are skipped and named on stderr. Subagent\n"
+            "transcripts (<session>/subagents/*.jsonl) are recorded too. Adds\n"
+            '"continue": false (the session stops) once the USD budget is spent or the\n'
+            "spend cannot be recorded. Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
             "Example (in .claude/settings.json, PostToolUse hook command):\n"
