@@ -144,13 +144,15 @@ def test_without_a_cap_prompts_are_never_blocked(tmp_path, transcript, run_inpro
     assert answer(run_hook(home, "user-prompt-submit", transcript)) == {}
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty folder", "a file"])
+@pytest.mark.parametrize("kind", ["missing", "empty folder", "a file", "unreadable config"])
 def test_a_home_that_cannot_be_used_refuses_and_creates_nothing(tmp_path, transcript, kind):
     home = tmp_path / "ledger-hmoe"  # mistyped in settings.json
     if kind == "empty folder":
         home.mkdir()
     elif kind == "a file":
         home.write_text("")
+    elif kind == "unreadable config":
+        (home / "ledger.toml").mkdir(parents=True)  # read as root too: a folder is no file
     append(transcript, assistant("msg_01A", 1_000), tool_result())
     before = sorted(tmp_path.iterdir())
     pre = answer(run_hook(home, "pre-tool-use", transcript))["hookSpecificOutput"]
