@@ -246,16 +246,19 @@ def usd_verdict_reason(document: dict[str, Any], refused: str = "tool call refus
             f"{f'; verdict {ref}' if sealed else ''})"
         )
     pct = document.get("usage_pct")
+    estimate = document.get("estimated_micros")
     figures = (
         f"{document.get('deciding_cap')} cap {_dollars(document.get('daily_cap_micros'))}, "
         f"used {_dollars(document.get('usd_used_micros'))}, "
-        f"reserved {_dollars(document.get('usd_reserved_micros'))}, "
-        f"next call ~{_dollars(document.get('estimated_micros'))}"
+        f"reserved {_dollars(document.get('usd_reserved_micros'))}"
+        # A halt found with nothing more asked for (PostToolUse, Stop) has no next call.
+        f"{f', next call ~{_dollars(estimate)}' if estimate else ''}"
         f"{'' if pct is None else f' ({pct:.1f}% projected)'}"
     )
     if verdict == "halt-100":
+        day = document.get("budget_day") or document.get("utc_day")
         return (
-            f"ledger: USD budget halt-100 for {document.get('utc_day')}: {figures}; "
+            f"ledger: USD budget halt-100 for {day}: {figures}; "
             f"{refused}{f' (verdict {ref})' if sealed else ''}"
         )
     return f"ledger: USD budget warn-90: {figures} (verdict {ref})"

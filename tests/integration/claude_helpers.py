@@ -98,7 +98,7 @@ def run_hook(
     return subprocess.run(
         [sys.executable, "-m", "ledger", "--home", str(home), "hook", command],
         input=hook_input(EVENTS[command], transcript), capture_output=True, text=True,
-        env=process_env(**ENV, **(env or {})), timeout=120, check=False,
+        env=process_env(**(ENV | (env or {}))), timeout=120, check=False,
     )  # fmt: skip
 
 

@@ -90,17 +90,24 @@ def test_post_tool_use_stops_the_session_once_the_cap_is_reached(priced, transcr
     assert after_tool["continue"] is False
     assert after_tool["stopReason"].startswith("ledger: USD budget halt-100 for 2026-11-22: ")
     assert "session stopped" in after_tool["stopReason"]
+    assert "next call" not in after_tool["stopReason"]  # nothing more was asked for
     assert after_tool["stopReason"].endswith(LIFTED)
 
 
-def test_the_lift_is_said_in_the_budget_days_zone(priced, transcript):
+def test_the_halt_is_said_in_the_budget_days_zone(priced, transcript):
     append(transcript, assistant("msg_01A", TOOL_TURN_TOKENS + ANSWER_TOKENS), tool_result())
-    env = {**CAP, "LEDGER_USD_DAY_TIMEZONE": "Pacific/Auckland"}
+    # 12:00 UTC on the 22nd is 01:00 on the 23rd in Auckland: that budget day ends
+    # at its midnight there.
+    env = {
+        **CAP,
+        "LEDGER_USD_DAY_TIMEZONE": "Pacific/Auckland",
+        "LEDGER_NOW": "2026-11-22T12:00:00Z",
+    }
     answer(run_hook(priced, "post-tool-use", transcript, env))
     blocked = answer(run_hook(priced, "user-prompt-submit", transcript, env))
-    # 08:00 UTC is 21:00 in Auckland: the budget day 2026-11-22 ends at its midnight there.
+    assert blocked["reason"].startswith("ledger: USD budget halt-100 for 2026-11-23: ")
     assert blocked["reason"].endswith(
-        "spend resumes when the next budget day begins (2026-11-23 00:00 Pacific/Auckland)"
+        "spend resumes when the next budget day begins (2026-11-24 00:00 Pacific/Auckland)"
     )
 
 
