@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,16 @@ def test_nothing_is_written_when_it_cannot_be_done_right(workdir, tmp_path, prob
     assert line.startswith("ledger: ")
     assert target.read_text() == content
     assert not (workdir / "hmoe").exists()
+
+
+def test_run_as_a_module_the_hooks_run_the_same_interpreter(workdir, tmp_path):
+    target = tmp_path / "settings.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ledger", "--home", "home", "hook", "install", "--settings",
+         str(target)], capture_output=True, text=True, cwd=workdir, timeout=120, check=False,
+        env=process_env(HOME=str(tmp_path), LEDGER_NO_SERVER="1"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    home = (workdir / "home").resolve()
+    command = json.loads(proc.stdout)["hooks"]["Stop"]
+    assert command == f"{sys.executable} -m ledger --home {home} hook stop"
