@@ -14,7 +14,7 @@ from ledger.core.config import Config
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
-from ledger.edges.files import atomic_write
+from ledger.edges.files import atomic_write, home_problem
 from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
@@ -310,6 +310,10 @@ class Runtime:
     def state_dir(self) -> Path:
         """Where derived state is kept (rebuildable from the chain)."""
         return self.home / "state"
+
+    def home_problem(self) -> str | None:
+        """Why this home cannot be used (missing, unreadable, never initialised), or ``None``."""
+        return home_problem(self.home, CONFIG_FILE)
 
 
 def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:

@@ -353,7 +353,7 @@ def _register_fast_commands() -> None:
         "verdict": "Pre-call gate: allow, warn-90, halt-100 or halt-uncertainty.",
         "record": "Post-call accounting of actual spend.",
         "usage": "Read-only view of today's spend.",
-        "hook": "Claude Code PreToolUse / PostToolUse adapter.",
+        "hook": "Claude Code hooks (tool use, stop, prompt submit) and their install.",
         "tokens": "Convoy token budgets.",
         "turns": "Workflow turn budgets.",
         "tools": "Per-agent tool-call budgets.",
