@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ledger.core.config import config_template, store_section
 from ledger.core.signing import Signer
-from ledger.core.trust import TrustedKey, TrustStore
+from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
 from ledger.services.writer import WriterDeps
@@ -190,6 +190,13 @@ def enroll(
             )
         if root is not None and pinned is not None and root.public_raw != pinned:
             raise KeyFileError("this home pins a different root key")
+        if root is not None and signed and not root_signed_by(stored, root.public_raw):
+            # Re-signing with any key that happens to be given would hand the
+            # fleet's trust to whoever holds it: only the root that signed stays.
+            raise KeyFileError(
+                "the given root key did not sign the fleet's trust store; "
+                "enrol with the offline root that signed it"
+            )
         signer = keys.unenrolled_key(trust)
         created = signer is None
         signer = signer or keys.generate()
@@ -197,6 +204,15 @@ def enroll(
     if root is not None and pinned is None and pin is not None:
         pin(root.public_raw)
     return EnrollResult(signer.key_id, created, True, False, root is not None)
+
+
+def root_signed_by(document: bytes, root_public: bytes) -> bool:
+    """Whether the stored trust document carries a valid signature of ``root_public``."""
+    try:
+        trust_from_document(json.loads(document), pinned_root=root_public)
+    except (ValueError, RecursionError, TrustStoreError):
+        return False
+    return True
 
 
 def _root_signed(document: bytes) -> bool:
