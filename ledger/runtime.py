@@ -179,17 +179,29 @@ class Runtime:
         atomic_write(path, data)
 
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
-        """Store a checkpoint in the home."""
+        """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
         from ledger.edges.checkpointfiles import CheckpointDir
 
+        if self.config.store_url is not None:
+            from ledger.edges.pgcheckpoints import PgCheckpoints
+
+            PgCheckpoints(self.database).write(checkpoint)
         return CheckpointDir(self.checkpoints_dir).write(checkpoint)
 
     def newest_checkpoint(self) -> "Checkpoint | None":
-        """The home's newest checkpoint, if any."""
+        """The home's newest checkpoint, or the fleet's when it vouches for more entries."""
         from ledger.edges.checkpointfiles import CheckpointDir
 
         found = CheckpointDir(self.checkpoints_dir).newest()
-        return None if found is None else found[1]
+        own = None if found is None else found[1]
+        if self.config.store_url is None:
+            return own
+        from ledger.edges.pgcheckpoints import PgCheckpoints
+
+        shared = PgCheckpoints(self.database).newest()
+        if own is None or (shared is not None and shared.entries >= own.entries):
+            return shared
+        return own
 
     def merkle_index(self) -> "FileNodeIndex":
         """The Merkle node index (derived state; a context manager that closes it)."""

@@ -197,11 +197,11 @@ def _grant_roles(server: PgServer, schema: str) -> None:
             f'GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".derived_state,'
             f' "{schema}".idempotency_keys, "{schema}".trust_store TO ledger_app'
         ),
+        f'GRANT SELECT, INSERT ON "{schema}".checkpoints TO ledger_app',
+        f'GRANT USAGE ON SEQUENCE "{schema}".checkpoints_id_seq TO ledger_app',
+        f'GRANT SELECT ON "{schema}".fleet_secret TO ledger_app',
         "GRANT ledger_app TO ledger_recover",
-        f'GRANT UPDATE, DELETE ON "{schema}".chain TO ledger_recover',
-        f'GRANT DELETE ON "{schema}".chain_tampered TO ledger_recover',
-        f'GRANT SELECT, INSERT ON "{schema}".evidence TO ledger_recover',
-        f'GRANT USAGE ON SEQUENCE "{schema}".evidence_id_seq TO ledger_recover',
+        f'GRANT EXECUTE ON FUNCTION "{schema}".recover_chain(bigint, text) TO ledger_recover',
     ]
     for statement in statements:
         server.sql(statement)
@@ -244,7 +244,7 @@ def test_a_role_without_update_or_delete_runs_every_command_but_recover(
             conn.execute(f'DELETE FROM "{schema}".chain WHERE seq = 1')
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
             conn.execute(f'UPDATE "{schema}".chain SET line = line WHERE seq = 1')
-    pg_server.sql(f'DELETE FROM "{schema}".chain WHERE seq = 3')
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq = 3')
     assert cli(home, "verdict", "1").code == 1
     refused = cli(home, "recover")
     assert refused.code == 74, refused.stdout + refused.stderr
@@ -271,9 +271,10 @@ def test_recover_moves_bad_rows_to_evidence_and_keeps_the_longest_valid_prefix(
     assert cli(home, "snapshot").code == 0
     for _ in range(3):
         assert cli(home, "verdict", "1").code == 0
-    pg_server.sql(
+    pg_server.sql_past_the_guard(
+        schema,
         f"UPDATE \"{schema}\".chain SET line = convert_to(replace(convert_from(line, 'UTF8'),"
-        " '\"estimated_micros\":1000000', '\"estimated_micros\":1'), 'UTF8') WHERE seq = 6"
+        " '\"estimated_micros\":1000000', '\"estimated_micros\":1'), 'UTF8') WHERE seq = 6",
     )
     assert cli(home, "verify-chain").stderr.startswith("BROKEN line 6:")
     dry = cli(home, "recover", "--dry-run")

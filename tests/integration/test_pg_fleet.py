@@ -47,7 +47,7 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 ):
     homes = fleet(3)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(1,)]
+    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(2,)]
     trust = json.loads(bytes(pg_server.sql(f'SELECT document FROM "{schema}".trust_store')[0][0]))
     assert len(trust["keys"]) == 3
     again = run_inproc(["--home", str(homes[0]), "init"], {})
@@ -66,14 +66,14 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 def test_a_newer_schema_is_refused_with_a_clear_error(fleet, run_inproc, pg_store_env, pg_server):
     (home,) = fleet(1)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (2)')
+    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (3)')
     from ledger.edges.pgdb import close_all
 
     close_all()
     result = host(run_inproc, home)("verdict", "1")
     assert result.code == 1
     assert result.json()["uncertainty_reason"] == "counter_inconsistent"
-    assert "schema version 2, newer than this ledger knows (1)" in result.json()["diagnostic"]
+    assert "schema version 3, newer than this ledger knows (2)" in result.json()["diagnostic"]
     again = run_inproc(["--home", str(home), "init"], {})
     assert again.code == 74
     assert "newer than this ledger knows" in again.stderr
@@ -149,9 +149,10 @@ def test_verify_chain_streams_the_database_chain_and_names_a_row_edited_by_sql(
     for _ in range(5):
         assert run("verdict", "1").code == 0
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(
+    pg_server.sql_past_the_guard(
+        schema,
         f"UPDATE \"{schema}\".chain SET line = convert_to(replace(convert_from(line, 'UTF8'),"
-        " '\"estimated_micros\":1000000', '\"estimated_micros\":1000'), 'UTF8') WHERE seq = 3"
+        " '\"estimated_micros\":1000000', '\"estimated_micros\":1000'), 'UTF8') WHERE seq = 3",
     )
     broken = run("verify-chain")
     assert broken.code == 1
@@ -170,7 +171,7 @@ def test_a_row_deleted_by_sql_breaks_the_chain_at_that_line_and_halts_the_gate(
     for _ in range(4):
         assert run("verdict", "1").code == 0
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(f'DELETE FROM "{schema}".chain WHERE seq = 2')
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq = 2')
     broken = run("verify-chain")
     assert broken.code == 1
     assert broken.stderr.startswith("BROKEN line 2:"), broken.stderr

@@ -95,3 +95,79 @@ def test_an_unpinned_host_cannot_re_sign_or_strip_the_root_signature(
     assert "--root-key" in unsigned.stderr
     assert stored_trust(pg_server, schema) == trust_before
     assert json.loads(trust_before)["root_signature"] is not None
+
+
+def test_the_chain_and_its_checkpoints_refuse_update_delete_and_truncate_for_every_writer(
+    pg_server, pg_store_env, tmp_path
+):
+    import psycopg
+
+    from tests.integration.test_pg_faults import _grant_roles
+
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    home = tmp_path / "host"
+    init_host(home, pg_server.url, schema)
+    for _ in range(2):
+        assert cli(home, "verdict", "1").code == 0
+    assert cli(home, "checkpoint").code == 0
+    _grant_roles(pg_server, schema)
+    # Even granted the rights, and claiming to be recover, an ordinary role is refused.
+    pg_server.sql(f'GRANT UPDATE, DELETE, TRUNCATE ON "{schema}".chain TO ledger_app')
+    pg_server.sql(f'GRANT UPDATE, DELETE ON "{schema}".checkpoints TO ledger_app')
+    edits = [
+        f'DELETE FROM "{schema}".chain WHERE seq = 2',
+        f'UPDATE "{schema}".chain SET line = line WHERE seq = 1',
+        f'TRUNCATE "{schema}".chain',
+        f'DELETE FROM "{schema}".checkpoints',
+        f'UPDATE "{schema}".checkpoints SET entries = 1',
+    ]
+    # A writer, even one that sets recover's flag; then the owner's own stray edit.
+    for url, flag in ((pg_server.url_for("ledger_app"), "on"), (pg_server.url, "")):
+        for statement in edits:
+            with psycopg.connect(url) as conn:
+                conn.execute(f"SET ledger.recovering = '{flag}'")
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="refused"):
+                    conn.execute(statement)
+    with psycopg.connect(pg_server.url_for("ledger_app"), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+            conn.execute(f"SELECT \"{schema}\".recover_chain(0, 'not mine to call')")
+    assert pg_server.sql(f'SELECT count(*) FROM "{schema}".chain') == [(2,)]
+    assert pg_server.sql(f'SELECT count(*) FROM "{schema}".checkpoints') == [(1,)]
+    assert cli(home, "verify-chain").stdout == "OK 2 entries\n"
+
+
+def test_a_tail_cut_below_a_checkpoint_is_seen_by_every_host_and_recovered(
+    pg_server, pg_store_env, tmp_path
+):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    first, second = tmp_path / "a", tmp_path / "b"
+    init_host(first, pg_server.url, schema)
+    copy_fleet_secret(first, second)
+    init_host(second, pg_server.url, schema)
+    for _ in range(3):
+        assert cli(first, "verdict", "1").code == 0
+    checkpoint = cli(first, "checkpoint")
+    assert checkpoint.json()["entries"] == 3
+    # The owner cuts the head past the guard, then hides its tracks: the note
+    # of the change and the derived state that would have been ahead of the chain.
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq = 3')
+    pg_server.sql(f'DELETE FROM "{schema}".chain_tampered')
+    pg_server.sql(f'DELETE FROM "{schema}".derived_state')
+    for home in (second, first):
+        broken = cli(home, "verify-chain")
+        assert broken.code == 1, broken.stdout
+        assert broken.stderr.startswith("BROKEN line 3: entry missing"), broken.stderr
+    for home in (second, first):
+        halted = cli(home, "verdict", "1")
+        assert halted.code == 1
+        assert halted.json()["uncertainty_reason"] == "counter_inconsistent"
+        assert "newest checkpoint" in halted.json()["diagnostic"]
+    recovered = cli(second, "recover")
+    assert recovered.code == 0, recovered.stdout + recovered.stderr
+    assert recovered.json()["checkpoints_retired"] == [f"{schema}.evidence"]
+    moved = pg_server.sql(f'SELECT seq, reason FROM "{schema}".evidence')
+    assert moved == [(3, "a checkpoint of entries no longer in the chain")]
+    for home in (second, first):  # 2 kept, the 2 halts sealed since, ledger.recovered
+        assert cli(home, "verify-chain").stdout == "OK 5 entries\n"
+    for home in (second, first):
+        assert cli(home, "verdict", "1").json()["uncertainty_reason"] is None
