@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.edges.fleetsecret import FleetSecret
     from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.pgdb import PgDatabase
     from ledger.edges.pgstate import PgStateStore
@@ -113,7 +114,7 @@ class Runtime:
         if self.config.store_url is not None:
             from ledger.edges.pgstate import PgStateStore
 
-            return PgStateStore(self.database)
+            return PgStateStore(self.database, self.fleet_secret)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
 
     @property
@@ -134,6 +135,13 @@ class Runtime:
         if url is None:
             raise ConfigError("store.url: not set; this home keeps its chain in events.jsonl")
         return PgDatabase(url, self.config.store_schema, self.config.lock_timeout_seconds)
+
+    @cached_property
+    def fleet_secret(self) -> "FleetSecret":
+        """This host's copy of the secret that authenticates the fleet's derived state."""
+        from ledger.edges.fleetsecret import FILE_NAME, FleetSecret
+
+        return FleetSecret(self.home / "keys" / FILE_NAME, self.database)
 
     @cached_property
     def pg_chain(self) -> "PgChainStore":
@@ -219,7 +227,7 @@ class Runtime:
 
             return PgSnapshotFiles(
                 self.pg_chain,
-                PgStateStore(self.database),
+                PgStateStore(self.database, self.fleet_secret),
                 self.home,
                 self.snapshots_dir,
                 self.checkpoints_dir,

@@ -109,6 +109,16 @@ class PgServer:
         return f"postgresql://{user}@/postgres?host={self.root}"
 
 
+def copy_fleet_secret(source: Path, target: Path) -> None:
+    """What an operator does before a new host's ``init``: copy the fleet's secret to it."""
+    secret = source / "keys" / "fleet.secret"
+    keys = target / "keys"
+    keys.mkdir(parents=True, exist_ok=True)
+    keys.chmod(0o700)
+    (keys / "fleet.secret").write_bytes(secret.read_bytes())
+    (keys / "fleet.secret").chmod(0o600)
+
+
 def _server_user() -> str | None:
     if os.geteuid() != 0:
         return None

@@ -53,6 +53,25 @@ class FleetKeys(Protocol):
         ...
 
 
+class SharedSecret(Protocol):
+    """This host's copy of the secret that authenticates the fleet's derived state."""
+
+    path: Path
+
+    def join(self) -> bool:
+        """Make sure this home holds the fleet's secret; whether it was made here."""
+        ...
+
+
+class EnrollDeps(WriterDeps, Protocol):
+    """What enrolling a fleet host needs."""
+
+    @property
+    def fleet_secret(self) -> SharedSecret:
+        """This host's copy of the fleet's secret."""
+        ...
+
+
 class Database(Protocol):
     """The fleet's database."""
 
@@ -63,7 +82,7 @@ class Database(Protocol):
         ...
 
 
-class FleetDeps(WriterDeps, Protocol):
+class FleetDeps(EnrollDeps, Protocol):
     """What initialising a fleet host needs."""
 
     @property
@@ -96,6 +115,7 @@ class EnrollResult:
     already_enrolled: bool
     root_signed: bool
     message: str | None = None
+    secret_created: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +162,7 @@ def init_fleet(
 
 
 def enroll(
-    deps: WriterDeps,
+    deps: EnrollDeps,
     root: Signer | None,
     pin: Callable[[bytes], None] | None,
     *,
@@ -150,24 +170,30 @@ def enroll(
 ) -> EnrollResult:
     """Add this host's writer key to the fleet's trust store (a no-op when it is there).
 
-    The first host's key starts the trust store. A root-signed trust store (or
-    a home that pins a root) takes a new key only with that root, which signs
-    the new version; an unpinned home then pins it with ``pin``.
+    The first host's key starts the trust store, and its secret the fleet's
+    (made in its home when it has none); every other host must hold a copy of
+    that secret first. A root-signed trust store (or a home that pins a root)
+    takes a new key only with that root, which signs the new version; an
+    unpinned home then pins it with ``pin``.
 
     Raises:
+        FleetSecretMissingError: this home lacks the fleet's secret (a KeyFileError).
         KeyFileError: a root is needed and not given (unless ``allow_pending``,
             which returns a result saying so), or another root is given.
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
     keys: FleetKeys = deps.keys  # type: ignore[assignment]
     with deps.chain.transaction():
+        made = deps.fleet_secret.join()
         stored = keys.trust_bytes()
         if stored is None:
             signer = keys.unenrolled_key(None)
             created = signer is None
             signer = signer or keys.generate()
             keys.save_trust(TrustStore(keys=(TrustedKey(signer.key_id, signer.public_raw),)), root)
-            return EnrollResult(signer.key_id, created, True, False, root is not None)
+            return EnrollResult(
+                signer.key_id, created, True, False, root is not None, secret_created=made
+            )
         trust = keys.load_trust()
         signed = _root_signed(stored)
         try:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import clean_env, run_process
 from tests.gate_helpers import CAP_ENV, at, chain_lines
-from tests.pg import PgServer
+from tests.pg import PgServer, copy_fleet_secret
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,9 +140,11 @@ while True:
 
 
 def test_clients_killed_mid_transaction_leave_no_partial_entry(pg_server, pg_store_env, tmp_path):
-    homes = []
+    homes: list[Path] = []
     for index in range(3):
         home = tmp_path / f"host{index}"
+        if homes:
+            copy_fleet_secret(homes[0], home)
         init_host(
             home, pg_store_env["LEDGER_STORE_URL"], pg_store_env["LEDGER_STORE_SCHEMA"], "1000"
         )
@@ -216,6 +218,7 @@ def test_a_role_without_update_or_delete_runs_every_command_but_recover(
     _grant_roles(pg_server, schema)
     app_url = pg_server.url_for("ledger_app")
     home = tmp_path / "host"
+    copy_fleet_secret(admin, home)
     init_host(home, app_url, schema, "100")  # enrols with the app role
     steps = [
         ("verdict", "2"),

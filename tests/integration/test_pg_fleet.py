@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.gate_helpers import CAP_ENV, at, chain_lines, merge_counts, verdict_worker
+from tests.pg import copy_fleet_secret
 
 
 @pytest.fixture
@@ -20,9 +21,11 @@ def fleet(tmp_path, run_inproc, pg_store_env):
     """``fleet(n)``: n host homes on one schema, each with its own key; a runner per host."""
 
     def make(count: int, cap: str = "50"):
-        homes = []
+        homes: list[Path] = []
         for index in range(count):
             path = tmp_path / f"host{index}"
+            if homes:
+                copy_fleet_secret(homes[0], path)
             result = run_inproc(
                 ["--home", str(path), "init", "--daily-cap-usd", cap], dict(pg_store_env)
             )
@@ -247,6 +250,7 @@ def test_enrolment_into_a_root_signed_trust_store_needs_the_root(
     assert made.code == 0, made.stderr
     pinned = run_inproc(["--home", str(first), "keys", "pin-root", "--root-key", str(root)])
     assert pinned.code == 0, pinned.stderr
+    copy_fleet_secret(first, second)
     joined = run_inproc(
         ["--home", str(second), "init", "--daily-cap-usd", "50"], dict(pg_store_env)
     )

@@ -6,6 +6,7 @@ starts (``tests.pg``) and edits the database with real SQL: as the owner of the
 tables, and as an ordinary role the way a host connects.
 """
 
+import hmac
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.integration.test_pg_faults import cli, init_host
+from tests.pg import copy_fleet_secret
 
 
 def write_root(path: Path) -> Path:
@@ -50,15 +52,6 @@ def root_signed_fleet(pg_server, pg_store_env, tmp_path):
     copy_fleet_secret(first, second)
     init_host(second, pg_server.url, schema)
     return first, second, root, schema
-
-
-def copy_fleet_secret(source: Path, target: Path) -> None:
-    """What the operator does before ``init`` on a new host: copy the fleet's secret."""
-    found = source / "keys" / "fleet.secret"
-    if found.exists():
-        (target / "keys").mkdir(parents=True, exist_ok=True)
-        (target / "keys" / "fleet.secret").write_bytes(found.read_bytes())
-        (target / "keys" / "fleet.secret").chmod(0o600)
 
 
 def test_enrolling_with_a_key_that_is_not_the_fleets_root_is_refused_and_writes_nothing(
@@ -171,3 +164,117 @@ def test_a_tail_cut_below_a_checkpoint_is_seen_by_every_host_and_recovered(
         assert cli(home, "verify-chain").stdout == "OK 5 entries\n"
     for home in (second, first):
         assert cli(home, "verdict", "1").json()["uncertainty_reason"] is None
+
+
+def test_derived_state_edited_by_sql_halts_until_rebuilt(pg_server, pg_store_env, tmp_path):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    home = tmp_path / "host"
+    init_host(home, pg_server.url, schema, "10")
+    assert cli(home, "record", "9", "--provider", "openai").code == 0
+    assert cli(home, "verdict", "2").json()["verdict"] == "halt-100"
+    # One UPDATE that wipes the day's spend from the counters every host reads.
+    pg_server.sql(
+        f'UPDATE "{schema}".derived_state SET body = convert_to(replace(convert_from(body,'
+        " 'UTF8'), '\"openai\":9000000', '\"openai\":0'), 'UTF8')"
+    )
+    halted = cli(home, "verdict", "2")
+    assert halted.code == 1
+    assert halted.json()["verdict"] == "halt-uncertainty"
+    assert halted.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert "does not match its MAC" in halted.json()["diagnostic"]
+    assert cli(home, "verify-chain").code == 0  # the chain itself is intact
+    rebuilt = cli(home, "rebuild-state")
+    assert rebuilt.code == 0, rebuilt.stderr
+    usage = cli(home, "usage").json()
+    assert usage["usd_used_micros"] == 9_000_000
+    assert cli(home, "verdict", "2").json()["verdict"] == "halt-100"
+
+
+def test_a_forged_idempotency_record_does_not_drop_a_new_record(pg_server, pg_store_env, tmp_path):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    home = tmp_path / "host"
+    init_host(home, pg_server.url, schema)
+    assert cli(home, "record", "1", "--provider", "openai", "--idempotency-key", "k1").code == 0
+    pg_server.sql(
+        f"INSERT INTO \"{schema}\".idempotency_keys (key, record) SELECT 'k2',"
+        ' convert_to(replace(convert_from(record, \'UTF8\'), \'"key":"k1"\', \'"key":"k2"\'),'
+        f" 'UTF8') FROM \"{schema}\".idempotency_keys WHERE key = 'k1'"
+    )
+    second = cli(home, "record", "3", "--provider", "openai", "--idempotency-key", "k2")
+    assert second.code == 0, second.stderr
+    assert second.json()["duplicate"] is False
+    assert cli(home, "usage").json()["usd_used_micros"] == 4_000_000
+    again = cli(home, "record", "1", "--provider", "openai", "--idempotency-key", "k1")
+    assert again.json()["duplicate"] is True  # a genuine record is still found
+
+
+def test_a_host_joins_only_with_the_fleets_secret(pg_server, pg_store_env, tmp_path):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    first, second = tmp_path / "a", tmp_path / "b"
+    made = cli(first, "init", "--daily-cap-usd", "50", LEDGER_STORE_URL=pg_server.url,
+               LEDGER_STORE_SCHEMA=schema)  # fmt: skip
+    assert made.code == 0, made.stderr
+    assert made.json()["created_fleet_secret"] is True
+    assert "copy it" in made.stderr
+    secret = first / "keys" / "fleet.secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert len(secret.read_bytes()) == 32
+    check = hmac.new(secret.read_bytes(), b"ledger fleet secret check v1", "sha256")
+    stored = pg_server.sql(
+        f'SELECT count(*) FROM "{schema}".fleet_secret WHERE check_value = %s',
+        (check.hexdigest(),),
+    )
+    assert stored == [(1,)]
+    # The secret itself is nowhere in the database.
+    dump = pg_server.sql(
+        f'SELECT count(*) FROM "{schema}".trust_store, "{schema}".derived_state'
+        " WHERE position(%s in document) > 0 OR position(%s in body) > 0",
+        (secret.read_bytes(), secret.read_bytes()),
+    )
+    assert dump == [(0,)]
+    env = {"LEDGER_STORE_URL": pg_server.url, "LEDGER_STORE_SCHEMA": schema}
+    refused = cli(second, "init", "--daily-cap-usd", "50", **env)
+    assert refused.code == 65, refused.stdout + refused.stderr
+    assert f"no fleet secret at {second / 'keys' / 'fleet.secret'}" in refused.stderr
+    (second / "keys").mkdir(exist_ok=True)
+    (second / "keys" / "fleet.secret").write_bytes(b"\x01" * 32)
+    (second / "keys" / "fleet.secret").chmod(0o600)
+    wrong = cli(second, "init", **env)
+    assert wrong.code == 65
+    assert "is not this fleet's secret" in wrong.stderr
+    trust = json.loads(stored_trust(pg_server, schema))
+    assert len(trust["keys"]) == 1  # neither attempt enrolled a key
+    copy_fleet_secret(first, second)
+    joined = cli(second, "init", **env)
+    assert joined.code == 0, joined.stderr
+    assert joined.json()["created_fleet_secret"] is False
+    assert cli(second, "verdict", "1").code == 0
+    assert cli(first, "verdict", "1").code == 0
+
+
+def test_a_host_that_lost_the_secret_halts_but_still_records_spend(
+    pg_server, pg_store_env, tmp_path
+):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    home = tmp_path / "host"
+    init_host(home, pg_server.url, schema)
+    assert cli(home, "verdict", "1").code == 0
+    secret = home / "keys" / "fleet.secret"
+    kept = secret.read_bytes()
+    secret.chmod(0o644)
+    loose = cli(home, "verdict", "1")
+    assert loose.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert "accessible by others" in loose.json()["diagnostic"]
+    secret.unlink()
+    halted = cli(home, "verdict", "1")
+    assert halted.code == 1
+    assert halted.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert f"no fleet secret at {secret}" in halted.json()["diagnostic"]
+    recorded = cli(home, "record", "2", "--provider", "openai")
+    assert recorded.code == 0, recorded.stderr
+    assert recorded.json()["recorded"] is True  # spend is never refused
+    secret.write_bytes(kept)
+    secret.chmod(0o600)
+    usage = cli(home, "usage").json()
+    assert usage["uncertainty_reason"] is None
+    assert usage["usd_used_micros"] == 2_000_000
