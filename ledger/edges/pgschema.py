@@ -186,21 +186,24 @@ END $$
 )
 
 
-def schema_statements(schema: str, *, create_schema: bool, from_version: int = 0) -> list[str]:
-    """The statements bringing ``schema`` (a checked identifier) from ``from_version`` to 2.
+def schema_statements(
+    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 2
+) -> list[str]:
+    """The statements bringing ``schema`` (a checked identifier) from one version to another.
 
-    ``from_version`` 0 creates everything. The ``SECURITY DEFINER`` functions
-    run with their owner's rights and a fixed ``search_path``: a role that may
-    not write ``chain_tampered`` still leaves its note there, and only
-    ``recover_chain`` may move rows out of ``chain``.
+    ``from_version`` 0 creates everything; ``to_version`` is the newest by
+    default. The ``SECURITY DEFINER`` functions run with their owner's rights
+    and a fixed ``search_path``: a role that may not write ``chain_tampered``
+    still leaves its note there, and only ``recover_chain`` may move rows out
+    of ``chain``.
     """
     statements = [f'CREATE SCHEMA "{schema}"'] if create_schema else []
-    if from_version < 1:
+    if from_version < 1 <= to_version:
         statements += [statement.strip() for statement in _VERSION_1]
         statements.append(
             f'ALTER FUNCTION note_chain_change() SET search_path = "{schema}", pg_temp'
         )
-    if from_version < 2:  # noqa: PLR2004 - the schema's versions
+    if from_version < 2 <= to_version:  # noqa: PLR2004 - the schema's versions
         statements += [statement.strip() for statement in _VERSION_2]
         statements.append(
             f'ALTER FUNCTION recover_chain(bigint, text) SET search_path = "{schema}", pg_temp'

@@ -278,3 +278,34 @@ def test_a_host_that_lost_the_secret_halts_but_still_records_spend(
     usage = cli(home, "usage").json()
     assert usage["uncertainty_reason"] is None
     assert usage["usd_used_micros"] == 2_000_000
+
+
+def test_a_version_1_schema_is_refused_until_init_upgrades_it(pg_server, pg_store_env, tmp_path):
+    import psycopg
+
+    from ledger.edges.pgschema import schema_statements
+
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    with psycopg.connect(pg_server.url) as conn:  # a fleet made by the previous release
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'SET search_path = "{schema}"')
+        for statement in schema_statements(schema, create_schema=False, to_version=1):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    home = tmp_path / "host"
+    home.mkdir()
+    (home / "ledger.toml").write_text(
+        f'[usd]\ndaily_cap = 50\n[store]\nurl = "{pg_server.url}"\nschema = "{schema}"\n'
+    )
+    halted = cli(home, "verdict", "1")
+    assert halted.code == 1
+    assert "schema version 1, older than this ledger needs (2)" in halted.json()["diagnostic"]
+    upgraded = cli(home, "init")
+    assert upgraded.code == 0, upgraded.stderr
+    assert upgraded.json()["created_schema"] is False
+    versions = pg_server.sql(f'SELECT version FROM "{schema}".schema_version ORDER BY version')
+    assert versions == [(1,), (2,)]
+    assert cli(home, "verdict", "1").code == 0
+    with psycopg.connect(pg_server.url) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="refused"):
+            conn.execute(f'DELETE FROM "{schema}".chain')
