@@ -201,14 +201,14 @@ def enroll(
         except KeyFileError:
             own = None
         if own is not None:
-            return EnrollResult(own.key_id, False, False, True, signed)
+            return EnrollResult(own.key_id, False, False, True, signed, secret_created=made)
         pinned = keys.pinned_root()
         if (signed or pinned is not None) and root is None:
             if allow_pending:
                 return EnrollResult(
                     None, False, False, False, signed,
                     "the fleet's trust store is signed by an offline root: "
-                    "run `ledger keys enroll --root-key PEM` to enrol this host",
+                    "run `ledger keys enroll --root-key PEM` to enrol this host", made,
                 )  # fmt: skip
             raise KeyFileError(
                 "the fleet's trust store is signed by an offline root: "
@@ -229,7 +229,7 @@ def enroll(
         keys.save_trust(trust.with_key(TrustedKey(signer.key_id, signer.public_raw)), root)
     if root is not None and pinned is None and pin is not None:
         pin(root.public_raw)
-    return EnrollResult(signer.key_id, created, True, False, root is not None)
+    return EnrollResult(signer.key_id, created, True, False, root is not None, secret_created=made)
 
 
 def root_signed_by(document: bytes, root_public: bytes) -> bool:

@@ -309,3 +309,28 @@ def test_a_version_1_schema_is_refused_until_init_upgrades_it(pg_server, pg_stor
     with psycopg.connect(pg_server.url) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="refused"):
             conn.execute(f'DELETE FROM "{schema}".chain')
+
+
+def test_replacing_the_fleet_secret_as_the_runbook_says(pg_server, pg_store_env, tmp_path):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    first, second = tmp_path / "a", tmp_path / "b"
+    init_host(first, pg_server.url, schema)
+    copy_fleet_secret(first, second)
+    init_host(second, pg_server.url, schema)
+    assert cli(second, "record", "4", "--provider", "openai").code == 0
+    for table in ("fleet_secret", "derived_state", "idempotency_keys"):
+        pg_server.sql(f'DELETE FROM "{schema}".{table}')
+    old = (first / "keys" / "fleet.secret").read_bytes()
+    (first / "keys" / "fleet.secret").unlink()
+    renewed = cli(first, "init", LEDGER_STORE_URL=pg_server.url, LEDGER_STORE_SCHEMA=schema)
+    assert renewed.code == 0, renewed.stderr
+    assert renewed.json()["created_fleet_secret"] is True
+    assert (first / "keys" / "fleet.secret").read_bytes() != old
+    assert cli(first, "verdict", "1").code == 0  # state rebuilt under the new secret
+    stale = cli(second, "verdict", "1")
+    assert stale.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert "is not this fleet's secret" in stale.json()["diagnostic"]
+    copy_fleet_secret(first, second)
+    usage = cli(second, "usage").json()
+    assert usage["uncertainty_reason"] is None
+    assert usage["usd_used_micros"] == 4_000_000
