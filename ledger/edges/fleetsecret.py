@@ -148,7 +148,7 @@ class FleetSecret:
 
     def _create(self) -> bytes:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise ChainIOError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
         with contextlib.suppress(FileExistsError):
