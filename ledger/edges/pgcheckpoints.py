@@ -13,14 +13,18 @@ The newest row is read with the chain's head, in the same round trip
 """
 
 from ledger.core.canonical import canonical_bytes
-from ledger.core.checkpoint import Checkpoint
+from ledger.core.checkpoint import Checkpoint, CheckpointError
 from ledger.core.snapshot import checkpoint_from_bytes
 from ledger.edges.pgdb import PgDatabase
 
-NEWEST_SQL = "SELECT document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1"
+NEWEST_SQL = "SELECT entries, document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1"
 
 # The last document parsed, by its bytes: every verdict reads the same one.
 _PARSED: list[tuple[bytes, Checkpoint]] = []
+
+
+class StoredCheckpointError(CheckpointError):
+    """The newest stored checkpoint's row does not say what its document says."""
 
 
 class PgCheckpoints:
@@ -48,19 +52,34 @@ class PgCheckpoints:
         """The stored checkpoint vouching for the most entries, or ``None``.
 
         Raises:
-            CheckpointError, SnapshotFileError: the row is not a checkpoint.
+            CheckpointError, SnapshotFileError: the row is not a checkpoint, or
+                not the one it claims to be.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
+        found = self.newest_document()
+        return None if found is None else found[1]
+
+    def newest_document(self) -> tuple[bytes, Checkpoint] | None:
+        """The newest stored checkpoint's bytes and what they say (see ``newest``)."""
         memo = self.db.memo()
         if memo is not None and "checkpoint" in memo:
-            raw: bytes | None = memo["checkpoint"]
+            found: tuple[int, bytes] | None = memo["checkpoint"]
         else:
             rows = self.db.execute(NEWEST_SQL)
-            raw = bytes(rows[0][0]) if rows else None
-        if raw is None:
+            found = (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+        if found is None:
             return None
+        entries, raw = found
         if _PARSED and _PARSED[0][0] == raw:
-            return _PARSED[0][1]
-        checkpoint = checkpoint_from_bytes(raw, f"the newest checkpoint in {self.db.display}")
-        _PARSED[:] = [(raw, checkpoint)]
-        return checkpoint
+            checkpoint = _PARSED[0][1]
+        else:
+            checkpoint = checkpoint_from_bytes(raw, f"the newest checkpoint in {self.db.display}")
+            _PARSED[:] = [(raw, checkpoint)]
+        if checkpoint.entries != entries:
+            # A row claiming more entries than its document would put an old
+            # checkpoint in front of the newer ones: fail closed instead.
+            raise StoredCheckpointError(
+                f"the newest checkpoint in {self.db.display} claims {entries} entries "
+                f"but vouches for {checkpoint.entries} (edited?)"
+            )
+        return raw, checkpoint

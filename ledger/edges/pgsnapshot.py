@@ -13,7 +13,7 @@ host that never wrote a checkpoint still sees a tail cut below the fleet's.
 
 from pathlib import Path
 
-from ledger.edges.pgcheckpoints import NEWEST_SQL
+from ledger.edges.pgcheckpoints import NEWEST_SQL, PgCheckpoints
 from ledger.edges.pgstate import PgStateStore
 from ledger.edges.pgstore import PgChainStore
 from ledger.edges.snapshotfiles import SnapshotFiles
@@ -48,10 +48,15 @@ class PgSnapshotFiles(SnapshotFiles):
         return found
 
     def read(self, path: Path, what: str) -> bytes:
-        """A whole file, or the database's newest checkpoint."""
+        """A whole file, or the database's newest checkpoint.
+
+        Raises:
+            InputDataError: missing or unreadable, or a stored checkpoint that
+                is not the one its row claims (recovery then retires it).
+        """
         if path == self._stored_checkpoint:
-            rows = self.store.db.execute(NEWEST_SQL)
-            return bytes(rows[0][0]) if rows else b""
+            found = PgCheckpoints(self.store.db).newest_document()
+            return b"" if found is None else found[0]
         return super().read(path, what)
 
     def evidence_path(self, name: str) -> Path:

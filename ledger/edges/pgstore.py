@@ -45,11 +45,12 @@ class PgHead(NamedTuple):
 # the derived-state row and the newest stored checkpoint (``pgcheckpoints.NEWEST_SQL``).
 _HEAD_SQL = (
     "SELECT c.seq, c.end_pos, c.line, (SELECT min(coalesce(t.seq, 0)) FROM chain_tampered t),"
-    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body,"
-    " (SELECT document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1)"  # NEWEST_SQL
+    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body, k.entries, k.document"
     " FROM (SELECT 1) AS one"
     " LEFT JOIN LATERAL (SELECT seq, end_pos, line FROM chain ORDER BY seq DESC LIMIT 1) AS c"
-    " ON true LEFT JOIN derived_state AS s ON s.id = 1"
+    " ON true LEFT JOIN derived_state AS s ON s.id = 1 LEFT JOIN LATERAL"
+    " (SELECT entries, document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1) AS k"
+    " ON true"
 )
 
 
@@ -62,11 +63,16 @@ def _read_head(db: PgDatabase) -> PgHead | None:
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
     rows = db.execute(_HEAD_SQL)
-    seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body, newest = rows[0]
+    seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0][:8]
+    checkpoint_entries, checkpoint_document = rows[0][8:]
     memo = db.memo()
     if memo is not None:
         memo["state"] = None if state_body is None else (state_hash, state_size, state_body)
-        memo["checkpoint"] = None if newest is None else bytes(newest)
+        memo["checkpoint"] = (
+            None
+            if checkpoint_document is None
+            else (int(checkpoint_entries), bytes(checkpoint_document))
+        )
     if changes:
         where = "the chain was truncated" if first_changed == 0 else f"row {first_changed}"
         raise ChainTamperedError(

@@ -334,3 +334,43 @@ def test_replacing_the_fleet_secret_as_the_runbook_says(pg_server, pg_store_env,
     usage = cli(second, "usage").json()
     assert usage["uncertainty_reason"] is None
     assert usage["usd_used_micros"] == 4_000_000
+
+
+def test_an_old_checkpoint_replayed_as_the_newest_fails_closed_and_is_recovered(
+    pg_server, pg_store_env, tmp_path
+):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    first, second = tmp_path / "a", tmp_path / "b"
+    init_host(first, pg_server.url, schema)
+    copy_fleet_secret(first, second)
+    init_host(second, pg_server.url, schema)
+    for _ in range(2):
+        assert cli(first, "verdict", "1").code == 0
+    assert cli(first, "checkpoint").code == 0
+    for _ in range(2):
+        assert cli(first, "verdict", "1").code == 0
+    assert cli(first, "checkpoint").code == 0
+    # Cut the tail past the guard, and put the old checkpoint in front of the new
+    # one with a row that claims more entries than its document vouches for.
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq > 2')
+    for table in ("chain_tampered", "derived_state"):
+        pg_server.sql(f'DELETE FROM "{schema}".{table}')
+    pg_server.sql(
+        f'INSERT INTO "{schema}".checkpoints (entries, head_hash, document)'
+        f' SELECT 1000, head_hash, document FROM "{schema}".checkpoints WHERE entries = 2'
+    )
+    halted = cli(second, "verdict", "1")
+    assert halted.code == 1
+    assert halted.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert "claims 1000 entries but vouches for 2" in halted.json()["diagnostic"]
+    refused = cli(second, "verify-chain")
+    assert refused.code == 65
+    assert refused.stderr.startswith("ledger: the newest checkpoint in")
+    assert "claims 1000 entries" in refused.stderr
+    recovered = cli(second, "recover")
+    assert recovered.code == 0, recovered.stdout + recovered.stderr
+    moved = pg_server.sql(f'SELECT seq FROM "{schema}".evidence ORDER BY seq')
+    assert moved == [(4,), (1000,)]  # the two checkpoints vouching for lost entries
+    # The 2 kept, the halt sealed since, ledger.recovered.
+    assert cli(second, "verify-chain").stdout == "OK 4 entries\n"
+    assert cli(second, "verdict", "1").json()["uncertainty_reason"] is None
