@@ -67,6 +67,20 @@ def test_enrolling_with_a_key_that_is_not_the_fleets_root_is_refused_and_writes_
     assert stored_trust(pg_server, schema) == trust_before
     assert files_of(second) == files_before
     assert cli(first, "verdict", "1").code == 0  # the fleet still trusts only its root
+    # The fleet's own root, on a home that pins another one, is refused too.
+    pin = second / "trust-root.pub.pem"
+    pin.write_bytes(
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    files_before = files_of(second)
+    mispinned = cli(second, "keys", "enroll", "--root-key", str(root))
+    assert mispinned.code == 65, mispinned.stdout + mispinned.stderr
+    assert mispinned.stderr.startswith("ledger: ")  # the stored version fails this home's pin
+    assert stored_trust(pg_server, schema) == trust_before
+    assert files_of(second) == files_before
+    pin.unlink()
     enrolled = cli(second, "keys", "enroll", "--root-key", str(root))
     assert enrolled.code == 0, enrolled.stderr
     assert cli(second, "verdict", "1").code == 0
