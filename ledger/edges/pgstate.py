@@ -76,7 +76,9 @@ class PgStateStore:
         """The stored state, or ``None`` when there is none.
 
         Raises:
-            StateMismatchError: the row does not parse (edited).
+            StateMismatchError: the row does not match its MAC or does not parse
+                (edited), or this host has no copy of the fleet's secret, or
+                another one.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
         memo = self.db.memo()
@@ -116,9 +118,10 @@ class PgStateStore:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
 
     def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
-        """Replace the stored state (in the open transaction, if any).
+        """Replace the stored state (in the open transaction, if any), MAC'd.
 
         Raises:
+            ChainIOError: this host has no usable fleet secret.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
         body = self._sealed(
@@ -163,17 +166,38 @@ class PgStateStore:
         return record
 
     def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
-        """Add idempotency-key records; the first record of a key wins.
+        """Add idempotency-key records; the first genuine record of a key wins.
+
+        A row already there whose MAC does not match (planted by SQL before the
+        real record) is replaced, or a retry of that call would find no record
+        and be counted again.
 
         Raises:
+            ChainIOError: this host has no usable fleet secret.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
         with self.db.transaction():
             if replace:
                 self.db.execute("DELETE FROM idempotency_keys")
+            kept: set[str] = set()
+            if not replace and records:
+                rows = self.db.execute(
+                    "SELECT key, record FROM idempotency_keys WHERE key = ANY(%s)",
+                    ([record["key"] for record in records],),
+                )
+                kept = {key for key, raw in rows if self._genuine(bytes(raw))}
             for record in records:
+                if record["key"] in kept:
+                    continue
+                kept.add(record["key"])
                 self.db.execute(
                     "INSERT INTO idempotency_keys (key, record) VALUES (%s, %s)"
-                    " ON CONFLICT (key) DO NOTHING",
+                    " ON CONFLICT (key) DO UPDATE SET record = excluded.record",
                     (record["key"], self._sealed(_KEY_LABEL, _dumps(record))),
                 )
+
+    def _genuine(self, sealed: bytes) -> bool:
+        try:
+            return self._opened(_KEY_LABEL, sealed) is not None
+        except KeyFileError as exc:
+            raise ChainIOError(str(exc)) from exc

@@ -217,6 +217,8 @@ def test_a_forged_idempotency_record_does_not_drop_a_new_record(pg_server, pg_st
     second = cli(home, "record", "3", "--provider", "openai", "--idempotency-key", "k2")
     assert second.code == 0, second.stderr
     assert second.json()["duplicate"] is False
+    retried = cli(home, "record", "3", "--provider", "openai", "--idempotency-key", "k2")
+    assert retried.json()["duplicate"] is True  # the planted row gave way to the real one
     assert cli(home, "usage").json()["usd_used_micros"] == 4_000_000
     again = cli(home, "record", "1", "--provider", "openai", "--idempotency-key", "k1")
     assert again.json()["duplicate"] is True  # a genuine record is still found
