@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.edges.fleetsecret import FleetSecret
     from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.pgdb import PgDatabase
     from ledger.edges.pgstate import PgStateStore
@@ -113,7 +114,7 @@ class Runtime:
         if self.config.store_url is not None:
             from ledger.edges.pgstate import PgStateStore
 
-            return PgStateStore(self.database)
+            return PgStateStore(self.database, self.fleet_secret)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
 
     @property
@@ -134,6 +135,13 @@ class Runtime:
         if url is None:
             raise ConfigError("store.url: not set; this home keeps its chain in events.jsonl")
         return PgDatabase(url, self.config.store_schema, self.config.lock_timeout_seconds)
+
+    @cached_property
+    def fleet_secret(self) -> "FleetSecret":
+        """This host's copy of the secret that authenticates the fleet's derived state."""
+        from ledger.edges.fleetsecret import FILE_NAME, FleetSecret
+
+        return FleetSecret(self.home / "keys" / FILE_NAME, self.database)
 
     @cached_property
     def pg_chain(self) -> "PgChainStore":
@@ -182,17 +190,29 @@ class Runtime:
         atomic_write(path, data)
 
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
-        """Store a checkpoint in the home."""
+        """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
         from ledger.edges.checkpointfiles import CheckpointDir
 
+        if self.config.store_url is not None:
+            from ledger.edges.pgcheckpoints import PgCheckpoints
+
+            PgCheckpoints(self.database).write(checkpoint)
         return CheckpointDir(self.checkpoints_dir).write(checkpoint)
 
     def newest_checkpoint(self) -> "Checkpoint | None":
-        """The home's newest checkpoint, if any."""
+        """The home's newest checkpoint, or the fleet's when it vouches for more entries."""
         from ledger.edges.checkpointfiles import CheckpointDir
 
         found = CheckpointDir(self.checkpoints_dir).newest()
-        return None if found is None else found[1]
+        own = None if found is None else found[1]
+        if self.config.store_url is None:
+            return own
+        from ledger.edges.pgcheckpoints import PgCheckpoints
+
+        shared = PgCheckpoints(self.database).newest()
+        if own is None or (shared is not None and shared.entries >= own.entries):
+            return shared
+        return own
 
     def merkle_index(self) -> "FileNodeIndex":
         """The Merkle node index (derived state; a context manager that closes it)."""
@@ -210,7 +230,7 @@ class Runtime:
 
             return PgSnapshotFiles(
                 self.pg_chain,
-                PgStateStore(self.database),
+                PgStateStore(self.database, self.fleet_secret),
                 self.home,
                 self.snapshots_dir,
                 self.checkpoints_dir,

@@ -404,9 +404,13 @@ def run(args: list[str]) -> int:
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
     except _NO_ARGS_IS_HELP as exc:
-        # `ledger` or `ledger keys` alone asks what there is: the help, not an error.
-        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx is not None else "")
-        return 0
+        # `ledger` or `ledger keys` alone names no command: a bad command line
+        # (exit 2, stdout empty), with the help as the usage lines before the error.
+        where = exc.ctx.command_path if exc.ctx is not None else "ledger"
+        if exc.ctx is not None:
+            sys.stderr.write(exc.ctx.get_help() + "\n")
+        print_error(f"missing command; see `{where} --help`")
+        return 2
     except click_exceptions.UsageError as exc:
         # One line, as every other error: what was wrong and where help is.
         message, _, suggestions = exc.format_message().rstrip(".").partition(". Did you mean ")

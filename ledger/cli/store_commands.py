@@ -34,8 +34,15 @@ def init_fleet_host(runtime: "Runtime", daily_cap_usd: str | None) -> int:
             "created_schema": result.created_schema,
             "enrolled": enrolment.enrolled or enrolment.already_enrolled,
             "root_signed": enrolment.root_signed,
+            "fleet_secret": str(runtime.fleet_secret.path),
+            "created_fleet_secret": enrolment.secret_created,
         }
     )
+    if enrolment.secret_created:
+        sys.stderr.write(
+            f"ledger: made this fleet's secret {runtime.fleet_secret.path}: copy it (mode 0600) "
+            "to every other host's keys/ before its `ledger init`\n"
+        )
     if enrolment.message:
         sys.stderr.write(f"ledger: {enrolment.message}\n")
     return 0

@@ -30,7 +30,7 @@ from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
@@ -151,6 +151,13 @@ class PgDatabase:
                 f"store {self.display} has no ledger schema; run `ledger init` on one host"
             )
         _refuse_newer(version, self.display)
+        if version < SCHEMA_VERSION:
+            # An older schema lacks the tables that keep the chain honest: no host
+            # writes to it until one host's `ledger init` has upgraded it.
+            raise StoreSchemaError(
+                f"store {self.display} has schema version {version}, older than this "
+                f"ledger needs ({SCHEMA_VERSION}); run `ledger init` on one host to upgrade it"
+            )
         self._shared.checked = True
 
     def _version(self, conn: "psycopg.Connection[Any]") -> int | None:
@@ -294,7 +301,7 @@ class PgDatabase:
     # --- the schema -------------------------------------------------------------
 
     def ensure_schema(self) -> bool:
-        """Create the schema when missing; returns whether it was created.
+        """Create the schema when missing, or upgrade an older one; whether it was created.
 
         A second call is a no-op; a schema newer than this code knows is refused.
 
@@ -309,6 +316,15 @@ class PgDatabase:
             version = self._version(conn)
             if version is not None:
                 _refuse_newer(version, self.display)
+                if version < SCHEMA_VERSION:
+                    for statement in schema_statements(
+                        self.schema, create_schema=False, from_version=version
+                    ):
+                        self.execute(statement)
+                    self.execute(
+                        "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+                    )
+                self._shared.checked = True
                 return False
             exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
             for statement in schema_statements(self.schema, create_schema=not exists):

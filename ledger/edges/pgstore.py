@@ -41,12 +41,16 @@ class PgHead(NamedTuple):
 
 
 # One round trip: the newest row, any note of a changed row, and (kept for the
-# state store, read in the same transaction right after) the derived-state row.
+# state store and the checkpoints, read in the same transaction right after)
+# the derived-state row and the newest stored checkpoint (``pgcheckpoints.NEWEST_SQL``).
 _HEAD_SQL = (
     "SELECT c.seq, c.end_pos, c.line, (SELECT min(coalesce(t.seq, 0)) FROM chain_tampered t),"
-    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body FROM (SELECT 1) AS one"
+    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body, k.entries, k.document"
+    " FROM (SELECT 1) AS one"
     " LEFT JOIN LATERAL (SELECT seq, end_pos, line FROM chain ORDER BY seq DESC LIMIT 1) AS c"
-    " ON true LEFT JOIN derived_state AS s ON s.id = 1"
+    " ON true LEFT JOIN derived_state AS s ON s.id = 1 LEFT JOIN LATERAL"
+    " (SELECT entries, document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1) AS k"
+    " ON true"
 )
 
 
@@ -59,10 +63,16 @@ def _read_head(db: PgDatabase) -> PgHead | None:
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
     rows = db.execute(_HEAD_SQL)
-    seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0]
+    seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0][:8]
+    checkpoint_entries, checkpoint_document = rows[0][8:]
     memo = db.memo()
     if memo is not None:
         memo["state"] = None if state_body is None else (state_hash, state_size, state_body)
+        memo["checkpoint"] = (
+            None
+            if checkpoint_document is None
+            else (int(checkpoint_entries), bytes(checkpoint_document))
+        )
     if changes:
         where = "the chain was truncated" if first_changed == 0 else f"row {first_changed}"
         raise ChainTamperedError(
@@ -255,8 +265,10 @@ class PgChainStore:
 
         Rows that already hold the same line at the same place stay; every other
         row moves to ``evidence`` with ``reason``, and the missing lines are
-        inserted. Needs the recover role's UPDATE and DELETE rights; run under
-        the chain's advisory lock.
+        inserted. Rows leave the chain only through ``recover_chain()``, which
+        also retires the stored checkpoints of entries no longer there: the
+        role needs EXECUTE on it (the recover role). Run under the chain's
+        advisory lock.
 
         Returns:
             The rows moved to evidence, as ``(seq, line)``.
@@ -267,13 +279,7 @@ class PgChainStore:
         while keep < len(lines) and keep < len(current) and current[keep][1] == lines[keep]:
             keep += 1
         moved = current[keep:]
-        self.db.execute("SET LOCAL ledger.recovering = 'on'")
-        for seq, line in moved:
-            self.db.execute(
-                "INSERT INTO evidence (seq, line, reason) VALUES (%s, %s, %s)", (seq, line, reason)
-            )
-        self.db.execute("DELETE FROM chain WHERE seq > %s", (keep,))
-        self.db.execute("DELETE FROM chain_tampered")
+        self.db.execute("SELECT recover_chain(%s, %s)", (keep, reason))
         position = sum(len(line) for line in lines[:keep])
         for index, line in enumerate(lines[keep:], start=keep + 1):
             position += len(line)

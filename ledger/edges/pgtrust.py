@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.signing import Signer
-from ledger.core.trust import TrustStore, trust_document, trust_from_document
+from ledger.core.trust import TrustStore, TrustStoreError, trust_document, trust_from_document
 from ledger.edges.keyfiles import KeyDir
 from ledger.edges.pgdb import PgDatabase
 from ledger.errors import KeyFileError
@@ -66,7 +66,30 @@ class PgKeyDir(KeyDir):
         return store
 
     def save_trust(self, store: TrustStore, root: Signer | None = None) -> None:
-        """Replace the fleet's trust store (in the open transaction, if any)."""
+        """Replace the fleet's trust store (in the open transaction, if any).
+
+        A stored version an offline root signed is replaced only by one the same
+        root signs: whichever command gets here (enrol, rotate, revoke, pin-root)
+        on whichever host, pinned or not.
+
+        Raises:
+            KeyFileError: the stored version is root-signed and ``root`` is not
+                the key that signed it (nothing is written).
+            StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
+        """
+        stored = self.trust_bytes()
+        if stored is not None and _root_signature(stored) is not None:
+            if root is None:
+                raise KeyFileError(
+                    f"the trust store in {self.db.display} is signed by an offline root: "
+                    "pass --root-key <its private key PEM>"
+                )
+            try:
+                trust_from_document(json.loads(stored), pinned_root=root.public_raw)
+            except (ValueError, RecursionError, TrustStoreError) as exc:
+                raise KeyFileError(
+                    f"the given root key did not sign the trust store in {self.db.display}"
+                ) from exc
         document = canonical_bytes(trust_document(store, root)) + b"\n"
         memo = self.db.memo()
         if memo is not None:
@@ -108,3 +131,11 @@ class PgKeyDir(KeyDir):
         for key_id in sorted(self.own_key_ids() - listed):
             return self.load_signer(key_id)
         return None
+
+
+def _root_signature(document: bytes) -> object:
+    try:
+        parsed = json.loads(document)
+    except (ValueError, RecursionError):
+        return None
+    return parsed.get("root_signature") if isinstance(parsed, dict) else None

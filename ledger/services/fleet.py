@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ledger.core.config_template import config_template, store_section
 from ledger.core.signing import Signer
-from ledger.core.trust import TrustedKey, TrustStore
+from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
 from ledger.services.writer import WriterDeps
@@ -53,6 +53,25 @@ class FleetKeys(Protocol):
         ...
 
 
+class SharedSecret(Protocol):
+    """This host's copy of the secret that authenticates the fleet's derived state."""
+
+    path: Path
+
+    def join(self) -> bool:
+        """Make sure this home holds the fleet's secret; whether it was made here."""
+        ...
+
+
+class EnrollDeps(WriterDeps, Protocol):
+    """What enrolling a fleet host needs."""
+
+    @property
+    def fleet_secret(self) -> SharedSecret:
+        """This host's copy of the fleet's secret."""
+        ...
+
+
 class Database(Protocol):
     """The fleet's database."""
 
@@ -63,7 +82,7 @@ class Database(Protocol):
         ...
 
 
-class FleetDeps(WriterDeps, Protocol):
+class FleetDeps(EnrollDeps, Protocol):
     """What initialising a fleet host needs."""
 
     @property
@@ -96,6 +115,7 @@ class EnrollResult:
     already_enrolled: bool
     root_signed: bool
     message: str | None = None
+    secret_created: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +162,7 @@ def init_fleet(
 
 
 def enroll(
-    deps: WriterDeps,
+    deps: EnrollDeps,
     root: Signer | None,
     pin: Callable[[bytes], None] | None,
     *,
@@ -150,17 +170,21 @@ def enroll(
 ) -> EnrollResult:
     """Add this host's writer key to the fleet's trust store (a no-op when it is there).
 
-    The first host's key starts the trust store. A root-signed trust store (or
-    a home that pins a root) takes a new key only with that root, which signs
-    the new version; an unpinned home then pins it with ``pin``.
+    The first host's key starts the trust store, and its secret the fleet's
+    (made in its home when it has none); every other host must hold a copy of
+    that secret first. A root-signed trust store (or a home that pins a root)
+    takes a new key only with that root, which signs the new version; an
+    unpinned home then pins it with ``pin``.
 
     Raises:
+        FleetSecretMissingError: this home lacks the fleet's secret (a KeyFileError).
         KeyFileError: a root is needed and not given (unless ``allow_pending``,
             which returns a result saying so), or another root is given.
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
     keys: FleetKeys = deps.keys  # type: ignore[assignment]
     with deps.chain.transaction():
+        made = deps.fleet_secret.join()
         stored = keys.trust_bytes()
         if stored is None:
             signer = keys.unenrolled_key(None)
@@ -169,7 +193,9 @@ def enroll(
             first = TrustedKey(signer.key_id, signer.public_raw)
             # From the fleet's first enrolment on, every entry must be signed.
             keys.save_trust(TrustStore(keys=(first,), strict_after=deps.clock.now()), root)
-            return EnrollResult(signer.key_id, created, True, False, root is not None)
+            return EnrollResult(
+                signer.key_id, created, True, False, root is not None, secret_created=made
+            )
         trust = keys.load_trust()
         signed = _root_signed(stored)
         try:
@@ -177,14 +203,14 @@ def enroll(
         except KeyFileError:
             own = None
         if own is not None:
-            return EnrollResult(own.key_id, False, False, True, signed)
+            return EnrollResult(own.key_id, False, False, True, signed, secret_created=made)
         pinned = keys.pinned_root()
         if (signed or pinned is not None) and root is None:
             if allow_pending:
                 return EnrollResult(
                     None, False, False, False, signed,
                     "the fleet's trust store is signed by an offline root: "
-                    "run `ledger keys enroll --root-key PEM` to enrol this host",
+                    "run `ledger keys enroll --root-key PEM` to enrol this host", made,
                 )  # fmt: skip
             raise KeyFileError(
                 "the fleet's trust store is signed by an offline root: "
@@ -192,13 +218,29 @@ def enroll(
             )
         if root is not None and pinned is not None and root.public_raw != pinned:
             raise KeyFileError("this home pins a different root key")
+        if root is not None and signed and not root_signed_by(stored, root.public_raw):
+            # Re-signing with any key that happens to be given would hand the
+            # fleet's trust to whoever holds it: only the root that signed stays.
+            raise KeyFileError(
+                "the given root key did not sign the fleet's trust store; "
+                "enrol with the offline root that signed it"
+            )
         signer = keys.unenrolled_key(trust)
         created = signer is None
         signer = signer or keys.generate()
         keys.save_trust(trust.with_key(TrustedKey(signer.key_id, signer.public_raw)), root)
     if root is not None and pinned is None and pin is not None:
         pin(root.public_raw)
-    return EnrollResult(signer.key_id, created, True, False, root is not None)
+    return EnrollResult(signer.key_id, created, True, False, root is not None, secret_created=made)
+
+
+def root_signed_by(document: bytes, root_public: bytes) -> bool:
+    """Whether the stored trust document carries a valid signature of ``root_public``."""
+    try:
+        trust_from_document(json.loads(document), pinned_root=root_public)
+    except (ValueError, RecursionError, TrustStoreError):
+        return False
+    return True
 
 
 def _root_signed(document: bytes) -> bool:

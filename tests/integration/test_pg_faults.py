@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import clean_env, run_process
 from tests.gate_helpers import CAP_ENV, at, chain_lines
-from tests.pg import PgServer
+from tests.pg import PgServer, copy_fleet_secret
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,9 +140,11 @@ while True:
 
 
 def test_clients_killed_mid_transaction_leave_no_partial_entry(pg_server, pg_store_env, tmp_path):
-    homes = []
+    homes: list[Path] = []
     for index in range(3):
         home = tmp_path / f"host{index}"
+        if homes:
+            copy_fleet_secret(homes[0], home)
         init_host(
             home, pg_store_env["LEDGER_STORE_URL"], pg_store_env["LEDGER_STORE_SCHEMA"], "1000"
         )
@@ -197,11 +199,11 @@ def _grant_roles(server: PgServer, schema: str) -> None:
             f'GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".derived_state,'
             f' "{schema}".idempotency_keys, "{schema}".trust_store TO ledger_app'
         ),
+        f'GRANT SELECT, INSERT ON "{schema}".checkpoints TO ledger_app',
+        f'GRANT USAGE ON SEQUENCE "{schema}".checkpoints_id_seq TO ledger_app',
+        f'GRANT SELECT ON "{schema}".fleet_secret TO ledger_app',
         "GRANT ledger_app TO ledger_recover",
-        f'GRANT UPDATE, DELETE ON "{schema}".chain TO ledger_recover',
-        f'GRANT DELETE ON "{schema}".chain_tampered TO ledger_recover',
-        f'GRANT SELECT, INSERT ON "{schema}".evidence TO ledger_recover',
-        f'GRANT USAGE ON SEQUENCE "{schema}".evidence_id_seq TO ledger_recover',
+        f'GRANT EXECUTE ON FUNCTION "{schema}".recover_chain(bigint, text) TO ledger_recover',
     ]
     for statement in statements:
         server.sql(statement)
@@ -216,6 +218,7 @@ def test_a_role_without_update_or_delete_runs_every_command_but_recover(
     _grant_roles(pg_server, schema)
     app_url = pg_server.url_for("ledger_app")
     home = tmp_path / "host"
+    copy_fleet_secret(admin, home)
     init_host(home, app_url, schema, "100")  # enrols with the app role
     steps = [
         ("verdict", "2"),
@@ -244,7 +247,7 @@ def test_a_role_without_update_or_delete_runs_every_command_but_recover(
             conn.execute(f'DELETE FROM "{schema}".chain WHERE seq = 1')
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
             conn.execute(f'UPDATE "{schema}".chain SET line = line WHERE seq = 1')
-    pg_server.sql(f'DELETE FROM "{schema}".chain WHERE seq = 3')
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq = 3')
     assert cli(home, "verdict", "1").code == 1
     refused = cli(home, "recover")
     assert refused.code == 74, refused.stdout + refused.stderr
@@ -271,9 +274,10 @@ def test_recover_moves_bad_rows_to_evidence_and_keeps_the_longest_valid_prefix(
     assert cli(home, "snapshot").code == 0
     for _ in range(3):
         assert cli(home, "verdict", "1").code == 0
-    pg_server.sql(
+    pg_server.sql_past_the_guard(
+        schema,
         f"UPDATE \"{schema}\".chain SET line = convert_to(replace(convert_from(line, 'UTF8'),"
-        " '\"estimated_micros\":1000000', '\"estimated_micros\":1'), 'UTF8') WHERE seq = 6"
+        " '\"estimated_micros\":1000000', '\"estimated_micros\":1'), 'UTF8') WHERE seq = 6",
     )
     assert cli(home, "verify-chain").stderr.startswith("BROKEN line 6:")
     dry = cli(home, "recover", "--dry-run")

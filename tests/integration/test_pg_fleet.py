@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.gate_helpers import CAP_ENV, at, chain_lines, merge_counts, verdict_worker
+from tests.pg import copy_fleet_secret
 
 
 @pytest.fixture
@@ -20,9 +21,11 @@ def fleet(tmp_path, run_inproc, pg_store_env):
     """``fleet(n)``: n host homes on one schema, each with its own key; a runner per host."""
 
     def make(count: int, cap: str = "50"):
-        homes = []
+        homes: list[Path] = []
         for index in range(count):
             path = tmp_path / f"host{index}"
+            if homes:
+                copy_fleet_secret(homes[0], path)
             result = run_inproc(
                 ["--home", str(path), "init", "--daily-cap-usd", cap], dict(pg_store_env)
             )
@@ -47,7 +50,7 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 ):
     homes = fleet(3)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(1,)]
+    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(2,)]
     trust = json.loads(bytes(pg_server.sql(f'SELECT document FROM "{schema}".trust_store')[0][0]))
     assert len(trust["keys"]) == 3
     again = run_inproc(["--home", str(homes[0]), "init"], {})
@@ -66,14 +69,14 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 def test_a_newer_schema_is_refused_with_a_clear_error(fleet, run_inproc, pg_store_env, pg_server):
     (home,) = fleet(1)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (2)')
+    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (3)')
     from ledger.edges.pgdb import close_all
 
     close_all()
     result = host(run_inproc, home)("verdict", "1")
     assert result.code == 1
     assert result.json()["uncertainty_reason"] == "counter_inconsistent"
-    assert "schema version 2, newer than this ledger knows (1)" in result.json()["diagnostic"]
+    assert "schema version 3, newer than this ledger knows (2)" in result.json()["diagnostic"]
     again = run_inproc(["--home", str(home), "init"], {})
     assert again.code == 74
     assert "newer than this ledger knows" in again.stderr
@@ -149,9 +152,10 @@ def test_verify_chain_streams_the_database_chain_and_names_a_row_edited_by_sql(
     for _ in range(5):
         assert run("verdict", "1").code == 0
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(
+    pg_server.sql_past_the_guard(
+        schema,
         f"UPDATE \"{schema}\".chain SET line = convert_to(replace(convert_from(line, 'UTF8'),"
-        " '\"estimated_micros\":1000000', '\"estimated_micros\":1000'), 'UTF8') WHERE seq = 3"
+        " '\"estimated_micros\":1000000', '\"estimated_micros\":1000'), 'UTF8') WHERE seq = 3",
     )
     broken = run("verify-chain")
     assert broken.code == 1
@@ -170,7 +174,7 @@ def test_a_row_deleted_by_sql_breaks_the_chain_at_that_line_and_halts_the_gate(
     for _ in range(4):
         assert run("verdict", "1").code == 0
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(f'DELETE FROM "{schema}".chain WHERE seq = 2')
+    pg_server.sql_past_the_guard(schema, f'DELETE FROM "{schema}".chain WHERE seq = 2')
     broken = run("verify-chain")
     assert broken.code == 1
     assert broken.stderr.startswith("BROKEN line 2:"), broken.stderr
@@ -246,6 +250,7 @@ def test_enrolment_into_a_root_signed_trust_store_needs_the_root(
     assert made.code == 0, made.stderr
     pinned = run_inproc(["--home", str(first), "keys", "pin-root", "--root-key", str(root)])
     assert pinned.code == 0, pinned.stderr
+    copy_fleet_secret(first, second)
     joined = run_inproc(
         ["--home", str(second), "init", "--daily-cap-usd", "50"], dict(pg_store_env)
     )

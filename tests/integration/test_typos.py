@@ -43,10 +43,13 @@ def test_typo_is_one_line_with_where_help_is(tmp_path, args, line):
     assert not (tmp_path / "home").exists()
 
 
-def test_a_command_group_alone_prints_its_help(tmp_path):
-    """``ledger`` or ``ledger keys`` alone asks what there is: the help on stdout, exit 0."""
-    for args, first in ((["keys"], "Usage: ledger keys"), ([], "Usage: ledger [OPTIONS]")):
+def test_a_command_group_alone_prints_its_help_as_a_usage_error(tmp_path):
+    """``ledger`` or ``ledger keys`` alone names no command: help on stderr, one error line, exit 2."""
+    for args, first, where in (
+        (["keys"], "Usage: ledger keys", "ledger keys"),
+        ([], "Usage: ledger [OPTIONS]", "ledger"),
+    ):
         result = run_process(args)
-        assert (result.code, result.stderr) == (0, ""), result
-        assert result.stdout.startswith(first)
-        assert "ledger:" not in result.stdout
+        assert (result.code, result.stdout) == (2, ""), result
+        assert result.stderr.startswith(first)
+        assert result.stderr.endswith(f"ledger: missing command; see `{where} --help`\n")
