@@ -36,6 +36,7 @@ from tests.integration.server_helpers import (
     served_env,
     start_server,
 )
+from tests.integration.test_server_lifecycle import raw_request
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -213,3 +214,51 @@ def test_a_request_whose_server_died_before_keeping_its_reply_is_not_sealed_agai
     assert again.stderr.startswith("ledger: this request was already sealed")
     assert again.stderr.count("\n") == 1
     assert sealed_for(home, request.request_id) == ["tools.use"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_on_a_postgresql_store_a_served_request_is_sealed_once(
+    tmp_path: Path, name: str, pg_store_env: dict[str, str]
+):
+    """The same guarantees with the chain and the key index in PostgreSQL: a retry after
+    the server sealed and was killed prints the first result; a retry beside a stopped
+    server seals, and the resumed server finds it and seals nothing."""
+    args = COMMANDS[name]
+    home = tmp_path / "home"
+    pg = served_env(**pg_store_env)
+    assert ledger(home, "init", "--daily-cap-usd", "100", env=pg).code == 0
+    made = ledger(home, "tools", "create", "agent-x", "--role", "explorer", env=pg)
+    assert made.code == 0, made.stderr
+    before = _pg_entries(home, pg)
+
+    server = start_server(home, env=pg)
+    request = raw_request(home, *args, request_id="rq-pg-killed", **pg_store_env)
+    try:
+        first = as_result(send_and_read(home, request))
+    finally:
+        kill_quietly(server)
+    again = retry(request)
+    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout, first.stderr)
+    assert _pg_entries(home, pg) == before + 1
+
+    server = start_server(home, env=pg)
+    try:
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            client = ledger(
+                home, *args, env=served_env(LEDGER_SERVER_TIMEOUT="0.5", **pg_store_env)
+            )
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+    finally:
+        assert server.stop() == 0
+    assert server.served_count() == 1
+    assert client.code == first.code, client.stderr
+    assert _pg_entries(home, pg) == before + 2
+
+
+def _pg_entries(home: Path, env: dict[str, str]) -> int:
+    """The number of entries in the store's chain (as verify-chain counts them)."""
+    result = ledger(home, "verify-chain", env=env)
+    assert result.code == 0, result.stderr
+    return int(result.stdout.split()[1])
