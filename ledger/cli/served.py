@@ -261,7 +261,7 @@ def _run_once(
             if kept is not None:
                 return kept
             if not keyed:
-                return EXIT_REPLY_LOST, [(2, _reply_lost(request.request_id, entry_hash))]
+                return _reply_lost(rest, request.request_id, entry_hash)
             # The run that sealed this record was killed between its append and
             # its answer. The record carries the request id as its idempotency
             # key: run again, the command finds that record and prints it.
@@ -295,12 +295,32 @@ def _replies(home_option: str | None) -> "Replies":
     return Replies(resolve_home(home_option) / REPLIES_DIR)
 
 
-def _reply_lost(request_id: str, entry_hash: str) -> str:
-    # Sealing again would count the request twice: say what happened instead.
-    return (
+def _reply_lost(
+    rest: list[str], request_id: str, entry_hash: str
+) -> tuple[int, list[tuple[int, str]]]:
+    """The answer when the run that sealed the request kept no reply.
+
+    Sealing again would count the request twice, so the caller is told what
+    happened instead: one ``ledger:`` line, exit 74. Hooks exit 0, as they
+    always do, and ``pre-tool-use`` fails closed: the tool call is denied.
+    """
+    line = (
         f"ledger: this request was already sealed (entry {entry_hash[:16]}…, request_id "
         f"{request_id}) by a server that stopped before answering; nothing was sealed again\n"
     )
+    if rest[:1] != ["hook"]:
+        return EXIT_REPLY_LOST, [(2, line)]
+    writes = [(2, line)]
+    if rest[1:2] == ["pre-tool-use"]:
+        from ledger.core.hook_protocol import pre_tool_use_output
+
+        deny = pre_tool_use_output(
+            "ledger: the answer to this tool call was lost with the server that sealed it; "
+            "refused (fail-closed)",
+            [],
+        )
+        writes.insert(0, (1, json.dumps(deny, ensure_ascii=False) + "\n"))
+    return 0, writes
 
 
 def make_durable(request: Request) -> str | None:

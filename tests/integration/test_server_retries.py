@@ -25,6 +25,7 @@ from tests.integration.retry_helpers import (
     send_and_read,
 )
 from tests.integration.server_helpers import (
+    HOOKS,
     NOW,
     assert_verifies,
     entries,
@@ -262,3 +263,26 @@ def _pg_entries(home: Path, env: dict[str, str]) -> int:
     result = ledger(home, "verify-chain", env=env)
     assert result.code == 0, result.stderr
     return int(result.stdout.split()[1])
+
+
+def test_a_pre_tool_use_hook_whose_reply_was_lost_denies_the_tool_call(tmp_path: Path):
+    """No kept reply for a sealed PreToolUse: the retry seals nothing again and, as
+    hooks do, fails closed: a deny decision, exit 0."""
+    home = _home(tmp_path / "home")
+    server = start_server(home)
+    stdin = (HOOKS / "pre_tool_use_bash.json").read_text()
+    request = request_for(home, ("hook", "pre-tool-use"), "rq-no-reply", stdin=stdin)
+    try:
+        assert as_result(send_and_read(home, request)).code == 0
+    finally:
+        kill_quietly(server)
+    sealed = sealed_for(home, request.request_id)
+    assert sealed
+    _forget_replies(home)
+    again = retry(request)
+    assert again.code == 0
+    decision = json.loads(again.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "fail-closed" in decision["permissionDecisionReason"]
+    assert again.stderr.startswith("ledger: this request was already sealed")
+    assert sealed_for(home, request.request_id) == sealed
