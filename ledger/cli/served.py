@@ -8,7 +8,7 @@ records what it writes. Those are process-wide, so requests run one at a time.
 Every served request is sealed once, whoever runs it (the server, or a client
 whose server was late or lost): its entries carry the request id, a second run
 finds them under the chain lock before it writes anything and prints the
-first run's reply instead, kept in the home's ``replies/`` (see
+first run's reply instead, kept in the home's ``replies.jsonl`` (see
 ``ledger.services.requests``). ``record`` and ``tokens record`` without a key of
 their own also get the request id as their idempotency key, so such a record
 is found even when its first run left no reply; the key is printed as
@@ -289,10 +289,10 @@ def _run_command(
 
 
 def _replies(home_option: str | None) -> "Replies":
-    from ledger.edges.replies import REPLIES_DIR, Replies
+    from ledger.edges.replies import Replies
     from ledger.runtime import resolve_home
 
-    return Replies(resolve_home(home_option) / REPLIES_DIR)
+    return Replies(resolve_home(home_option))
 
 
 def _reply_lost(

@@ -10,8 +10,6 @@ chain) and each request is decided again on its own, with its own fsync.
 
 Derived state stays in memory between batches (``ledger.edges.keptstate``) and
 is written after a batch's fsync at most every half second, and at the end.
-The replies kept in the home for clients' retries (``ledger.edges.replies``)
-are pruned at start and every ``ANSWERED_KEPT`` requests.
 """
 
 import contextlib
@@ -24,7 +22,6 @@ from ledger.edges.chainfile import ChainFile
 from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
 from ledger.edges.keptstate import KeptStates, keeping
 from ledger.edges.locks import exclusive_lock
-from ledger.edges.replies import REPLIES_DIR, Replies
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime
 from ledger.server.protocol import STATUS_OK, Reply, Request
@@ -46,15 +43,12 @@ class Batches:
         # ``cli.served``), which may still be in place between requests.
         self._environ = dict(os.environ)
         self._kept = KeptStates()
-        self._replies = Replies(home / REPLIES_DIR)
-        self._since_pruned = 0
 
     def _runtime(self) -> Runtime:
         return Runtime(self.home, self._environ)
 
     def make_predecessor_durable(self) -> None:
         """Make durable what a killed server wrote before anything is decided on top of it."""
-        self._replies.prune()
         try:
             chain = self._runtime().chain
             if isinstance(chain, ChainFile):
@@ -84,10 +78,6 @@ class Batches:
 
     def run(self, requests: list[Request]) -> list[bytes]:
         """Decide ``requests`` in order in one group commit; their encoded replies."""
-        self._since_pruned += len(requests)
-        if self._since_pruned >= ANSWERED_KEPT:
-            self._since_pruned = 0
-            self._replies.prune()
         try:
             chain = self._batch_chain()
         except LedgerError:
