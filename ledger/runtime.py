@@ -158,7 +158,7 @@ class Runtime:
         command = self.config.observer_command
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
-        # SPEC §4: never while holding the chain lock, even when the resident
+        # Never while holding the chain lock, even when the resident
         # gate's group commit holds it across a batch of requests.
         with lock_released(self.home / (CHAIN_FILE + ".lock")):
             return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)

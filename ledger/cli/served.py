@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 _KEY_OPTION = "--idempotency-key"
 # The run that sealed the request left no reply: an I/O failure for the caller
-# (SPEC §3's 74), never a second seal.
+# (74, as for any I/O failure), never a second seal.
 EXIT_REPLY_LOST = 74
 
 

@@ -20,7 +20,7 @@ written during the group may then be ahead of the chain; the caller removes it
 (it is rebuilt from the chain) before deciding anything else.
 
 A request that must wait on something slow outside the chain (a verdict that
-runs the UsageObserver, SPEC §4) lets other writers in meanwhile
+runs the UsageObserver) lets other writers in meanwhile
 (``lock_released``): the group's appends so far are made durable, the lock is
 let go, and taken again after the wait, so a slow observer never holds up an
 in-process writer.

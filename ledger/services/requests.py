@@ -1,4 +1,4 @@
-"""Served requests are sealed once, whoever runs them (SPEC §9).
+"""Served requests are sealed once, whoever runs them (the resident gate and its clients).
 
 A client whose server is late or lost runs its request again in-process with
 the same request id, and the server may still run it too. So while a served

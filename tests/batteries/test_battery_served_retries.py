@@ -1,7 +1,7 @@
 """Battery: served retries. Every served command is sealed exactly once, whoever runs it.
 
 A client whose reply is late, or whose server was lost, runs its request again
-in-process with the same request id (SPEC §9). Every served command that seals
+in-process with the same request id. Every served command that seals
 (``verdict``, ``record``, ``tokens check|record``, ``tools use``, ``turns record``,
 ``hook pre-tool-use|post-tool-use|stop``) meets each of three faults, on real
 ``ledger serve`` and client processes:

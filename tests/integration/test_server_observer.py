@@ -1,4 +1,4 @@
-"""A served verdict that runs the UsageObserver lets other writers in meanwhile (SPEC §4, §9).
+"""A served verdict that runs the UsageObserver lets other writers in meanwhile.
 
 The observer is a real script that waits until the test lets it finish, so the
 in-process writer provably runs while the observer does; nothing is timed.

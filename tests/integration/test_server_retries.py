@@ -1,7 +1,7 @@
 """A served request is sealed once, whoever runs it, and its retry prints the first result.
 
 A client whose reply is late, or whose server was lost after it sealed, runs
-the request again in-process with the same request id (SPEC §9). Real server
+the request again in-process with the same request id. Real server
 processes, real clients, SIGSTOP and SIGKILL; each request's entries are found
 in the chain by the request id they carry.
 """
