@@ -27,6 +27,7 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,6 @@ from tests.integration.server_helpers import (
     NOW,
     assert_verifies,
     entries,
-    init_home,
     kill_quietly,
     ledger,
     normalized,
@@ -96,22 +96,47 @@ COMMANDS = [
 MODES = ("late", "killed", "stopped")
 
 
-def _make_home(path: Path) -> tuple[Path, Path]:
-    """A home with every budget the commands use, and a Claude Code transcript.
+@dataclass
+class Homes:
+    """Homes on one store: the file in each home, or a PostgreSQL schema per home."""
 
-    Beside the transcript, ``whole-`` + its name holds it with its second part.
-    """
-    home = init_home(path / "home", cap="100")
-    config = home / "ledger.toml"
-    config.write_text(config.read_text() + PRICES)
-    for args in SETUP:
-        made = ledger(home, *args, env=_env(LEDGER_NO_SERVER="1"))
+    store: dict[str, str]  # LEDGER_STORE_URL and a base schema name; empty: the file store
+    pg: Any = None  # the test PostgreSQL server, for counting rows
+
+    def make(self, path: Path) -> tuple[Path, Path]:
+        """A home with every budget the commands use, and a Claude Code transcript.
+
+        On PostgreSQL the home gets a schema of its own (``init`` writes it into
+        ``ledger.toml``). Beside the transcript, ``whole-`` + its name holds it with
+        its second part.
+        """
+        home = path / "home"
+        store = {**self.store, "LEDGER_STORE_SCHEMA": self._schema(home)} if self.store else {}
+        made = ledger(home, "init", "--daily-cap-usd", "100", env=clean_env(**store))
         assert made.code == 0, made.stderr
-    transcript = path / "transcript.jsonl"
-    transcript.write_bytes((TRANSCRIPTS / "session_part1.jsonl").read_bytes())
-    whole = transcript.with_name("whole-" + transcript.name)
-    whole.write_bytes(transcript.read_bytes() + (TRANSCRIPTS / "session_part2.jsonl").read_bytes())
-    return home, transcript
+        config = home / "ledger.toml"
+        config.write_text(config.read_text() + PRICES)
+        for args in SETUP:
+            made = ledger(home, *args, env=_env(LEDGER_NO_SERVER="1"))
+            assert made.code == 0, made.stderr
+        transcript = path / "transcript.jsonl"
+        transcript.write_bytes((TRANSCRIPTS / "session_part1.jsonl").read_bytes())
+        whole = transcript.with_name("whole-" + transcript.name)
+        whole.write_bytes(
+            transcript.read_bytes() + (TRANSCRIPTS / "session_part2.jsonl").read_bytes()
+        )
+        return home, transcript
+
+    def _schema(self, home: Path) -> str:
+        return f"{self.store['LEDGER_STORE_SCHEMA']}_{home.parent.name}"
+
+    def count(self, home: Path) -> int:
+        """The number of entries in the home's chain."""
+        if not self.store:
+            return len(entries(home))
+        table = f'"{self._schema(home)}".chain'
+        rows = self.pg.sql(f"SELECT count(*) FROM {table}")  # noqa: S608 - the test's own schema
+        return int(rows[0][0])
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -156,31 +181,33 @@ class Tally:
             self.problems = problems
 
 
-def _reference(tmp_path: Path) -> tuple[list[int], list[Result]]:
+def _reference(tmp_path: Path, homes: Homes) -> tuple[list[int], list[Result]]:
     """Entries each command seals, and what it prints, run once in-process."""
-    home, transcript = _make_home(tmp_path / "reference")
+    home, transcript = homes.make(tmp_path / "reference")
     counts, results = [], []
     for command in COMMANDS:
-        before = len(entries(home))
+        before = homes.count(home)
         result = ledger(
             home, *command.args, env=_env(LEDGER_NO_SERVER="1"), stdin=_stdin(command, transcript)
         )
-        counts.append(len(entries(home)) - before)
+        counts.append(homes.count(home) - before)
         results.append(result)
     assert all(counts), f"every command must seal something here: {counts}"
     return counts, results
 
 
-def _late_or_killed(tmp_path: Path, mode: str, expected: list[int], tally: Tally) -> None:
-    home, transcript = _make_home(tmp_path / mode)
+def _late_or_killed(
+    tmp_path: Path, homes: Homes, mode: str, expected: list[int], tally: Tally
+) -> None:
+    home, transcript = homes.make(tmp_path / mode)
     server = start_server(home)
     firsts: list[tuple[Request, Result, int]] = []
     try:
         for index, command in enumerate(COMMANDS):
             request = _request(home, transcript, command, f"rq-{mode}-{index}")
-            before = len(entries(home))
+            before = homes.count(home)
             first = as_result(send_and_read(home, request))
-            firsts.append((request, first, len(entries(home)) - before))
+            firsts.append((request, first, homes.count(home) - before))
     finally:
         if mode == "killed":
             kill_quietly(server)
@@ -188,7 +215,7 @@ def _late_or_killed(tmp_path: Path, mode: str, expected: list[int], tally: Tally
         for (request, first, sealed), command, count in zip(
             firsts, COMMANDS, expected, strict=True
         ):
-            before = len(entries(home))
+            before = homes.count(home)
             again = retry(request)
             same = (again.code, again.stdout, again.stderr) == (
                 first.code,
@@ -198,54 +225,64 @@ def _late_or_killed(tmp_path: Path, mode: str, expected: list[int], tally: Tally
             if mode == "late":
                 third = as_result(send_and_read(home, request))
                 same = same and third == first
-            tally.check(f"{mode} {command.name}", sealed + len(entries(home)) - before, count, same)
+            tally.check(f"{mode} {command.name}", sealed + homes.count(home) - before, count, same)
     finally:
         if mode == "late":
             assert server.stop() == 0
-    assert assert_verifies(home) == len(entries(home))
+    assert assert_verifies(home) == homes.count(home)
 
 
-def _stopped(tmp_path: Path, expected: list[int], references: list[Result], tally: Tally) -> None:
-    home, transcript = _make_home(tmp_path / "stopped")
+def _stopped(
+    tmp_path: Path, homes: Homes, expected: list[int], references: list[Result], tally: Tally
+) -> None:
+    home, transcript = homes.make(tmp_path / "stopped")
     server = start_server(home)
     sealed: list[int] = []
     results: list[Result] = []
-    start = len(entries(home))
+    start = homes.count(home)
     os.kill(server.proc.pid, signal.SIGSTOP)
     try:
         for command in COMMANDS:
-            before = len(entries(home))
+            before = homes.count(home)
             stdin = _stdin(command, transcript)
             env = _env(LEDGER_SERVER_TIMEOUT="0.3")
             results.append(ledger(home, *command.args, env=env, stdin=stdin))
-            sealed.append(len(entries(home)) - before)
+            sealed.append(homes.count(home) - before)
     finally:
         os.kill(server.proc.pid, signal.SIGCONT)
         assert server.stop() == 0  # drains every request it held
     assert server.served_count() == len(COMMANDS)
-    after_drain = len(entries(home)) - start - sum(sealed)
+    after_drain = homes.count(home) - start - sum(sealed)
     for index, command in enumerate(COMMANDS):
         # Whatever the resumed server sealed counts against the command it ran.
         extra = after_drain if index == 0 else 0
         same = normalized([results[index]]) == normalized([references[index]])
         tally.check(f"stopped {command.name}", sealed[index] + extra, expected[index], same)
-    assert assert_verifies(home) == len(entries(home))
+    assert assert_verifies(home) == homes.count(home)
 
 
+@pytest.mark.parametrize("store_name", ["file", "postgres"])
 def test_every_served_command_is_sealed_exactly_once_under_every_fault(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    store_name: str,
 ):
     """Late reply, server SIGKILLed after sealing, server SIGSTOPped: each command sealed
-    exactly as often as one in-process run seals it, and the retry prints the first result."""
-    expected, references = _reference(tmp_path)
+    exactly as often as one in-process run seals it, and the retry prints the first result;
+    with the chain in the home's file and in PostgreSQL."""
+    homes = Homes({})
+    if store_name == "postgres":
+        homes = Homes(request.getfixturevalue("pg_store_env"), request.getfixturevalue("pg_server"))
+    expected, references = _reference(tmp_path, homes)
     tally = Tally()
     for mode in MODES:
         if mode == "stopped":
-            _stopped(tmp_path, expected, references, tally)
+            _stopped(tmp_path, homes, expected, references, tally)
         else:
-            _late_or_killed(tmp_path, mode, expected, tally)
+            _late_or_killed(tmp_path, homes, mode, expected, tally)
     summary(
-        capsys, "served-retries", tally.runs - tally.failed, tally.failed,
+        capsys, f"served-retries ({store_name} store)", tally.runs - tally.failed, tally.failed,
         f"{len(COMMANDS)} served commands x {len(MODES)} faults ({', '.join(MODES)}); "
         f"double counts {tally.double}, lost {tally.lost}, "
         f"retries printing other than the first result {tally.mismatched}",
