@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ledger.edges.replies import Replies
 
 _KEY_OPTION = "--idempotency-key"
-# The run that sealed the request left no reply: an I/O failure for the caller
-# (74, as for any I/O failure), never a second seal.
+# The run that sealed the request left no reply: the caller gets the exit code
+# of an I/O failure, never a second seal.
 EXIT_REPLY_LOST = 74
 
 

@@ -147,8 +147,13 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     under another ``usd.day_timezone`` (or before the zone was remembered) is
     rebuilt too: its days are keyed in that zone.
 
+    Inside a served request (``ledger.services.requests``) the counter is
+    first asked whether another run already sealed the request.
+
     Raises:
         ConfigError: the configuration is invalid.
+        AlreadyAnsweredError: the served request running now was sealed by
+            another run; nothing may be written for it.
     """
     config = deps.config
     counter = _load_counter(tx, deps, config.day_zone, config.day_timezone)
