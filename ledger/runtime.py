@@ -15,6 +15,7 @@ from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
 from ledger.edges.files import atomic_write, home_problem
+from ledger.edges.groupcommit import lock_released
 from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
@@ -166,9 +167,12 @@ class Runtime:
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
         config = self.config
-        return run_observer(
-            command, provider, config.observer_timeout_seconds, self.clock, config.observer_env
-        )
+        # Never while holding the chain lock, even when the resident
+        # gate's group commit holds it across a batch of requests.
+        with lock_released(self.home / (CHAIN_FILE + ".lock")):
+            return run_observer(
+                command, provider, config.observer_timeout_seconds, self.clock, config.observer_env
+            )
 
     def exclusive(
         self, name: str, wait_seconds: float | None = None

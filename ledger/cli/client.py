@@ -10,9 +10,10 @@ library's ``os``, ``sys`` and ``_socket`` are used (``socket`` itself imports
 killed server: connecting is refused at once), ``LEDGER_NO_SERVER=1``, a command
 the server does not answer, a server of another uid, or a server that declines.
 A server lost after the request was sent (connection closed, reply timeout) is
-answered in-process once, with the same request id: ``record`` and ``tokens
-record`` without a key of their own carry that id as their idempotency key, so
-the retry never counts twice.
+answered in-process once, with the same request id. Every entry a served
+request seals carries that id, so whichever of the server and the retry comes
+second finds the first one's entries under the chain lock, seals nothing, and
+prints the first one's reply (``ledger.cli.served``).
 """
 
 import _socket

@@ -5,22 +5,32 @@ For the length of a request the process takes on the client's environment,
 working directory, stdin and stream encodings, runs ``ledger.cli.fast.run`` and
 records what it writes. Those are process-wide, so requests run one at a time.
 
-``record`` and ``tokens record`` without a key of their own get the request id as
-their idempotency key, so a client's retry after a lost server never counts the
-call twice; the key is printed as ``null``, as the command would have printed it
-without one.
+Every served request is sealed once, whoever runs it (the server, or a client
+whose server was late or lost): its entries carry the request id, a second run
+finds them under the chain lock before it writes anything and prints the
+first run's reply instead, kept in the home's ``replies.jsonl`` (see
+``ledger.services.requests``). ``record`` and ``tokens record`` without a key of
+their own also get the request id as their idempotency key, so such a record
+is found even when its first run left no reply; the key is printed as
+``null``, as the command would have printed it without one.
 """
 
 import io
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.cli import split_global_options
 from ledger.server.protocol import STATUS_DECLINED, STATUS_OK, Reply, Request
 
+if TYPE_CHECKING:
+    from ledger.edges.replies import Replies
+
 _KEY_OPTION = "--idempotency-key"
+# The run that sealed the request left no reply: the caller gets the exit code
+# of an I/O failure, never a second seal.
+EXIT_REPLY_LOST = 74
 
 
 class Capture(io.TextIOBase):
@@ -71,8 +81,14 @@ def keyed_argv(argv: list[str], key: str) -> list[str] | None:
     return [*argv[:at], _KEY_OPTION, key, *argv[at:]]
 
 
-def hide_key(writes: list[tuple[int, str]], key: str) -> list[tuple[int, str]]:
-    """Print a request-id key as the ``null`` the caller would have seen without it."""
+def hide_key(
+    writes: list[tuple[int, str]], key: str, *, as_first_run: bool = False
+) -> list[tuple[int, str]]:
+    """Print a request-id key as the ``null`` the caller would have seen without it.
+
+    ``as_first_run``: the writes are a repeat's, which found the record the
+    first run sealed; that run printed it with ``"duplicate": false``.
+    """
     shown = []
     for stream, text in writes:
         document = None
@@ -83,6 +99,8 @@ def hide_key(writes: list[tuple[int, str]], key: str) -> list[tuple[int, str]]:
                 document = None
         if isinstance(document, dict) and document.get("idempotency_key") == key:
             document["idempotency_key"] = None
+            if as_first_run and document.get("duplicate") is True:
+                document["duplicate"] = False
             shown.append((stream, json.dumps(document, ensure_ascii=False) + "\n"))
         else:
             shown.append((stream, text))
@@ -167,9 +185,11 @@ def execute(
         (its directory is gone) or failed outside the command's own error
         handling, so that the client runs it itself.
     """
-    from ledger.cli.fast import run as run_fast
     from ledger.runtime import settle_environ
+    from ledger.services.requests import REQUEST_ID_RE
 
+    if not REQUEST_ID_RE.fullmatch(request.request_id):
+        return Reply(STATUS_DECLINED)  # the client runs it without an id of its own
     argv = [os.fsdecode(arg) for arg in request.argv]
     keyed = keyed_argv(argv, request.request_id)
     writes: list[tuple[int, str]] = []
@@ -198,10 +218,9 @@ def execute(
         home_option, rest = split_global_options(keyed or argv)
         if home is not None and _home_identity(home_option) != home:
             return Reply(STATUS_DECLINED)
-        try:
-            code = run_fast(home_option, rest, parser=parser)
-        except SystemExit as exc:
-            code = _exit_code(exc, writes)
+        code, writes = _run_once(
+            request, home_option, rest, parser, writes, keyed=keyed is not None
+        )
     except Exception:  # noqa: BLE001 - outside the command's own handling: let the client run it
         return Reply(STATUS_DECLINED)
     finally:
@@ -211,9 +230,97 @@ def execute(
             _APPLIED.pop("raw", None)
             settle_environ(None)
         os.chdir(saved_cwd)
-    if keyed is not None:
-        writes = hide_key(writes, request.request_id)
     return Reply(STATUS_OK, code, writes)
+
+
+def _run_once(
+    request: Request,
+    home_option: str | None,
+    rest: list[str],
+    parser: Any,
+    writes: list[tuple[int, str]],
+    *,
+    keyed: bool,
+) -> tuple[int, list[tuple[int, str]]]:
+    """Run the command as served request ``request``, or give the reply of the run that did.
+
+    Every entry the run seals carries the request id; a run that finds the id
+    already in the chain (checked under the chain lock, before it writes
+    anything) stops and answers with the first run's kept reply. A run that
+    sealed something keeps its reply for such a retry, before the server's
+    group commit lets the chain lock go.
+    """
+    from ledger.services.requests import AlreadyAnsweredError, answering
+
+    with answering(request.request_id) as scope:
+        try:
+            code = _run_command(home_option, rest, parser, writes)
+        except AlreadyAnsweredError as answered:
+            entry_hash = str(answered.record.get("entry_hash"))
+            kept = _replies(home_option).load(request.request_id, entry_hash)
+            if kept is not None:
+                return kept
+            if not keyed:
+                return _reply_lost(rest, request.request_id, entry_hash)
+            # The run that sealed this record was killed between its append and
+            # its answer. The record carries the request id as its idempotency
+            # key: run again, the command finds that record and prints it.
+            scope.stop_when_answered = False
+            del writes[:]
+            sys.stdin.seek(0)
+            code = _run_command(home_option, rest, parser, writes)
+            return code, hide_key(writes, request.request_id, as_first_run=True)
+        if keyed:
+            writes = hide_key(writes, request.request_id)
+        if scope.sealed:
+            _replies(home_option).save(request.request_id, scope.sealed, code, writes)
+    return code, writes
+
+
+def _run_command(
+    home_option: str | None, rest: list[str], parser: Any, writes: list[tuple[int, str]]
+) -> int:
+    from ledger.cli.fast import run as run_fast
+
+    try:
+        return run_fast(home_option, rest, parser=parser)
+    except SystemExit as exc:
+        return _exit_code(exc, writes)
+
+
+def _replies(home_option: str | None) -> "Replies":
+    from ledger.edges.replies import Replies
+    from ledger.runtime import resolve_home
+
+    return Replies(resolve_home(home_option))
+
+
+def _reply_lost(
+    rest: list[str], request_id: str, entry_hash: str
+) -> tuple[int, list[tuple[int, str]]]:
+    """The answer when the run that sealed the request kept no reply.
+
+    Sealing again would count the request twice, so the caller is told what
+    happened instead: one ``ledger:`` line, exit 74. Hooks exit 0, as they
+    always do, and ``pre-tool-use`` fails closed: the tool call is denied.
+    """
+    line = (
+        f"ledger: this request was already sealed (entry {entry_hash[:16]}…, request_id "
+        f"{request_id}) by a server that stopped before answering; nothing was sealed again\n"
+    )
+    if rest[:1] != ["hook"]:
+        return EXIT_REPLY_LOST, [(2, line)]
+    writes = [(2, line)]
+    if rest[1:2] == ["pre-tool-use"]:
+        from ledger.core.hook_protocol import pre_tool_use_output
+
+        deny = pre_tool_use_output(
+            "ledger: the answer to this tool call was lost with the server that sealed it; "
+            "refused (fail-closed)",
+            [],
+        )
+        writes.insert(0, (1, json.dumps(deny, ensure_ascii=False) + "\n"))
+    return 0, writes
 
 
 def make_durable(request: Request) -> str | None:

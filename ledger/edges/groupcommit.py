@@ -18,6 +18,12 @@ returns to its size at the start, under the lock still held) and
 ``GroupCommitError`` is raised: none of them may be acknowledged. Derived state
 written during the group may then be ahead of the chain; the caller removes it
 (it is rebuilt from the chain) before deciding anything else.
+
+A request that must wait on something slow outside the chain (a verdict that
+runs the UsageObserver) lets other writers in meanwhile
+(``lock_released``): the group's appends so far are made durable, the lock is
+let go, and taken again after the wait, so a slow observer never holds up an
+in-process writer.
 """
 
 import contextlib
@@ -44,6 +50,9 @@ class GroupCommit:
 
     __slots__ = (
         "_follow",
+        "_hold",
+        "_lock_path",
+        "_lock_timeout",
         "_path",
         "after_commit",
         "created",
@@ -63,6 +72,9 @@ class GroupCommit:
         self.held = held
         self.pending = False
         self.created = False
+        self._hold = contextlib.ExitStack()
+        self._lock_path: Path | None = None
+        self._lock_timeout = 0.0
         # Run once the group is durable, still under its lock (derived state
         # kept in memory during the group is written here).
         self.after_commit: list[Callable[[], None]] = []
@@ -71,6 +83,66 @@ class GroupCommit:
         """A transaction wrote a whole line; it becomes durable at ``commit``."""
         self.pending = True
         self.created = self.created or created
+
+    def take_lock(self, lock_path: Path, timeout: float) -> None:
+        """Hold ``lock_path`` for the group; ``held`` says whether that worked in time.
+
+        Raises:
+            ChainIOError: the lock file cannot be opened.
+        """
+        self._lock_path, self._lock_timeout = lock_path, timeout
+        try:
+            self._hold.enter_context(exclusive_lock(lock_path, timeout))
+        except LockTimeoutError:
+            self.held = False
+        else:
+            self.held = True
+
+    def let_go(self) -> None:
+        """Release the group's lock (at its end, or for a wait outside the chain)."""
+        self._hold.close()
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Let other writers take the lock for the block; take it back after.
+
+        The appends so far are made durable first: once another writer has
+        appended after them, a failed fsync could no longer cut them off
+        alone. If that fsync fails the lock is kept (the block then runs under
+        it, and the group's commit reports the failure as usual). When the lock
+        cannot be taken back in time, the group's later transactions fail as a
+        lock wait of their own would.
+
+        Raises:
+            ChainIOError: the lock file cannot be opened again.
+        """
+        if not self.held or self._lock_path is None or not self._sync_pending():
+            yield
+            return
+        self.let_go()
+        try:
+            yield
+        finally:
+            self.take_lock(self._lock_path, self._lock_timeout)
+            with contextlib.suppress(OSError):
+                self.start_size = self._path.stat().st_size
+
+    def _sync_pending(self) -> bool:
+        if not self.pending:
+            return True
+        try:
+            fd = open_regular(self._path, os.O_WRONLY, follow_symlinks=self._follow)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if self.created:
+                fsync_dir(self._path.parent)
+        except OSError:
+            return False
+        self.pending = False
+        self.created = False
+        return True
 
     def commit(self) -> None:
         """Make every append of the group durable (fsync; the directory too if it was created).
@@ -152,30 +224,49 @@ def group_commit(chain: "ChainFile") -> Iterator[GroupCommit]:
         GroupCommitError: the final fsync failed (nothing in the group is durable).
     """
     chain.check_path()
-    with contextlib.ExitStack() as stack:
-        held = True
-        try:
-            stack.enter_context(exclusive_lock(chain.lock_path, chain.lock_timeout))
-        except LockTimeoutError:
-            held = False
+    group = GroupCommit(chain.path, (0, 0), 0, held=False, follow=chain.follow_symlinks)
+    try:
+        group.take_lock(chain.lock_path, chain.lock_timeout)
         try:
             found = chain.lock_path.stat()
-            start_size = chain.path.stat().st_size if chain.exists() else 0
+            group.start_size = chain.path.stat().st_size if chain.exists() else 0
         except OSError as exc:
             raise ChainIOError(f"cannot read {chain.lock_path}: {exc.strerror}") from exc
-        group = GroupCommit(
-            chain.path,
-            (found.st_dev, found.st_ino),
-            start_size,
-            held=held,
-            follow=chain.follow_symlinks,
-        )
+        group.identity = (found.st_dev, found.st_ino)
         token = _CURRENT.set(group)
         try:
             yield group
         finally:
             _CURRENT.reset(token)
             group.commit()
+    finally:
+        group.let_go()
+
+
+@contextlib.contextmanager
+def lock_released(lock_path: Path) -> Iterator[None]:
+    """Outside the chain lock for the block, even inside this thread's group on it.
+
+    Outside a group (or in a group on another chain) this changes nothing: the
+    caller holds no lock across transactions then.
+
+    Raises:
+        ChainIOError: the group's lock file cannot be opened again.
+    """
+    group = _CURRENT.get()
+    if group is None:
+        yield
+        return
+    try:
+        found = lock_path.stat()
+    except OSError:
+        yield
+        return
+    if (found.st_dev, found.st_ino) != group.identity:
+        yield
+        return
+    with group.released():
+        yield
 
 
 def sync_chain(chain: "ChainFile") -> None:

@@ -215,5 +215,7 @@ class StateFile:
             except OSError as exc:
                 raise ChainIOError(f"cannot write the idempotency index: {exc}") from exc
             # A key sealed by a call is made durable with it; a bulk rebuild is not
-            # (a lost file is refolded from the chain when the state lags).
-            atomic_write(path, body + b"\n" + mac + b"\n", 0o600, durable=not replace)
+            # (a lost file is refolded from the chain when the state lags), nor is
+            # a record that says it need not be.
+            durable = not replace and record.get("durable", True) is not False
+            atomic_write(path, body + b"\n" + mac + b"\n", 0o600, durable=durable)

@@ -23,10 +23,18 @@ def find_duplicate(
     chain itself (slow, but only a damaged home takes that path). A key used by
     another event type is not a duplicate of this one.
     """
+    record = find_indexed(counter, deps, key)
+    if record is None or record.get("event_type") != event_type:
+        return None
+    return record
+
+
+def find_indexed(counter: Counter, deps: "DuplicateDeps", key: str) -> dict[str, Any] | None:
+    """The key index record of ``key`` (any kind), held against the chain as above."""
     record = next((r for r in counter.new_keys if r["key"] == key), None)
     if record is None:
         record = deps.states.load_key(key)
-    if record is None or record.get("event_type") != event_type:
+    if record is None:
         return None
     number = record.get("entry")
     if counter.problem is None and isinstance(number, int) and number >= 1:

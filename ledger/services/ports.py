@@ -147,6 +147,8 @@ class StateStore(Protocol):
         """Add idempotency-key records (the first record of a key wins).
 
         ``replace`` drops every record first: the index is rebuilt from a full fold.
+        A record with ``"durable": false`` need not survive a power loss on its
+        own (a served request's id: only a retry on the same machine seeks it).
         """
         ...
 

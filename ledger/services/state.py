@@ -23,6 +23,12 @@ from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
 from ledger.services.findings import FINDING_KEY, finding_problem
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
+from ledger.services.requests import (
+    AlreadyAnsweredError,
+    RequestScope,
+    current_request,
+    request_record,
+)
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
@@ -85,11 +91,9 @@ def _fold_range(
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
         if keys is not None:
-            record = idempotency_record(
-                parsed.event_type, parsed.payload, parsed.entry_hash, number
+            keys.extend(
+                _index_records(parsed.event_type, parsed.payload, parsed.entry_hash, number)
             )
-            if record is not None:
-                keys.append(record)
 
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
@@ -102,6 +106,20 @@ def _fold_range(
         return None
     where = "" if start == 0 else " after the derived state's head"
     return f"chain does not verify{where}: line {report.line}: {report.reason}"
+
+
+def _index_records(
+    event_type: str, payload: dict[str, Any], entry_hash: str, number: int
+) -> list[dict[str, Any]]:
+    """The key index records of one entry: its idempotency key's, its served request's."""
+    records = []
+    keyed = idempotency_record(event_type, payload, entry_hash, number)
+    if keyed is not None:
+        records.append(keyed)
+    served = request_record(payload, entry_hash, event_type, number)
+    if served is not None:
+        records.append(served)
+    return records
 
 
 def _no_schemas(_event_type: str) -> None:
@@ -130,13 +148,34 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     under another ``usd.day_timezone`` (or before the zone was remembered) is
     rebuilt too: its days are keyed in that zone.
 
+    Inside a served request (``ledger.services.requests``) the counter is
+    first asked whether another run already sealed the request.
+
     Raises:
         ConfigError: the configuration is invalid.
+        AlreadyAnsweredError: the served request running now was sealed by
+            another run; nothing may be written for it.
     """
     config = deps.config
     counter = _load_counter(tx, deps, config.day_zone, config.day_timezone)
     counter.zone = config.day_zone
+    request = current_request()
+    if request is not None and request.stop_when_answered:
+        _stop_if_answered(counter, deps, request)
     return counter
+
+
+def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope) -> None:
+    """Stop a served request another run already sealed (checked under the chain lock).
+
+    Raises:
+        AlreadyAnsweredError: the request id is in the chain, sealed by another run.
+    """
+    from ledger.services.idempotency import find_indexed
+
+    found = find_indexed(counter, deps, request.index_key)
+    if found is not None and found.get("entry_hash") not in request.sealed:
+        raise AlreadyAnsweredError(found)
 
 
 def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str) -> Counter:
@@ -324,9 +363,9 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
         number = int(counter.data["meta"]["entries"])
     else:
         number = 0  # unknown here: lookups on an untrusted counter search the chain
-    record = idempotency_record(entry["event_type"], entry["payload"], sealed.entry_hash, number)
-    if record is not None:
-        counter.new_keys.append(record)
+    counter.new_keys.extend(
+        _index_records(entry["event_type"], entry["payload"], sealed.entry_hash, number)
+    )
     counter.head = head
     counter.dirty = True
 

@@ -9,6 +9,7 @@ from ledger.core.timefmt import clock_in_range, format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import ClockRangeError, KeyFileError
 from ledger.services.ports import ChainStore, ChainTx, Clock
+from ledger.services.requests import current_request
 
 
 class KeyStore(Protocol):
@@ -123,6 +124,10 @@ class Writer:
         problem = trust.signing_problem(chosen.key_id, moment)
         if problem is not None:
             raise KeyFileError(f"{problem}: nothing sealed; see `ledger keys --help`")
+        request = current_request()
+        if request is not None:
+            # A served request's entries carry its id, so a retry of it finds them.
+            payload = {**payload, "request_id": request.request_id}
         sealed = seal(
             event_type,
             payload,
@@ -134,6 +139,8 @@ class Writer:
         tx.append(
             sealed.line, entry_hash=sealed.entry_hash, ts_utc=sealed.ts_utc, event_type=event_type
         )
+        if request is not None:
+            request.sealed.add(sealed.entry_hash)
         return sealed
 
     def append_one(self, event_type: str, payload: dict[str, Any]) -> SealedEntry:

@@ -17,7 +17,7 @@ from tests.conftest import REPO, Result, clean_env
 
 NOW = "2026-06-01T12:00:00Z"
 HOOKS = REPO / "tests" / "fixtures" / "hooks"
-_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+_HASH = re.compile(r"\b[0-9a-f]{64}\b|\b[0-9a-f]{16}…")
 
 
 @dataclass
@@ -156,11 +156,20 @@ def entries(home: Path) -> list[dict[str, Any]]:
 
 
 def normalized(results: list[Result]) -> list[tuple[int, str, str]]:
-    """Results with each distinct entry hash replaced by its order of first appearance."""
+    """Results with each distinct entry hash replaced by its order of first appearance.
+
+    A hash shortened to 16 digits and "…" (as warnings print one) gets the name
+    of the whole hash it starts. Served entries carry their request id, so
+    their hashes differ from an in-process run's.
+    """
     names: dict[str, str] = {}
 
     def name(match: re.Match[str]) -> str:
-        return names.setdefault(match.group(0), f"<hash{len(names)}>")
+        text = match.group(0)
+        if text.endswith("…"):
+            whole = next((h for h in names if h.startswith(text[:-1])), text)
+            return names.setdefault(whole, f"<hash{len(names)}>") + "…"
+        return names.setdefault(text, f"<hash{len(names)}>")
 
     return [(r.code, _HASH.sub(name, r.stdout), _HASH.sub(name, r.stderr)) for r in results]
 

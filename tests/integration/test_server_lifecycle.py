@@ -166,9 +166,9 @@ def test_a_frozen_server_costs_one_timeout_and_the_retry_never_counts_twice(tmp_
     assert records[0]["payload"]["idempotency_key"].startswith("rq-")
 
 
-def test_a_lost_servers_retry_prints_the_first_result_as_a_duplicate(tmp_path: Path):
+def test_a_lost_servers_retry_prints_the_first_result(tmp_path: Path):
     """A record the server sealed whose reply was lost: the in-process retry with the
-    same request id writes nothing and prints the sealed result."""
+    same request id writes nothing and prints the first result as it was."""
     home = init_home(tmp_path / "home")
     server = start_server(home)
     request = raw_request(home, "record", "0.75", "--provider", "openai", request_id="rq-lost")
@@ -196,7 +196,7 @@ def test_a_lost_servers_retry_prints_the_first_result_as_a_duplicate(tmp_path: P
     retried = json.loads(proc.stdout)
     sealed = json.loads(first.writes[0][1])
     assert sealed["duplicate"] is False
-    assert retried == sealed | {"duplicate": True}
+    assert retried == sealed
     assert retried["idempotency_key"] is None
     assert [e["event_type"] for e in entries(home)].count("budget.record_call") == 1
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ledger.edges.chainfile import ChainFile
-from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
+from ledger.edges.groupcommit import GroupCommitError, group_commit, lock_released, sync_chain
 from ledger.errors import LockTimeoutError
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer
@@ -98,6 +98,33 @@ class TestGroupCommit:
             _append(_writer(home), chain, 0)
             assert subprocess.run(probe, check=False).returncode == 1
         assert subprocess.run(probe, check=False).returncode == 0
+
+    def test_lock_released_lets_others_in_and_takes_the_lock_back(self, home, monkeypatch):
+        """Inside a group, lock_released makes the appends so far durable, lets another
+        process take the lock for the block, and holds it again after it."""
+        chain = _chain(home)
+        writer = _writer(home)
+        _append(writer, chain, 0)
+        probe = [sys.executable, "-c", FLOCK_PROBE, str(chain.lock_path)]
+        fsyncs = ChainFsyncs(monkeypatch, chain.path)
+        with group_commit(chain):
+            _append(writer, chain, 1)
+            with lock_released(chain.lock_path):
+                assert fsyncs.count == 1
+                assert subprocess.run(probe, check=False).returncode == 0
+            assert subprocess.run(probe, check=False).returncode == 1
+            _append(writer, chain, 2)
+        assert fsyncs.count == 2
+        assert len(chain.path.read_bytes().splitlines()) == 3
+
+    def test_lock_released_outside_a_group_changes_nothing(self, home, monkeypatch):
+        """No group: nothing is held across transactions, nothing to release or fsync."""
+        chain = _chain(home)
+        _append(_writer(home), chain, 0)
+        fsyncs = ChainFsyncs(monkeypatch, chain.path)
+        with lock_released(chain.lock_path):
+            pass
+        assert fsyncs.count == 0
 
     def test_a_transaction_on_another_chain_keeps_its_own_lock_and_fsync(
         self, home, tmp_path, run_inproc, monkeypatch
