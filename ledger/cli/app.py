@@ -345,6 +345,7 @@ for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",
+    "ledger.cli.proxy_command",
     "ledger.cli.prices_command",
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",

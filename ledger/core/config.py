@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.core.prices import PriceError, Rates, rates_from
+from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
@@ -83,6 +84,7 @@ class Config(NamedTuple):
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
+    proxy: ProxySettings = ProxySettings()
 
 
 _PRICE_KEYS = frozenset(
@@ -296,6 +298,8 @@ def from_mapping(
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue
+        if section == "proxy":
+            continue  # with its environment overrides, below
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -317,6 +321,8 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
+    if "proxy" in document or any(name.startswith("LEDGER_PROXY_") for name in environ):
+        values["proxy"] = proxy_settings(document.get("proxy"), environ)
     if "LEDGER_PRICES" in environ:
         try:
             table = json.loads(environ["LEDGER_PRICES"])
@@ -385,6 +391,17 @@ lock_timeout_seconds = 10
 # output_per_mtok = 75.0
 # cache_read_per_mtok = 1.5      # default: the input rate
 # cache_write_per_mtok = 18.75   # default: the input rate
+
+# The gateway `ledger proxy`; with listen set, `ledger daemon` serves it too.
+# [proxy]
+# listen = "127.0.0.1:8787"
+# passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]
+# max_request_bytes = 33554432
+# upstream_timeout_seconds = 600
+# max_upstream_connections = 100
+# [proxy.upstream]
+# anthropic = "https://api.anthropic.com"
+# openai = "https://api.openai.com"
 """
 
 
