@@ -100,6 +100,8 @@ class Proxy:
             raise AssertionError(f"no exit within {timeout:g} s; log: {self.lines}") from None
         if self.reader is not None:
             self.reader.join(timeout=30)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
         return code
 
     def wait_for(self, needle: str, timeout: float = 60) -> str:
