@@ -97,6 +97,21 @@ def parse_listen(text: object, name: str) -> ListenAddress:
     return ListenAddress(host, port)
 
 
+def open_listen(text: object, name: str, settings: ProxySettings) -> ListenAddress:
+    """``parse_listen``, refusing an address other machines reach unless keys are required.
+
+    Raises:
+        ConfigError: malformed, or not loopback while ``proxy.require_keys`` is off.
+    """
+    address = parse_listen(text, name)
+    if not address.is_loopback and not settings.require_keys:
+        raise ConfigError(
+            f"{name}: {address} is reachable from other machines; the gateway listens "
+            "there only with gateway keys required (proxy.require_keys = true)"
+        )
+    return address
+
+
 def _integer(value: Any, name: str, low: int, high: int) -> int:
     if isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*", value):
         value = int(value)

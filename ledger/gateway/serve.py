@@ -17,7 +17,7 @@ from pathlib import Path
 
 import uvicorn
 
-from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, parse_listen
+from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, open_listen
 from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
@@ -59,15 +59,8 @@ def listen_address(option: str | None, runtime: Runtime) -> ListenAddress:
     """
     settings = runtime.config.proxy
     if option is not None:
-        address = parse_listen(option, "--listen")
-    else:
-        address = parse_listen(settings.listen or DEFAULT_LISTEN, "proxy.listen")
-    if not address.is_loopback and not settings.require_keys:
-        raise ConfigError(
-            f"proxy.listen: {address} is reachable from other machines; the gateway listens "
-            "there only with gateway keys required (proxy.require_keys = true)"
-        )
-    return address
+        return open_listen(option, "--listen", settings)
+    return open_listen(settings.listen or DEFAULT_LISTEN, "proxy.listen", settings)
 
 
 def bind(address: ListenAddress) -> socket.socket:
