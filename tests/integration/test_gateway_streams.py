@@ -201,3 +201,19 @@ def test_sigterm_drains_a_stream_in_flight_then_exits_0(gateway_home, upstream):
     assert proxy.stop() == 0, proxy.lines
     (record,) = records(gateway_home)
     assert record["actual_micros"] == 13500
+
+
+def test_an_upstream_that_stops_answering_times_out_and_records_what_it_used(home, upstream):
+    """proxy.upstream_timeout_seconds ends a stalled stream; its usage so far is recorded."""
+    write_config(home, upstream.url, extra="[proxy]\nupstream_timeout_seconds = 1\n")
+    proxy = start_proxy(home, "--listen", "127.0.0.1:0")
+    try:
+        with _stream(proxy, "pause:stalled") as response:
+            text = response.read().decode()  # the gateway ends it: the upstream never does
+        upstream.release("stalled", EVENTS_AFTER_FIRST)
+    finally:
+        assert proxy.stop() == 0, proxy.lines
+    assert "message_start" in text
+    assert "message_stop" not in text
+    (record,) = records(home)
+    assert record["actual_micros"] == RECEIVED_AT_START
