@@ -23,7 +23,7 @@ from starlette.routing import Route as WebRoute
 from starlette.types import Send
 
 from ledger.core.proxy_config import ProxySettings
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import UsageError
 from ledger.gateway.caller import CallerRefusedError, resolve_caller
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
@@ -233,8 +233,8 @@ class Gateway:
             return await self.committer.run(job)
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        except LedgerError as exc:
-            # No decision could be made (the configuration is unusable): fail closed.
+        except Exception as exc:  # noqa: BLE001 - no decision could be made: fail closed
+            # The configuration is unusable, or a bug: nothing is sent either way.
             document = {"verdict": "halt-uncertainty", "uncertainty_reason": "counter_inconsistent"}
             message = f"ledger: halt-uncertainty: {exc}; the request was not sent"
             return error_response(provider, 402, message, verdict_headers(document))

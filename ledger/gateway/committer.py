@@ -96,7 +96,14 @@ class Committer:
                     stopping = True
                     break
                 batch.append(item)
-            self._run_batch(batch)
+            try:
+                self._run_batch(batch)
+            except Exception as exc:  # noqa: BLE001 - a bug must not leave requests waiting
+                self._log(f"internal error in a batch: {type(exc).__name__}: {exc}")
+                for pending in batch:
+                    if pending.outcome is None:
+                        pending.outcome = (False, ChainIOError(f"internal error: {exc}"))
+                self._hand_back(batch)
         self._write_state_at_stop()
 
     def _run_batch(self, batch: list[_Pending]) -> None:

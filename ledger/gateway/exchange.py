@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import httpx
 
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import UsageError
 from ledger.gateway.committer import Committer
 from ledger.runtime import Runtime
 from ledger.services import calls
@@ -104,7 +104,7 @@ class Exchange:
                         await self._committer.run(by_amount)
                 else:
                     await self._committer.run(by_amount)
-            except LedgerError as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure: the end is withheld
                 self._log(f"could not record {key} (verdict {ref[:12]}): {exc}")
                 return False
         self._recorded = True

@@ -341,6 +341,24 @@ class TestStartup:
         assert len(upstream.requests()) == 1
 
 
+def test_a_configuration_broken_while_running_halts_and_sends_nothing(
+    gateway_home, upstream
+):
+    """Each decision reads ledger.toml afresh: an unusable one is 402, never a pass."""
+    proxy = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
+    try:
+        with (gateway_home / "ledger.toml").open("a") as config:
+            config.write("\n[chain]\nlock_timeout_seconds = -1\n")
+        response = httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(),
+                              headers=ANTHROPIC_HEADERS)  # fmt: skip
+    finally:
+        assert proxy.stop() == 0
+    assert response.status_code == 402
+    assert response.headers["x-ledger-verdict"] == "halt-uncertainty"
+    assert "chain.lock_timeout_seconds" in response.json()["error"]["message"]
+    assert upstream.requests() == []
+
+
 def test_every_gated_response_names_its_verdict(proxy):
     """x-ledger-verdict, -verdict-ref and -usd-remaining are on every gated answer."""
     response = httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(),
