@@ -341,9 +341,7 @@ class TestStartup:
         assert len(upstream.requests()) == 1
 
 
-def test_a_configuration_broken_while_running_halts_and_sends_nothing(
-    gateway_home, upstream
-):
+def test_a_configuration_broken_while_running_halts_and_sends_nothing(gateway_home, upstream):
     """Each decision reads ledger.toml afresh: an unusable one is 402, never a pass."""
     proxy = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
     try:
