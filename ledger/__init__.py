@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ledger.api import open_book as open  # noqa: A004 - SPEC §7 names it ledger.open
     from ledger.errors import (
         BudgetHalted,
+        BudgetWarning,
         ConfigError,
         LedgerError,
         UnknownPriceError,
@@ -29,6 +30,7 @@ _LAZY = {
     "Usage": ("ledger.api", "Usage"),
     "Guard": ("ledger.api", "Guard"),
     "BudgetHalted": ("ledger.errors", "BudgetHalted"),
+    "BudgetWarning": ("ledger.errors", "BudgetWarning"),
     "LedgerError": ("ledger.errors", "LedgerError"),
     "UsageError": ("ledger.errors", "UsageError"),
     "UnknownPriceError": ("ledger.errors", "UnknownPriceError"),
@@ -37,6 +39,7 @@ _LAZY = {
 
 __all__ = [  # names bound lazily by __getattr__
     "BudgetHalted",
+    "BudgetWarning",
     "ConfigError",
     "Guard",
     "Ledger",

@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from typing import Any, NamedTuple, Protocol
 
-from ledger.core.prices import Quote, TokenCounts, cost_micros, estimate_micros
+from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
 from ledger.core.units import micros_to_usd, usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
@@ -173,7 +173,7 @@ def verdict(
         found = _quote(deps, None if name == "aggregate" else name, model_name)
         if name is None:
             name = found.provider
-        micros = estimate_micros(inputs, max_outputs, found.rates)
+        micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
         if micros > MAX_MICROS:
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
@@ -254,8 +254,8 @@ def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -
             "is priced and `ledger rebuild-state` runs"
         )
         return Priced(tokens, None, details, warning)
-    micros = cost_micros(tokens, found.rates)
-    details.update(price_source=found.source, rates=found.rates.as_text())
+    micros, rates = quote_cost_micros(tokens, found)
+    details.update(price_source=found.source, rates=rates.as_text())
     return Priced(tokens, micros, details, None)
 
 

@@ -178,7 +178,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
     counter stays a fold of the chain alone; a model still unpriced stays so.
     """
     from ledger.core.envelope import parse_line
-    from ledger.core.prices import TokenCounts, cost_micros
+    from ledger.core.prices import TokenCounts, quote_cost_micros
     from ledger.services.prices import find_price
 
     unpriced = usd.get("unpriced") or {}
@@ -199,15 +199,16 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
         if found is None:
             continue
         counts = TokenCounts(**{k: int(v) for k, v in tokens.items() if k in TokenCounts._fields})
+        micros, rates = quote_cost_micros(counts, found)
         priced.append(
             {
                 "entry_hash": entry.entry_hash,
                 "provider": record["provider"],
                 "utc_day": record["utc_day"],
                 "model": record["model"],
-                "actual_micros": cost_micros(counts, found.rates),
+                "actual_micros": micros,
                 "price_source": found.source,
-                "rates": found.rates.as_text(),
+                "rates": rates.as_text(),
             }
         )
     return priced
