@@ -72,7 +72,7 @@ class TestAnthropicThroughTheGateway:
         (record,) = records(gateway_home)
         assert record["actual_micros"] == micros("anthropic/claude-test", 1000, 700) == 13500
         assert record["verdict_ref"] == raw.headers["x-ledger-verdict-ref"]
-        assert record["idempotency_key"] == f"gw:{message.id}"
+        assert record["idempotency_key"] == f"anthropic:{message.id}"
         (verdict,) = verdicts(gateway_home)
         assert verdict["payload"]["agent"] == "research"
         assert verdict["payload"]["provider"] == "anthropic"
@@ -196,8 +196,8 @@ class TestRefusals:
         assert body["type"] == "error"
         assert body["error"]["type"] == "budget_exceeded"
         message = body["error"]["message"]
-        for part in ("halt-100", "deciding cap aggregate", "used $0.00", "reserved $0.00",
-                     "cap $0.01", "estimate $0.015"):  # fmt: skip
+        for part in ("halt-100", "deciding cap aggregate of $0.01", "$0.00 used",
+                     "$0.00 reserved", "estimate is $0.015", "the request was not sent"):  # fmt: skip
             assert part in message, message
         assert caught.value.response.headers["x-ledger-verdict"] == "halt-100"
         assert oai_caught.value.status_code == 402
@@ -299,7 +299,7 @@ class TestStartup:
         """Listening where other machines reach it needs gateway keys: exit 78, one line."""
         result = self._run(home, "--listen", "0.0.0.0:8787")
         assert result.returncode == 78
-        assert result.stderr.startswith("ledger: proxy.listen: 0.0.0.0:8787")
+        assert result.stderr.startswith("ledger: --listen: 0.0.0.0:8787 is reachable")
         assert len(result.stderr.splitlines()) == 1
 
     def test_a_malformed_proxy_key_is_exit_78_naming_it(self, home):
