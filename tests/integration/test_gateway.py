@@ -141,6 +141,20 @@ class TestOpenAIThroughTheGateway:
         spent = [r["actual_micros"] for r in records(gateway_home)]
         assert spent == [micros("openai/gpt-test", 2000, 500)] * 2 == [8000, 8000]
 
+    def test_a_chat_stream_without_usage_is_recorded_at_its_estimate(self, proxy, gateway_home):
+        """No include_usage: the call completed but reported nothing, so its upper bound counts."""
+        with _openai(proxy) as client:
+            raw = client.chat.completions.with_raw_response.create(
+                model="gpt-test", max_completion_tokens=100, stream=True,
+                messages=[{"role": "user", "content": "hi"}],
+            )  # fmt: skip
+            chunks = list(raw.parse())
+        assert all(chunk.usage is None for chunk in chunks)
+        (record,) = records(gateway_home)
+        (verdict,) = verdicts(gateway_home)
+        assert record["actual_micros"] == verdict["payload"]["estimated_micros"] > 0
+        assert record["verdict_ref"] == raw.headers["x-ledger-verdict-ref"]
+
     def test_responses_json_and_stream_are_recorded(self, proxy, gateway_home):
         """The Responses API is gated and recorded from response.completed's usage."""
         with _openai(proxy) as client:
