@@ -217,3 +217,18 @@ def test_an_upstream_that_stops_answering_times_out_and_records_what_it_used(hom
     assert "message_stop" not in text
     (record,) = records(home)
     assert record["actual_micros"] == RECEIVED_AT_START
+
+
+def test_a_stream_that_cannot_be_recorded_never_shows_its_end(proxy, upstream, gateway_home):
+    """The chain tears mid-stream: the record fails, so the final event is withheld."""
+    with _stream(proxy, "pause:torn") as response:
+        lines = response.iter_lines()
+        _read_until(lines, "message_start")
+        with (gateway_home / "events.jsonl").open("a") as log:
+            log.write('{"schema_version": "1.1.0", "prim')
+        upstream.release("torn", EVENTS_AFTER_FIRST)
+        rest = "\n".join(lines)
+    assert "message_delta" in rest
+    assert "message_stop" not in rest
+    assert "budget.record_call" not in (gateway_home / "events.jsonl").read_text()
+    proxy.wait_for("could not record")
