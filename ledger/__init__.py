@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         ConfigError,
         LedgerError,
         UnknownPriceError,
+        UnknownProviderError,
         UsageError,
     )
 
@@ -34,6 +35,7 @@ _LAZY = {
     "LedgerError": ("ledger.errors", "LedgerError"),
     "UsageError": ("ledger.errors", "UsageError"),
     "UnknownPriceError": ("ledger.errors", "UnknownPriceError"),
+    "UnknownProviderError": ("ledger.errors", "UnknownProviderError"),
     "ConfigError": ("ledger.errors", "ConfigError"),
 }
 
@@ -46,6 +48,7 @@ __all__ = [  # names bound lazily by __getattr__
     "LedgerError",
     "Record",
     "UnknownPriceError",
+    "UnknownProviderError",
     "Usage",
     "UsageError",
     "Verdict",

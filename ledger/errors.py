@@ -37,6 +37,13 @@ class ConfigError(LedgerError):
     exit_code = EXIT_CONFIG
 
 
+class NoHomeError(ConfigError):
+    """The home a command would run on does not exist: it was never initialized."""
+
+    def __init__(self, home: object) -> None:
+        super().__init__(f"no ledger home at {home}: run `ledger init`")
+
+
 class ClockRangeError(ConfigError):
     """The clock (``LEDGER_NOW``) is outside the times the chain can hold.
 
@@ -121,6 +128,10 @@ class ObserverError(LedgerError):
 
 class UnknownPriceError(UsageError):
     """A model has no price (no override, not in the price snapshot): never taken as $0."""
+
+
+class UnknownProviderError(UsageError):
+    """A verdict names a provider this home does not know (a mistyped one would skirt its cap)."""
 
 
 class UsageObjectInvalidError(UsageError):

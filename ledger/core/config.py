@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
@@ -20,6 +21,7 @@ from ledger.errors import ConfigError
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 _CENTURY_DAYS = 36_500
@@ -27,7 +29,7 @@ _ZONE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,64}(/[A-Za-z0-9_+-]{1,64}){0,3}$")
 _URL_MAX = 4096
 _IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days,
+# kind of each key: cap, caps, pct, seconds, hours, hours_or_off, argv, providers, cron, days,
 # store_url (a PostgreSQL URI or conninfo), identifier (a schema name)
 _SCHEMA: dict[str, dict[str, str]] = {
     "usd": {
@@ -36,6 +38,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "warn_pct": "pct",
         "reservation_ttl_seconds": "seconds",
         "day_timezone": "zone",
+        "providers": "providers",
     },
     "billing": {
         "freshness_seconds": "seconds",
@@ -45,17 +48,17 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "clock_tolerance_seconds": "seconds",
         "poll_seconds": "seconds",
     },
-    "observer": {"command": "argv", "timeout_seconds": "seconds"},
+    "observer": {"command": "argv", "timeout_seconds": "seconds", "env": "env_names"},
     "reconcile": {
         "interval_hours": "hours",
         "drift_threshold_pct": "pct",
         "providers": "providers",
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
-    "chain": {"lock_timeout_seconds": "seconds"},
+    "chain": {"lock_timeout_seconds": "seconds", "verify_interval_hours": "hours_or_off"},
     "store": {"url": "store_url", "schema": "identifier"},
 }
-_STRUCTURED = {"caps", "argv", "providers"}
+_STRUCTURED = {"caps", "argv", "providers", "env_names"}
 
 
 class Config(NamedTuple):
@@ -75,15 +78,20 @@ class Config(NamedTuple):
     poll_seconds: int = 240
     observer_command: tuple[str, ...] | None = None
     observer_timeout_seconds: int = 30
+    observer_env: tuple[str, ...] = ()
     interval_hours: Fraction = Fraction(6)
     drift_threshold_pct: Fraction = Fraction(5)
     reconcile_providers: tuple[str, ...] = (AGGREGATE,)
     snapshot_cron: str = "0 4 * * *"
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
+    verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
+    expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
+    alert_rules: tuple[AlertRule, ...] = ()
+    alert_check_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
 
 
@@ -132,6 +140,7 @@ _FIELD_FOR = {
     ("usd", "warn_pct"): "warn_pct",
     ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
     ("usd", "day_timezone"): "day_timezone",
+    ("usd", "providers"): "expected_providers",
     ("billing", "freshness_seconds"): "freshness_seconds",
     ("billing", "stale_halt_pct"): "stale_halt_pct",
     ("billing", "stale_seconds"): "stale_seconds",
@@ -140,12 +149,14 @@ _FIELD_FOR = {
     ("billing", "poll_seconds"): "poll_seconds",
     ("observer", "command"): "observer_command",
     ("observer", "timeout_seconds"): "observer_timeout_seconds",
+    ("observer", "env"): "observer_env",
     ("reconcile", "interval_hours"): "interval_hours",
     ("reconcile", "drift_threshold_pct"): "drift_threshold_pct",
     ("reconcile", "providers"): "reconcile_providers",
     ("snapshot", "cron"): "snapshot_cron",
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+    ("chain", "verify_interval_hours"): "verify_interval_hours",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }
@@ -168,6 +179,22 @@ def _convert_key(kind: str, value: Any, name: str) -> Any:
             raise ConfigError(f"{name}: must be an IANA time zone name such as Europe/Berlin")
         return value
     return _convert(kind, value, name)
+
+
+def _env_names(value: Any, name: str) -> tuple[str, ...]:
+    """``observer.env``: names of environment variables (possibly none)."""
+    if not isinstance(value, list) or not all(
+        isinstance(part, str) and _ENV_NAME_RE.fullmatch(part) for part in value
+    ):
+        raise ConfigError(f"{name}: must be an array of environment variable names")
+    return tuple(value)
+
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "store_url": lambda value, name: _store_value("store_url", value, name),
+    "identifier": lambda value, name: _store_value("identifier", value, name),
+    "env_names": _env_names,
+}
 
 
 def _convert(kind: str, value: Any, name: str) -> Any:
@@ -209,10 +236,10 @@ def _convert(kind: str, value: Any, name: str) -> Any:
         if value > limit:
             raise ConfigError(f"{name}: must be ≤ {limit}")
         return value
-    if kind == "hours":
+    if kind in {"hours", "hours_or_off"}:
         number = _number(value, name)
-        if number <= 0:
-            raise ConfigError(f"{name}: must be a number > 0")
+        if number < 0 or (number == 0 and kind == "hours"):
+            raise ConfigError(f"{name}: must be a number {'> 0' if kind == 'hours' else '≥ 0'}")
         return number
     if kind == "argv":
         if (
@@ -229,8 +256,8 @@ def _convert(kind: str, value: Any, name: str) -> Any:
             if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
         return tuple(value)
-    if kind in {"store_url", "identifier"}:
-        return _store_value(kind, value, name)
+    if (convert := _CONVERTERS.get(kind)) is not None:
+        return convert(value, name)
     if kind == "cron":
         fields = value.split() if isinstance(value, str) else []
         if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.fullmatch(f) for f in fields):
@@ -294,12 +321,17 @@ def from_mapping(
             out-of-range value; the message names the key.
     """
     values: dict[str, Any] = {}
+    # The gateway's table validates its own keys and LEDGER_PROXY_* overrides.
+    values["proxy"] = proxy_settings(document.get("proxy"), environ)
     for section, table in document.items():
+        if section == "proxy":
+            continue
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue
-        if section == "proxy":
-            continue  # with its environment overrides, below
+        if section == "alerts":
+            values.update(alert_settings(table, "alerts"))
+            continue
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -321,90 +353,25 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
-    if "proxy" in document or any(name.startswith("LEDGER_PROXY_") for name in environ):
-        values["proxy"] = proxy_settings(document.get("proxy"), environ)
     if "LEDGER_PRICES" in environ:
         try:
             table = json.loads(environ["LEDGER_PRICES"])
         except ValueError as exc:
             raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
         values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
+    if "LEDGER_ALERTS" in environ:
+        try:
+            rules = json.loads(environ["LEDGER_ALERTS"])
+        except ValueError as exc:
+            raise ConfigError(f"LEDGER_ALERTS: must be JSON ({exc})") from exc
+        values.update(alert_settings(rules, "LEDGER_ALERTS"))
+    if "LEDGER_ALERTS_CHECK_SECONDS" in environ:
+        raw_seconds = environ["LEDGER_ALERTS_CHECK_SECONDS"]
+        if not raw_seconds.isdigit() or int(raw_seconds) < 1:
+            raise ConfigError("LEDGER_ALERTS_CHECK_SECONDS: must be an integer ≥ 1")
+        values["alert_check_seconds"] = int(raw_seconds)
     if "day_timezone" in values:
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"
         values["day_zone"] = _day_zone(values["day_timezone"], key, zones)
     return Config(**values)
-
-
-def config_template(daily_cap_usd: str | None) -> str:
-    """The ``ledger.toml`` that ``ledger init`` writes."""
-    cap_line = (
-        f"daily_cap = {daily_cap_usd}"
-        if daily_cap_usd is not None
-        else "# daily_cap = 50.0   # required by `ledger verdict`"
-    )
-    return f"""# ledger configuration (SPEC §1). Environment variables LEDGER_<SECTION>_<KEY>
-# override these values.
-
-[usd]
-{cap_line}
-warn_pct = 90
-reservation_ttl_seconds = 900
-# day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
-# [usd.provider_caps]
-# openai = 5.0
-
-[billing]
-freshness_seconds = 300
-stale_halt_pct = 75
-stale_seconds = 900
-provider_lag_seconds = 300
-clock_tolerance_seconds = 60
-# `ledger daemon` reads each reconciled provider's bill this often (0: off)
-poll_seconds = 240
-
-[observer]
-# command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]
-timeout_seconds = 30
-
-[reconcile]
-interval_hours = 6
-drift_threshold_pct = 5.0
-providers = ["aggregate"]
-
-[snapshot]
-cron = "0 4 * * *"
-keep_days = 30
-
-[chain]
-lock_timeout_seconds = 10
-
-# A PostgreSQL database shared by a fleet of hosts (SPEC §8); without it the
-# chain is events.jsonl in this home.
-# [store]
-# url = "postgresql://ledger@db.internal/ledger"
-# schema = "ledger"
-
-# Price overrides, USD per million tokens (SPEC §7); they win over genai-prices.
-# [prices."anthropic/claude-opus-4-1"]
-# input_per_mtok = 15.0
-# output_per_mtok = 75.0
-# cache_read_per_mtok = 1.5      # default: the input rate
-# cache_write_per_mtok = 18.75   # default: the input rate
-
-# The gateway `ledger proxy`; with listen set, `ledger daemon` serves it too.
-# [proxy]
-# listen = "127.0.0.1:8787"
-# passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]
-# max_request_bytes = 33554432
-# upstream_timeout_seconds = 600
-# max_upstream_connections = 100
-# [proxy.upstream]
-# anthropic = "https://api.anthropic.com"
-# openai = "https://api.openai.com"
-"""
-
-
-def store_section(url: str, schema: str) -> str:
-    """The ``[store]`` table ``ledger init`` adds to a new config for a fleet."""
-    return f"\n[store]\nurl = {json.dumps(url)}\nschema = {json.dumps(schema)}\n"

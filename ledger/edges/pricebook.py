@@ -99,6 +99,14 @@ def _model_entry(model: Any, price: Any) -> dict[str, Any] | None:
     return entry
 
 
+@functools.lru_cache(maxsize=1)
+def library_providers() -> tuple[str, ...]:
+    """The ids of every provider genai-prices has prices for."""
+    from genai_prices import data_snapshot
+
+    return tuple(provider.id for provider in data_snapshot.get_snapshot().providers)
+
+
 def build_snapshot(now: dt.datetime) -> dict[str, bytes]:
     """The token prices in effect at ``now``: one JSON file per provider, by file name.
 

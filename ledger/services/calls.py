@@ -16,6 +16,7 @@ from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.gate import GateDeps, check_verdict, usage
 from ledger.services.prices import PriceDeps, find_price, price_for
+from ledger.services.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.recording import record_call
 
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -28,8 +29,8 @@ MAX_MICROS = 2**53 - 1
 INFERRED_PROVIDERS = ("anthropic", "openai")
 
 
-class CallDeps(GateDeps, PriceDeps, Protocol):
-    """What a per-call request needs: the gate and the price table."""
+class CallDeps(GateDeps, PriceDeps, ProviderDeps, Protocol):
+    """What a per-call request needs: the gate, the price table and the known providers."""
 
 
 def amount(value: object, what: str) -> int:
@@ -159,6 +160,7 @@ def verdict(
         ConfigError: the configuration is invalid or has no daily cap.
     """
     name = provider_id(provider)
+    require_known_provider(deps, name)
     model_name = text_arg(model, "--model")
     inputs = count(input_tokens, "--input-tokens")
     max_outputs = count(max_output_tokens, "--max-output-tokens")
@@ -283,6 +285,7 @@ def record(
     """
     name = provider_id(provider, required=True)
     assert name is not None  # noqa: S101 - required=True
+    unknown = unknown_provider(deps, name)
     ref = None
     if verdict_ref is not None:
         if not isinstance(verdict_ref, str) or not REF_RE.fullmatch(verdict_ref):
@@ -338,7 +341,12 @@ def record(
     if outcome.spooled:
         # SPEC §8: kept in the home until the store answers; sealed then, once, by its key.
         document.update(entry_hash=None, idempotency_key=first.get("idempotency_key"), spooled=True)
-    return document, outcome.warning or warning
+    if outcome.duplicate:
+        unknown = None
+    if unknown is not None:
+        unknown = f"--provider: {unknown} (recorded anyway: spend is never refused)"
+    warnings = [text for text in (outcome.warning or warning, unknown) if text]
+    return document, "; ".join(warnings) or None
 
 
 def usage_view(deps: GateDeps, provider: object = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
+from ledger.services.findings import FINDING_KEY, finding_problem
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
@@ -148,6 +149,8 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
         stored = states.load()
     except StateMismatchError as exc:
         return Counter(empty_state(), head, f"{exc}; run `ledger rebuild-state`")
+    # A full verification's finding survives every rebuild; only recover clears it.
+    finding = None if stored is None else stored.data["meta"].get(FINDING_KEY)
     try:
         fingerprint = trust_fingerprint(trust())
         if stored is not None and stored.data["meta"].get("trust") != fingerprint:
@@ -177,6 +180,8 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
                 data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
             data["meta"]["trust"] = fingerprint
             data["meta"]["day_zone"] = zone_name
+            if finding is not None:
+                data["meta"][FINDING_KEY] = finding
             return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
         if head is None:
             if stored.head_hash is None:
@@ -255,6 +260,9 @@ def counter_problem(counter: Counter, config: "Config") -> str | None:
     """
     if counter.problem is not None:
         return counter.problem
+    finding = finding_problem(counter.data)
+    if finding is not None:
+        return finding
     unfoldable = unfoldable_problem(counter.data)
     if unfoldable is not None:
         return unfoldable
