@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.prices import PriceError, Rates, rates_from
+from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
@@ -91,6 +92,7 @@ class Config(NamedTuple):
     store_schema: str = "ledger"
     alert_rules: tuple[AlertRule, ...] = ()
     alert_check_seconds: int = 10
+    proxy: ProxySettings = ProxySettings()
 
 
 _PRICE_KEYS = frozenset(
@@ -319,7 +321,11 @@ def from_mapping(
             out-of-range value; the message names the key.
     """
     values: dict[str, Any] = {}
+    # The gateway's table validates its own keys and LEDGER_PROXY_* overrides.
+    values["proxy"] = proxy_settings(document.get("proxy"), environ)
     for section, table in document.items():
+        if section == "proxy":
+            continue
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue

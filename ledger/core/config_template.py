@@ -66,6 +66,17 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # output_per_mtok = 15.0
 # cache_read_per_mtok = 0.3      # default: the input rate
 # cache_write_per_mtok = 3.75    # default: the input rate
+
+# The gateway `ledger proxy`; with listen set, `ledger daemon` runs it too.
+# [proxy]
+# listen = "127.0.0.1:8787"
+# passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]
+# max_request_bytes = 33554432
+# upstream_timeout_seconds = 600
+# max_upstream_connections = 100
+# [proxy.upstream]
+# anthropic = "https://api.anthropic.com"
+# openai = "https://api.openai.com"
 """
 
 
