@@ -299,7 +299,7 @@ def test_recover_moves_bad_rows_to_evidence_and_keeps_the_longest_valid_prefix(
 def test_the_daemons_spool_job_seals_what_was_spooled_and_keeps_one_connection(
     own_pg_server, tmp_path
 ):
-    from ledger.daemon import spool_job
+    from ledger.daemon.jobs import spool_job
     from ledger.edges.pgdb import close_all
     from ledger.runtime import Runtime
 

@@ -35,8 +35,16 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from ledger.core.proxy_config import open_listen
-from ledger.core.refs import short_ref
-from ledger.errors import ConfigError, LedgerError
+from ledger.daemon.jobs import (
+    alerts_job,
+    log_line,
+    poll_job,
+    reconcile_job,
+    snapshot_job,
+    spool_job,
+    verify_job,
+)
+from ledger.errors import ConfigError
 from ledger.runtime import Runtime
 
 _DAY_SECONDS = 86_400
@@ -47,12 +55,6 @@ _EXIT_CONFIG = 78
 _EXIT_BUSY = 75
 # How often the main thread re-checks for a stop request even if no wake-up came.
 _STOP_CHECK_SECONDS = 1.0
-
-
-def _log(message: str) -> None:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: TID251 - log stamps
-    sys.stderr.write(f"{stamp} ledger-daemon: {message}\n")
-    sys.stderr.flush()
 
 
 def notify_systemd(state: str) -> None:
@@ -67,7 +69,7 @@ def notify_systemd(state: str) -> None:
             sock.connect(address)
             sock.sendall(state.encode("ascii"))
         except OSError as exc:
-            _log(f"sd_notify failed: {exc}")
+            log_line(f"sd_notify failed: {exc}")
 
 
 class StopSignals:
@@ -158,11 +160,11 @@ class ServerProcess:
             if self._stop.is_set():
                 return
             if code == _EXIT_CONFIG:
-                _log(f"{self._command}: exited {code} (configuration error); not restarted")
+                log_line(f"{self._command}: exited {code} (configuration error); not restarted")
                 return
             # 75: another server answers for the home; try again later.
             pause = 30.0 if code == _EXIT_BUSY else 1.0
-            _log(f"{self._command}: exited {code}; restarting in {pause:g} s")
+            log_line(f"{self._command}: exited {code}; restarting in {pause:g} s")
             self._stop.wait(pause)
 
     def stop(self) -> None:
@@ -178,108 +180,6 @@ class ServerProcess:
                 proc.kill()
                 proc.wait()
         self._thread.join(timeout=self._drain_seconds)
-
-
-def _usd(micros: int | None) -> str:
-    """Money in the log as people read it (``$0.44``); the chain keeps the exact micro-USD."""
-    from ledger.core.units import cents_text
-
-    return "none" if micros is None else cents_text(micros)
-
-
-def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
-    """One scheduled reconcile; failures are logged, never raised into the scheduler."""
-    from ledger.services.reconcile import reconcile
-
-    try:
-        outcome = reconcile(runtime_factory(), provider)
-    except LedgerError as exc:
-        _log(f"reconcile {provider}: error: {exc}")
-        return
-    _log(
-        f"reconcile {provider}: {outcome.status} counter={_usd(outcome.counter_micros)} "
-        f"billing={_usd(outcome.billing_micros)} drift_pct={outcome.drift_pct}"
-        + (f" reason={outcome.reason}" if outcome.reason else "")
-    )
-
-
-def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
-    """One scheduled poll of a provider's bill; failures are logged, never raised."""
-    from ledger.services.poll import poll
-
-    try:
-        outcome = poll(runtime_factory(), provider)
-    except LedgerError as exc:
-        _log(f"poll {provider}: error: {exc}")
-        return
-    if outcome.billing_micros is not None:
-        _log(f"poll {provider}: {outcome.status} billing={_usd(outcome.billing_micros)}")
-    else:
-        _log(f"poll {provider}: {outcome.status} reason={outcome.reason}")
-
-
-def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
-    """Seal records this host spooled while the fleet's database was unreachable (SPEC §8)."""
-    from ledger.services.spool import drain_spool
-
-    runtime = runtime_factory()
-    if not runtime.spool.pending():
-        return
-    try:
-        drained = drain_spool(runtime)
-    except LedgerError as exc:
-        _log(f"spool: error: {exc}")
-        return
-    if drained:
-        _log(f"spool: sealed {drained} spooled record(s)")
-
-
-def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
-    """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
-    from ledger.edges.alertfiles import AlertStateFile
-    from ledger.edges.webhook import post_json
-    from ledger.services.alerts import run_alerts
-
-    runtime = runtime_factory()
-    try:
-        run_alerts(
-            runtime.chain, runtime.config, AlertStateFile(runtime.home),
-            runtime.clock.now(), post_json, lambda line: _log(f"alerts: {line}"),
-        )  # fmt: skip
-    except LedgerError as exc:
-        _log(f"alerts: error: {exc}")
-
-
-def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
-    """One full verification; a BROKEN finding is kept for the gate. Never raises."""
-    from ledger.services.findings import verify_and_remember
-
-    try:
-        outcome = verify_and_remember(runtime_factory())
-    except LedgerError as exc:
-        _log(f"verify: error: {exc}")
-        return
-    if outcome is None:
-        return
-    if outcome.ok:
-        _log(f"verify: OK {outcome.entries} entries")
-    else:
-        _log(
-            f"verify: BROKEN line {outcome.line}: {outcome.reason}; "
-            "verdicts halt until `ledger recover`"
-        )
-
-
-def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
-    """One scheduled snapshot; failures are logged, never raised into the scheduler."""
-    from ledger.services.snapshot import take_snapshot
-
-    try:
-        result = take_snapshot(runtime_factory())
-    except LedgerError as exc:
-        _log(f"snapshot: error: {exc}")
-        return
-    _log(f"snapshot: {result.path} entries={result.entries} head={short_ref(result.head_hash)}")
 
 
 def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
@@ -298,8 +198,8 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         scheduler, polling = _scheduler(home_runtime)
         if stop.received is not None:
             # Asked to stop while starting: start nothing.
-            _log(f"received {stop.received.name} while starting, stopping")
-            _log("stopped")
+            log_line(f"received {stop.received.name} while starting, stopping")
+            log_line("stopped")
             return 0
         config = home_runtime.config
         listen = config.proxy.listen
@@ -321,7 +221,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             else:
                 poll_text = "polling off (billing.poll_seconds = 0)"
             verify_hours = float(config.verify_interval_hours)
-            _log(
+            log_line(
                 f"started: reconcile every {float(config.interval_hours):g} h for "
                 f"{', '.join(config.reconcile_providers)}; {poll_text}; "
                 f"snapshot on '{config.snapshot_cron}' UTC; "
@@ -330,7 +230,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
                 + (f"; gateway on {listen}" if listen is not None else "")
             )
             notify_systemd("READY=1")
-            _log(f"received {stop.wait().name}, stopping")
+            log_line(f"received {stop.wait().name}, stopping")
         finally:
             notify_systemd("STOPPING=1")
             if gateway is not None:
@@ -338,7 +238,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             if server is not None:
                 server.stop()
             _shutdown(scheduler, config.store_url)
-    _log("stopped")
+    log_line("stopped")
     return 0
 
 
