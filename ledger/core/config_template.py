@@ -61,7 +61,7 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # schema = "ledger"
 
 # Price overrides, USD per million tokens; they win over genai-prices.
-# [prices."anthropic/claude-sonnet-4-5"]
+# [prices."anthropic/claude-sonnet-4-6"]
 # input_per_mtok = 3.0
 # output_per_mtok = 15.0
 # cache_read_per_mtok = 0.3      # default: the input rate
