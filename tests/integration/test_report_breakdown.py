@@ -111,3 +111,23 @@ def test_a_malformed_by_is_a_usage_error(home, bad):
     assert result.code == 2
     assert result.stdout == ""
     assert result.stderr == f"ledger: --by: {bad!r} is not one of model, session, agent\n"
+
+
+def test_an_unpriced_call_counts_its_price_once_rebuild_state_seals_it(home, tmp_path: Path):
+    """Counted as a call at once; its dollars join its model when rebuild-state prices it."""
+    day = Day(real, home, Observer(tmp_path / "observer", home))
+    usage = '{"input_tokens": 1000, "output_tokens": 100}'
+    day("10:00:00", "record", "--provider", "anthropic", "--model", "mystery-1",
+        "--usage-json", usage)  # fmt: skip
+    day("10:10:00", "record", "0.01", "--provider", "anthropic", "--model-id", "known-1")
+    before = day("10:20:00", "report", "--json", "--by", "model")
+    assert rows(before) == [("known-1", 1, 10_000, "100.0000"), ("mystery-1", 1, 0, "0.0000")]
+    config = home / "ledger.toml"
+    config.write_text(
+        config.read_text()
+        + '\n[prices."anthropic/mystery-1"]\ninput_per_mtok = 2\noutput_per_mtok = 10\n'
+    )
+    day("10:30:00", "rebuild-state")
+    after = day("10:40:00", "report", "--json", "--by", "model")
+    # 1000 × 2 + 100 × 10 = 3,000 µ$
+    assert rows(after) == [("known-1", 1, 10_000, "76.9231"), ("mystery-1", 1, 3_000, "23.0769")]
