@@ -13,7 +13,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.foldable import Foldable, check_entry
-from ledger.core.timefmt import budget_day, parse_ts
+from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import micros_to_usd, percent
 from ledger.services.metrics import VERDICT_EVENTS
 
@@ -43,6 +43,7 @@ class DayDetail:
     ) -> None:
         self.day, self.zone, self.schema_for, self.by = day, zone, schema_for, by
         self.since = since  # verdicts older than this settle nothing on the day
+        self.start = format_ts(day_bounds(day, zone)[0])  # a reading is sealed after its fetch
         self.readings: list[dict[str, Any]] = []
         self.verdict_values: dict[str, str | None] = {}
         self.rows: dict[str, list[int]] = {}
@@ -56,7 +57,9 @@ class DayDetail:
                 payload: Any = parsed.payload
                 value = payload.get(_VERDICT_FIELD[self.by]) if isinstance(payload, dict) else None
                 self.verdict_values[parsed.entry_hash] = _text(value)
-        elif event_type in {"budget.observation", "budget.reconcile"}:
+        elif event_type in {"budget.observation", "budget.reconcile"} and (
+            parsed.ts_utc >= self.start
+        ):
             checked = check_entry(event_type, parsed.ts_utc, parsed.payload, self.schema_for)
             if isinstance(checked, Foldable):
                 body = checked.payload
