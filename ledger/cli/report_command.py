@@ -1,10 +1,10 @@
-"""``ledger report [--day D] [--json] [--html F]``: one budget day (SPEC §10).
+"""``ledger report [--day D] [--by K] [--json] [--html F]``: one budget day (SPEC §10).
 
 A table for people, one JSON object with ``--json``, and with ``--html F`` a
 self-contained page with a chart (matplotlib, the ``spend-ledger[report]`` extra,
 imported by ``--html`` only). Exit codes: 0 reported; 1 the chain does not
 verify or disagrees with its newest checkpoint, or ``--html`` without the
-extra; 2 a malformed ``--day``; 65 an unusable trust store; 74 the chain or
+extra; 2 a malformed ``--day`` or ``--by``; 65 an unusable trust store; 74 the chain or
 the page cannot be read or written; 75 lock timeout; 78 config error.
 """
 
@@ -39,6 +39,19 @@ def parse_day(text: str) -> str:
     if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
         raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
     return day.isoformat()
+
+
+def parse_by(text: str) -> str:
+    """A ``--by`` value: ``model``, ``session`` or ``agent``.
+
+    Raises:
+        UsageError: anything else.
+    """
+    from ledger.services.report_detail import BREAKDOWN_KEYS
+
+    if text not in BREAKDOWN_KEYS:
+        raise UsageError(f"--by: {text!r} is not one of {', '.join(BREAKDOWN_KEYS)}")
+    return text
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -119,11 +132,32 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
                 f"{item['threshold_pct']}%", _reconcile_result(item),
             ])  # fmt: skip
         out += _table(rows)
+    out += _detail_lines(document, zone)
     agents = document.get("agents")
     if agents is not None:
         lines = agent_lines(agents)
         out += ["", "Agent budgets (now):", *(lines or ["  none"])]
     return "\n".join(out) + "\n"
+
+
+def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
+    """The bill readings and, with --by, the breakdown."""
+    readings = document["bill_readings"]
+    out = ["", f"Bill readings: {len(readings)}"]
+    if readings:
+        rows = [["TIME", "SCOPE", "BILL", "SOURCE"]]
+        rows += [[_clock(item["time"], zone), item["scope"], _money(item["usd_micros"]),
+                  item["source"]] for item in readings]  # fmt: skip
+        out += _table(rows)
+    breakdown = document.get("breakdown")
+    if breakdown is not None:
+        out += ["", f"Spend by {breakdown['by']} (recorded calls):"]
+        rows = [[breakdown["by"].upper(), "CALLS", "SPEND", "SHARE"]]
+        rows += [[row["key"], str(row["calls"]), _money(row["usd_micros"]),
+                  "-" if row["share_pct"] is None else f"{row['share_pct']}%"]
+                 for row in breakdown["rows"]]  # fmt: skip
+        out += _table(rows) if breakdown["rows"] else ["  none"]
+    return out
 
 
 def _html_renderer() -> Callable[[dict[str, Any]], str]:
@@ -146,6 +180,14 @@ def report_command(
         str | None,
         typer.Option("--day", metavar="D", help="The budget day, YYYY-MM-DD (default: today)."),
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="K",
+            help="Also break the day's recorded spend down by model, session or agent.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
@@ -159,13 +201,16 @@ def report_command(
         ),
     ] = None,
 ) -> None:
-    """Report one budget day: spend against the caps, verdicts, reconciles, agent budgets.
+    """Report one budget day: spend against the caps, bill readings, verdicts, reconciles, agents.
+
+    With --by model|session|agent, also the day's recorded spend per model,
+    session (cycle id) or agent, largest first; calls without one are (none).
 
     The chain is verified and folded as the gate folds it; a chain that does
     not verify exits 1. With --html, the page needs nothing from the network
     to open: the chart (matplotlib, pip install 'spend-ledger[report]') is inline SVG.
 
-    Example: ledger --home ./.ledger report --day 2026-03-02 --html /tmp/report.html
+    Example: ledger --home ./.ledger report --day 2026-03-02 --by model --html /tmp/report.html
     """
 
     def body() -> int:
@@ -175,10 +220,11 @@ def report_command(
         from ledger.services.report import gather
 
         wanted = None if day is None else parse_day(day)
+        key = None if by is None else parse_by(by)
         renderer = None if html is None else _html_renderer()
         runtime = build_runtime(State.home)
         zone = runtime.config.day_zone
-        document = gather(runtime, wanted).to_document()
+        document = gather(runtime, wanted, key).to_document()
         document["agents"] = agent_view(runtime)
         if html is not None and renderer is not None:
             runtime.write_file(html, renderer(document).encode())

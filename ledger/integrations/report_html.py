@@ -1,38 +1,28 @@
 """The ``ledger report --html`` page: one self-contained file, chart drawn by matplotlib.
 
-The only module that imports matplotlib (the ``spend-ledger[report]`` extra), and
-only ``ledger report --html`` imports it. The chart is rendered with the Agg
-backend to SVG and inlined, its text drawn as paths; the styles are inline;
-nothing refers to a network address, so the page opens anywhere.
+This module and its chart (``report_chart``) are the only ones that import
+matplotlib (the ``spend-ledger[report]`` extra), and only ``ledger report
+--html`` imports them. The chart is rendered with the Agg backend to SVG and
+inlined, its text drawn as paths; the styles are inline; nothing refers to a
+network address, so the page opens anywhere.
 
 Input is the document ``ledger report --json`` prints; money stays integer
 micro-USD until it is drawn.
 """
 
-import datetime as dt
 import html
-import io
-import re
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import matplotlib as mpl
-
-mpl.use("Agg")
-
-from matplotlib.figure import Figure
-
 from ledger.core.timefmt import parse_ts
-from ledger.core.units import MICROS_PER_USD, usd_text
+from ledger.core.units import usd_text
+from ledger.integrations.report_chart import chart_svg
 
-_SVG_OPEN = re.compile(r"<svg\b[^>]*>")
-_SIZE_ATTR = re.compile(r'\s(?:width|height)="[^"]*"')
 _MONEY_COLUMNS = (
     "cap_micros", "counter_micros", "billing_micros", "used_micros", "reserved_micros",
     "remaining_micros",
 )  # fmt: skip
-_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 24px;
        color: #1b1b1b; background: #fff; max-width: 1150px; }
@@ -48,6 +38,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .halt { background: #fdecea; border: 1px solid #e53935; padding: 8px 12px; }
 .chart svg { width: 100%; height: auto; }
 .none { color: #777; font-style: italic; }
+td.bar { width: 240px; }
+td.bar div { background: #4e79a7; height: 0.9em; min-width: 1px; }
 """
 
 
@@ -57,10 +49,6 @@ def _e(value: object) -> str:
 
 def _money(micros: int | None) -> str:
     return "-" if micros is None else usd_text(micros)
-
-
-def _usd(micros: int) -> float:
-    return micros / MICROS_PER_USD  # drawing only; never summed
 
 
 def _table(head: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset()) -> str:
@@ -81,127 +69,6 @@ def _table(head: list[str], rows: list[list[str]], numeric: frozenset[int] = fro
 
 def _when(ts_utc: str) -> str:
     return parse_ts(ts_utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _hours(ts_utc: str, start: dt.datetime) -> float:
-    return (parse_ts(ts_utc) - start).total_seconds() / 3600
-
-
-def _value_at(series: list[list[Any]], ts_utc: str) -> int:
-    value = 0
-    for when, micros in series:
-        if when > ts_utc:
-            break
-        value = micros
-    return int(value)
-
-
-def _ticks(start: dt.datetime, zone: ZoneInfo) -> tuple[list[float], list[str]]:
-    """Every third hour of the wall clock in ``zone``, placed at its real time in the day."""
-    midnight = dt.datetime.combine(start.astimezone(zone).date(), dt.time())
-    places, labels = [], []
-    for hour in range(0, 25, 3):
-        moment = (midnight + dt.timedelta(hours=hour)).replace(tzinfo=zone).astimezone(dt.UTC)
-        places.append((moment - start).total_seconds() / 3600)
-        labels.append(moment.astimezone(zone).strftime("%H:%M"))
-    return places, labels
-
-
-def _plot_scopes(axes: Any, scopes: list[dict[str, Any]], start: dt.datetime, stop: float) -> int:
-    """Each scope's cumulative line and its cap; returns the highest figure drawn (micros)."""
-    top = 0
-    colours = iter(_COLOURS * 8)
-    for scope in scopes:
-        aggregate = scope["scope"] == "aggregate"
-        name = "all providers" if aggregate else scope["scope"].split(":", 1)[1]
-        colour = "#111111" if aggregate else next(colours)
-        series = scope["series"]
-        xs = [_hours(when, start) for when, _ in series] + [stop]
-        ys = [_usd(micros) for _, micros in series] + [_usd(series[-1][1])]
-        top = max(top, *(micros for _, micros in series))
-        axes.step(
-            xs, ys, where="post", color=colour, linewidth=2.6 if aggregate else 1.8,
-            label=f"{name}: {_money(series[-1][1])}", zorder=3,
-        )  # fmt: skip
-        cap = scope["cap_micros"]
-        if cap is not None:
-            top = max(top, cap)
-            label = f"daily cap {_money(cap)}" if aggregate else f"{name} cap {_money(cap)}"
-            axes.axhline(
-                _usd(cap), color="#d62728" if aggregate else colour, linestyle="--",
-                linewidth=1.6, label=label, zorder=2,
-            )  # fmt: skip
-    return top
-
-
-def _plot_halts(axes: Any, document: dict[str, Any], start: dt.datetime) -> None:
-    """Halts, each marked on the line of the cap that decided it."""
-    halts = document["halts"]
-    if not halts:
-        return
-    series_of = {scope["scope"]: scope["series"] for scope in document["scopes"]}
-    heights = [
-        _usd(
-            _value_at(series_of.get(halt["deciding_cap"]) or series_of["aggregate"], halt["ts_utc"])
-        )
-        for halt in halts
-    ]
-    axes.scatter(
-        [_hours(halt["ts_utc"], start) for halt in halts], heights, marker="X", s=70,
-        color="#d62728", zorder=4, label=f"halts ({len(halts)})",
-    )  # fmt: skip
-
-
-def _svg_text(figure: Figure) -> str:
-    """The figure as one ``<svg>`` element that scales with the page."""
-    buffer = io.StringIO()
-    with mpl.rc_context({"svg.hashsalt": "ledger-report", "svg.fonttype": "path"}):
-        figure.savefig(
-            buffer, format="svg",
-            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-        )  # fmt: skip
-    text = buffer.getvalue()
-    svg = text[text.index("<svg") :]
-    opening = _SVG_OPEN.match(svg)
-    if opening is None:  # pragma: no cover - matplotlib always writes one <svg> element
-        raise ValueError("no <svg> element in matplotlib's output")
-    tag = _SIZE_ATTR.sub("", opening.group(0)).replace(
-        "<svg", '<svg role="img" aria-label="cumulative spend against the caps"', 1
-    )
-    return tag + svg[opening.end() :]
-
-
-def chart_svg(document: dict[str, Any]) -> str:
-    """Cumulative spend per provider and in aggregate against the caps, as inline SVG."""
-    zone = ZoneInfo(document["timezone"])
-    start, end = parse_ts(document["day_start"]), parse_ts(document["day_end"])
-    now = parse_ts(document["generated_at"])
-    length = (end - start).total_seconds() / 3600
-    last = max(
-        (_hours(when, start) for scope in document["scopes"] for when, _ in scope["series"]),
-        default=0.0,
-    )
-    right = max(length, last)
-    # The lines run on to now (today), or to the day's end (a day past).
-    now_at = _hours(document["generated_at"], start)
-    stop = right if now >= end else min(max(now_at, 0.0, last), right)
-    figure = Figure(figsize=(11, 5.6), layout="constrained")
-    axes = figure.add_subplot()
-    top = _plot_scopes(axes, document["scopes"], start, stop)
-    _plot_halts(axes, document, start)
-    if start <= now < end:
-        axes.axvline(now_at, color="#777777", linestyle=":", linewidth=1.2, label="now")
-    places, labels = _ticks(start, zone)
-    axes.set_xticks(places, labels)
-    axes.set_xlim(0, right)
-    axes.set_ylim(0, _usd(top) * 1.12 if top else 1.0)
-    axes.yaxis.set_major_formatter("${x:,.2f}")
-    axes.set_xlabel(f"time of day ({document['timezone']}); this budget day lasts {length:g} h")
-    axes.set_ylabel("cumulative spend (USD)")
-    axes.set_title(f"Spend against the caps, budget day {document['budget_day']}")
-    axes.grid(visible=True, color="#e5e5e5", zorder=0)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _svg_text(figure)
 
 
 def _scope_row(scope: dict[str, Any]) -> list[str]:
@@ -239,6 +106,10 @@ def _sections(document: dict[str, Any]) -> list[str]:
     def clock(ts_utc: str) -> str:
         return parse_ts(ts_utc).astimezone(zone).strftime("%H:%M:%S")
 
+    reading_rows = [
+        [clock(r["time"]), r["scope"], _money(r["usd_micros"]), r["source"]]
+        for r in document.get("bill_readings") or []
+    ]
     verdicts = document["verdicts"]
     verdict_rows = [
         [item["verdict"], item["uncertainty_reason"] or "-", str(item["count"])]
@@ -255,10 +126,13 @@ def _sections(document: dict[str, Any]) -> list[str]:
     return [
         "<h2>Spend against the caps</h2>",
         _table(scope_head, [_scope_row(s) for s in document["scopes"]], frozenset(range(1, 9))),
+        *_breakdown_section(document.get("breakdown")),
         f"<h2>Verdicts ({verdicts['total']})</h2>",
         _table(["verdict", "uncertainty reason", "count"], verdict_rows, frozenset({2})),
         "<h2>Halts</h2>",
         _table(["time", "verdict", "reason", "provider", "deciding cap"], halt_rows),
+        "<h2>Bill readings</h2>",
+        _table(["time", "scope", "bill", "source"], reading_rows, frozenset({2})),
         "<h2>Reconciles</h2>",
         _table(
             reconcile_head,
@@ -267,6 +141,24 @@ def _sections(document: dict[str, Any]) -> list[str]:
         ),
         *_agent_sections(document.get("agents")),
     ]
+
+
+def _breakdown_section(breakdown: dict[str, Any] | None) -> list[str]:
+    """The day's recorded spend by model, session or agent, with a bar for each share."""
+    if breakdown is None:
+        return []
+    title = f"<h2>Spend by {_e(breakdown['by'])} (recorded calls)</h2>"
+    if not breakdown["rows"]:
+        return [title, '<p class="none">none</p>']
+    body = "".join(
+        f'<tr><td>{_e(row["key"])}</td><td class="num">{row["calls"]}</td>'
+        f'<td class="num">{_e(_money(row["usd_micros"]))}</td>'
+        f'<td class="num">{_e(row["share_pct"])}%</td>'
+        f'<td class="bar"><div style="width: {float(row["share_pct"] or 0):.1f}%"></div></td></tr>'
+        for row in breakdown["rows"]
+    )
+    head = "".join(f"<th>{h}</th>" for h in (_e(breakdown["by"]), "calls", "spend", "share", ""))
+    return [title, f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"]
 
 
 def _agent_sections(agents: dict[str, Any] | None) -> list[str]:

@@ -35,6 +35,7 @@ from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.metrics import VERDICT_EVENTS
 from ledger.services.ports import CounterDeps
+from ledger.services.report_detail import DayDetail
 from ledger.services.state import Counter, checkpoint_problem, counter_problem, schema_lookup
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class _DayWalk:
 
     def __init__(
         self, day: str, zone: dt.tzinfo, config: "Config", schema_for: "SchemaFor",
-        checkpoint_entries: int | None,
+        checkpoint_entries: int | None, by: str | None = None,
     ) -> None:  # fmt: skip
         self.day = day
         self.zone = zone
@@ -185,6 +186,10 @@ class _DayWalk:
         after = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
         self.start, self.end = format_ts(start), format_ts(end)
         self.held_until = format_ts(day_bounds(after, zone)[1])
+        before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+        self.detail = DayDetail(day, zone, schema_for, by, format_ts(day_bounds(before, zone)[0]))
+        self.first: str | None = None
+        self.last: str | None = None
         self.data = empty_state()
         self.series: dict[str, list[tuple[str, int]]] = {}
         self.records: Tally[str] = Tally()
@@ -208,9 +213,12 @@ class _DayWalk:
         if number == self.checkpoint_entries:
             self.hashes[number] = parsed.entry_hash
         event_type = parsed.event_type
+        self.detail.see(parsed)
         if self.start <= ts < self.held_until and event_type in SPEND_EVENTS:
             self._sample(parsed)
         if self.start <= ts < self.end:
+            self.first = self.first or ts
+            self.last = ts
             if event_type in VERDICT_EVENTS:
                 self._verdict(parsed)
             elif event_type == "budget.reconcile":
@@ -225,6 +233,7 @@ class _DayWalk:
             if usd["last_spend"].get(self.day, {}).get(provider) == parsed.ts_utc:
                 self.records[_key(provider)] += 1
                 self.records[AGGREGATE] += 1
+                self.detail.record(parsed)
         moment = parse_ts(parsed.ts_utc)
         for provider in _scope_names(usd, self.day, self.config):
             local = scope_state(usd, provider, 0, self.day, moment).local_micros
@@ -304,10 +313,11 @@ def _summaries(
     return scopes
 
 
-def gather(deps: ReportDeps, day: str | None) -> DayReport:
+def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayReport:
     """The report of budget day ``day`` (``YYYY-MM-DD``; ``None``: today); writes nothing.
 
-    Days are budget days in ``usd.day_timezone`` (SPEC §10).
+    Days are budget days in ``usd.day_timezone`` (SPEC §10). ``by`` (one of
+    ``BREAKDOWN_KEYS``) adds the day's spend broken down by that key.
 
     Raises:
         ChainBrokenError: the chain does not verify (names the first bad line).
@@ -326,7 +336,7 @@ def gather(deps: ReportDeps, day: str | None) -> DayReport:
     trust = deps.keys.load_trust()
     checkpoint = deps.newest_checkpoint()
     walk = _DayWalk(
-        day, zone, config, schema_lookup(deps), checkpoint.entries if checkpoint else None
+        day, zone, config, schema_lookup(deps), checkpoint.entries if checkpoint else None, by
     )
     if head is not None:
         verifier = ChainVerifier(trust, on_entry=walk)
@@ -359,4 +369,10 @@ def gather(deps: ReportDeps, day: str | None) -> DayReport:
         reconciles=walk.reconciles,
         unpriced_calls=unpriced,
         problem=problem,
+        extra={
+            "first_entry_ts": walk.first,
+            "last_entry_ts": walk.last,
+            "bill_readings": walk.detail.readings,
+            "breakdown": walk.detail.breakdown(),
+        },
     )

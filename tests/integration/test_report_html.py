@@ -29,7 +29,7 @@ def page(home, run_inproc, tmp_path: Path) -> str:
     day("12:00:00", "reconcile", "--force-reason", "invoice")
     day("15:00:00", "record", "6", "--provider", "anthropic")
     out = tmp_path / "report.html"
-    result = day("18:00:00", "report", "--html", str(out))
+    result = day("18:00:00", "report", "--by", "model", "--html", str(out))
     assert "Budget day" in result.stdout
     return out.read_text(encoding="utf-8")
 
@@ -69,7 +69,7 @@ def browser() -> str | None:
 
 
 def test_screenshot_in_a_headless_browser_is_not_blank(page: str, tmp_path: Path):
-    """Chromium renders the page; the PNG has the chart's colours, not a blank sheet."""
+    """Chromium renders the page; the PNG has the chart's and the bars' colours, not blank."""
     found = browser()
     if found is None:
         print("SKIP reason: no chromium on PATH (scripts/test.sh installs it when run as root)")
@@ -96,5 +96,16 @@ def test_screenshot_in_a_headless_browser_is_not_blank(page: str, tmp_path: Path
     assert ink > 0.02  # text, lines and tables, not a blank page
     red = ((pixels[..., 0] > 0.75) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)).sum()
     assert red > 200  # the daily cap's line and the halt marker
+    bars = (abs(pixels - np.array([0x4E, 0x79, 0xA7]) / 255) < 0.03).all(axis=2).sum()
+    assert bars > 500  # the breakdown's share bar
     colours = len(np.unique((pixels * 15).round().reshape(-1, 3), axis=0))
     assert colours > 20
+
+
+def test_a_day_active_for_most_of_its_length_shows_all_of_it(page: str):
+    """01:00 to now (18:00) pads to most of the day: the axis runs midnight to midnight."""
+    from tests.integration.test_report_html_span import hour_ticks, labels
+
+    assert hour_ticks(page) == [f"{h:02d}:00" for h in range(0, 24, 3)] + ["00:00"]
+    assert "showing the whole day" in " ".join(labels(page))
+    assert "all providers bill: $40.00" in " ".join(labels(page))
