@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
@@ -83,6 +84,7 @@ class Config(NamedTuple):
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
+    budgets: tuple[Budget, ...] = ()
 
 
 _PRICE_KEYS = frozenset(
@@ -296,6 +298,9 @@ def from_mapping(
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue
+        if section == "budgets":
+            values["budgets"] = parse_budgets(table, "budgets")
+            continue
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -317,12 +322,16 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
-    if "LEDGER_PRICES" in environ:
-        try:
-            table = json.loads(environ["LEDGER_PRICES"])
-        except ValueError as exc:
-            raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
-        values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
+    for variable, field, parse in (
+        ("LEDGER_PRICES", "price_overrides", _price_overrides),
+        ("LEDGER_BUDGETS", "budgets", parse_budgets),
+    ):
+        if variable in environ:
+            try:
+                parsed = json.loads(environ[variable])
+            except ValueError as exc:
+                raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+            values[field] = parse(parsed, variable)
     if "day_timezone" in values:
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"
