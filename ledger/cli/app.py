@@ -343,6 +343,7 @@ _register_fast_commands()
 # Operator commands that live in their own modules; each exposes register(app).
 for _module in (
     "ledger.cli.ops_commands",
+    "ledger.cli.budgets_command",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",
     "ledger.cli.prices_command",

@@ -84,6 +84,13 @@ def usage_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger usage [--provider P]``."""
     from ledger.services.calls import usage_view
 
+    if args.budget is not None:
+        from ledger.services.budget_views import budget_rows
+
+        if args.provider is not None:
+            raise UsageError("give --provider or --budget, not both")
+        print_json(budget_rows(_runtime(home), args.budget))
+        return 0
     print_json(usage_view(_runtime(home), args.provider))
     return 0
 
@@ -268,12 +275,21 @@ def register(commands: Any) -> None:
             "against the daily cap, and any active uncertainty. Writes nothing.\n"
             "Exit 0; 2 bad command line; 78 config error."
         ),
-        epilog="Examples:\n  ledger usage\n  ledger usage --provider anthropic",
+        epilog=(
+            "Examples:\n  ledger usage\n  ledger usage --provider anthropic\n"
+            "  ledger usage --budget research-monthly"
+        ),
     )
     usage_parser.add_argument(
         "--provider",
         metavar="P",
         help="show this provider's scope and cap as well (^[a-z][a-z0-9_-]{0,63}$); "
         "default: the aggregate",
+    )
+    usage_parser.add_argument(
+        "--budget",
+        metavar="NAME",
+        help="show this [[budgets]] entry instead: its current period, used, reserved, cap "
+        "and %% (one row per value of its per key)",
     )
     usage_parser.set_defaults(handler=usage_command)

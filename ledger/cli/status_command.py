@@ -56,7 +56,12 @@ def agent_view(runtime: Any) -> dict[str, Any]:
 
 def collect(runtime: Any) -> dict[str, Any]:
     """Every budget's figures as one JSON-able document."""
-    return {"usd": _usd_view(runtime), **agent_view(runtime)}
+    from ledger.services.budget_views import budget_rows
+
+    document = {"usd": _usd_view(runtime), **agent_view(runtime)}
+    if runtime.config.budgets:
+        document["budgets"] = budget_rows(runtime)["budgets"]
+    return document
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -81,7 +86,13 @@ def _usd_lines(usd: dict[str, Any]) -> list[str]:
 
 def render(document: dict[str, Any]) -> str:
     """The status as text for people."""
-    return "\n".join(_usd_lines(document["usd"]) + agent_lines(document)) + "\n"
+    lines = _usd_lines(document["usd"])
+    if document.get("budgets"):
+        from ledger.services.budget_views import budget_table
+
+        table = budget_table({"budgets": document["budgets"], "diagnostic": None})
+        lines += ["Budgets:", *("  " + line for line in table)]
+    return "\n".join(lines + agent_lines(document)) + "\n"
 
 
 def agent_lines(document: dict[str, Any]) -> list[str]:

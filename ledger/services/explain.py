@@ -13,6 +13,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ledger.core.budget_state import budget_checks
+from ledger.core.budgets import CallScope
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
@@ -92,8 +94,8 @@ class Explanation:
 
 def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int, str | None]:
     """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts)."""
-    zone = deps.config.day_zone
-    data = empty_state()
+    zone, budgets = deps.config.day_zone, deps.config.budgets
+    data = empty_state(budgets)
     schema_for = schema_lookup(deps)
     found: list[ParsedEntry] = []
     last_ts: list[str] = []
@@ -104,7 +106,7 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
         if parsed.entry_hash == ref:
             found.append(parsed)
             return
-        apply_parsed(data, parsed, schema_for, zone)
+        apply_parsed(data, parsed, schema_for, zone, budgets)
         last_ts[:] = [parsed.ts_utc]
 
     verifier = ChainVerifier(deps.keys.load_trust(), on_entry=fold)
@@ -159,12 +161,19 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
     scopes = _scopes(data["usd"], config, provider, day, now)
     problem = counter_problem(Counter(data, None), config) or unpriced_problem(data["usd"], day)
     head_ts = parse_ts(prev_ts) if prev_ts else None
+    checks = budget_checks(
+        data.get("budgets"), config.budgets, CallScope.from_payload(payload), now,
+        config.day_zone, config.warn_pct,
+    )  # fmt: skip
+    budget_scopes = [(check.scope, check.warn_pct) for check in checks]
     decision = decide(
-        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
-    )
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem,
+        local_now=local_now, budget_scopes=budget_scopes,
+    )  # fmt: skip
     rows = table_rows(
-        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
-    )
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem,
+        local_now=local_now, budget_scopes=budget_scopes,
+    )  # fmt: skip
     recomputed = {
         "verdict": decision.verdict.value,
         "uncertainty_reason": decision.reason.value if decision.reason else None,
@@ -197,7 +206,7 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         sealed,
         recomputed,
         differences,
-        [scope_figures(scope, estimate) for scope in scopes],
+        [scope_figures(scope, estimate) for scope in scopes + [c.scope for c in checks]],
         rows,
         [_reading(scope, now, day, config.day_zone) for scope in scopes],
         context,
