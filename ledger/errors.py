@@ -127,6 +127,10 @@ class UsageObjectInvalidError(UsageError):
     """A provider's usage object is malformed or of another provider's shape."""
 
 
+class GatewayKeyError(LedgerError):
+    """A presented gateway key is unknown, revoked or expired (the gateway answers 401)."""
+
+
 class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
     """A verdict halted the call (``halt-100`` or ``halt-uncertainty``); ``.verdict`` holds it."""
 

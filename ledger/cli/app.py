@@ -344,6 +344,7 @@ _register_fast_commands()
 for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.budgets_command",
+    "ledger.cli.gateway_keys_command",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",
     "ledger.cli.prices_command",
