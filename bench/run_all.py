@@ -25,7 +25,10 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   ``import json``; guard_client overhead around a local-server request p50 <= 3 ms;
 * ``ledger serve``: cold ``ledger verdict`` and ``ledger hook pre-tool-use`` through the
   server <= 1.5x ``python -c pass`` (paired medians); 8 client processes' durable
-  verdicts/s through the server >= 3x the same 8 in-process and >= 1x the bare loop.
+  verdicts/s through the server >= 3x the same 8 in-process and >= 1x the bare loop;
+* ``ledger proxy``: non-streaming latency added over a direct call to the same local
+  upstream p50 <= 3 ms; RSS after 10k calls <= 1.25x after 1k; the runaway loop (8 agent
+  loops against a $1 cap) halts with the spend between 90 % and 100 % of the cap.
 
 The parsers of the scripts' output are in ``run_all_figures.py``; the table's rows and
 its printer are in ``run_all_table.py``.
@@ -45,6 +48,7 @@ from run_all_table import (
     append_rows,
     calls_rows,
     gate_rows,
+    gateway_rows,
     merkle_rows,
     pg_rows,
     print_table,
@@ -61,6 +65,7 @@ SCRIPTS = {
     "pg": "bench_pg.py",
     "calls": "bench_calls.py",
     "server": "bench_server.py",
+    "gateway": "bench_gateway.py",
 }
 
 
@@ -160,13 +165,12 @@ def main() -> int:
         rows += append_rows(results["append"], own_bare)
     if "verify" in results:
         rows += verify_rows(results["verify"], own_ed, cores)
-    if "gate" in results:
-        rows += gate_rows(results["gate"])
-    if "merkle" in results:
-        rows += merkle_rows(results["merkle"])
-    rows += pg_rows(results["pg"]) if "pg" in results else []
-    rows += calls_rows(results["calls"]) if "calls" in results else []
-    rows += server_rows(results["server"]) if "server" in results else []
+    for name, build in (
+        ("gate", gate_rows), ("merkle", merkle_rows), ("pg", pg_rows), ("calls", calls_rows),
+        ("server", server_rows), ("gateway", gateway_rows),
+    ):  # fmt: skip
+        if name in results:
+            rows += build(results[name])
     print()
     print_table(rows)
     print()

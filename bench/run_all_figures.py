@@ -131,6 +131,21 @@ def parse_server(f: Figures) -> None:
     f.grab("spawn_inproc", rf"per-call processes, in-process\s*:\s*{NUM} verdicts/s")
 
 
+def parse_gateway(f: Figures) -> None:
+    f.grab("direct_p50", rf"non-streaming direct\s*:\s*p50 {NUM} ms")
+    f.grab("direct_p99", rf"non-streaming direct\s*:\s*p50 [\d.]+ ms, p99 {NUM} ms")
+    f.grab("proxied_p50", rf"non-streaming via gateway\s*:\s*p50 {NUM} ms")
+    f.grab("proxied_p99", rf"non-streaming via gateway\s*:\s*p50 [\d.]+ ms, p99 {NUM} ms")
+    f.grab("added_p50", rf"added by the gateway\s*:\s*p50 (-?{NUM}) ms")
+    f.grab("ttfb_direct", rf"first streamed byte\s*:\s*direct p50 {NUM} ms")
+    f.grab("ttfb_proxied", rf"first streamed byte\s*:.*via gateway p50 {NUM} ms")
+    f.grab("concurrent_rate", rf"64 concurrent clients\s*:\s*{NUM} gated calls/s")
+    f.grab("per_fsync", rf"gated calls/s, {NUM} sealed entries per fsync")
+    f.grab("rss_small", rf"gateway RSS\s*:\s*{NUM} MiB")
+    f.grab("rss_ratio", rf"gateway RSS\s*:.*\({NUM}x\)")
+    f.grab("runaway_pct", rf"runaway loop\s*:.*= {NUM} % of the \$1 cap")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
@@ -139,4 +154,5 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "pg": parse_pg,
     "calls": parse_calls,
     "server": parse_server,
+    "gateway": parse_gateway,
 }

@@ -198,3 +198,25 @@ def print_table(rows: list[Row]) -> None:
         )
         if index == 0:
             print("  ".join("-" * width for width in widths))
+
+
+def gateway_rows(f: Figures) -> list[Row]:
+    v = f.values
+    added, pct, rss = v.get("added_p50"), v.get("runaway_pct"), v.get("rss_ratio")
+    return [
+        Row("gateway: non-streaming call p50 added (verdict + record, fsync'd)",
+            fmt(added, " ms", 2), f"direct {fmt(v.get('direct_p50'), ' ms', 2)}",
+            f"via gateway {fmt(v.get('proxied_p50'), ' ms', 2)}", "<= 3 ms",
+            status(None if added is None else added <= 3)),
+        Row("  p99", fmt(v.get("proxied_p99"), " ms", 2),
+            f"direct {fmt(v.get('direct_p99'), ' ms', 2)}", "", "", ""),
+        Row("  time to the first streamed byte p50", fmt(v.get("ttfb_proxied"), " ms", 2),
+            f"direct {fmt(v.get('ttfb_direct'), ' ms', 2)}", "", "", ""),
+        Row("  64 concurrent clients: gated calls/s", fmt(v.get("concurrent_rate"), " /s"),
+            f"{fmt(v.get('per_fsync'), ' entries per fsync', 1)}", "", "", ""),
+        Row("  RSS after 10k calls vs 1k", fmt(rss, "x", 2),
+            f"1k: {fmt(v.get('rss_small'), ' MiB', 1)}", "", f"<= {MEMORY_FLAT}x",
+            status(None if rss is None else rss <= MEMORY_FLAT)),
+        Row("  runaway loop: spend at the halt, 8 loops, $1 cap", fmt(pct, " %", 2), "cap 100 %",
+            "", "90-100 %", status(None if pct is None else 90 <= pct <= 100)),
+    ]  # fmt: skip

@@ -13,7 +13,9 @@ set) it reports ``READY=1`` once scheduled.
 Unless told not to, it also runs ``ledger serve`` for its home (SPEC §9) as a
 child process, restarted if it dies and drained on stop. A child rather than a
 thread: the server takes on each client's environment and directory for the
-length of a request, which the scheduler's threads must never see.
+length of a request, which the scheduler's threads must never see. When
+``proxy.listen`` is set it runs the gateway ``ledger proxy`` the same way (its
+web stack stays out of the daemon's process).
 """
 
 import contextlib
@@ -29,12 +31,14 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
+from ledger.core.proxy_config import open_listen
 from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
 
 _DAY_SECONDS = 86_400
 _SPOOL_SECONDS = 30
 _SERVE_DRAIN_SECONDS = 15.0
+_GATEWAY_DRAIN_SECONDS = 600.0
 _EXIT_CONFIG = 78
 _EXIT_BUSY = 75
 # How often the main thread re-checks for a stop request even if no wake-up came.
@@ -120,15 +124,19 @@ class StopSignals:
 
 
 class ServerProcess:
-    """``ledger serve`` for the daemon's home, as a child process restarted when it dies."""
+    """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._argv = [sys.executable, "-m", "ledger", "--home", str(runtime.home), "serve"]
+    def __init__(
+        self, runtime: Runtime, command: str = "serve", drain_seconds: float = _SERVE_DRAIN_SECONDS
+    ) -> None:
+        self._argv = [sys.executable, "-m", "ledger", "--home", str(runtime.home), command]
+        self._command = command
+        self._drain_seconds = drain_seconds
         self._environ = dict(runtime.environ)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._thread = threading.Thread(target=self._run, name="ledger-serve", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"ledger-{command}", daemon=True)
 
     def start(self) -> "ServerProcess":
         """Start the server and its watcher."""
@@ -146,11 +154,11 @@ class ServerProcess:
             if self._stop.is_set():
                 return
             if code == _EXIT_CONFIG:
-                _log(f"serve: exited {code} (configuration error); not restarted")
+                _log(f"{self._command}: exited {code} (configuration error); not restarted")
                 return
             # 75: another server answers for the home; try again later.
             pause = 30.0 if code == _EXIT_BUSY else 1.0
-            _log(f"serve: exited {code}; restarting in {pause:g} s")
+            _log(f"{self._command}: exited {code}; restarting in {pause:g} s")
             self._stop.wait(pause)
 
     def stop(self) -> None:
@@ -161,11 +169,11 @@ class ServerProcess:
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(timeout=_SERVE_DRAIN_SECONDS)
+                proc.wait(timeout=self._drain_seconds)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        self._thread.join(timeout=_SERVE_DRAIN_SECONDS)
+        self._thread.join(timeout=self._drain_seconds)
 
 
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
@@ -247,10 +255,18 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             _log("stopped")
             return 0
         config = home_runtime.config
+        listen = config.proxy.listen
+        if listen is not None:
+            # A gateway that would listen where it must not is refused before anything starts.
+            open_listen(listen, "proxy.listen", config.proxy)
         scheduler.start()
-        server = None
+        server = gateway = None
         try:
             server = ServerProcess(home_runtime).start() if serve else None
+            if listen is not None:
+                # Streams in flight finish within the upstream timeout; wait for them.
+                drain = float(config.proxy.upstream_timeout_seconds or _GATEWAY_DRAIN_SECONDS)
+                gateway = ServerProcess(home_runtime, "proxy", drain).start()
             if polling:
                 poll_text = f"poll every {config.poll_seconds} s"
             elif config.poll_seconds > 0:
@@ -262,11 +278,14 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
                 f"{', '.join(config.reconcile_providers)}; {poll_text}; "
                 f"snapshot on '{config.snapshot_cron}' UTC; "
                 + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
+                + (f"; gateway on {listen}" if listen is not None else "")
             )
             notify_systemd("READY=1")
             _log(f"received {stop.wait().name}, stopping")
         finally:
             notify_systemd("STOPPING=1")
+            if gateway is not None:
+                gateway.stop()
             if server is not None:
                 server.stop()
             _shutdown(scheduler, config.store_url)

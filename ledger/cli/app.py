@@ -347,6 +347,7 @@ for _module in (
     "ledger.cli.gateway_keys_command",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",
+    "ledger.cli.proxy_command",
     "ledger.cli.prices_command",
     "ledger.cli.proof_commands",
     "ledger.cli.explain_command",

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.prices import PriceError, Rates, rates_from
+from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
@@ -85,6 +86,7 @@ class Config(NamedTuple):
     store_url: str | None = None
     store_schema: str = "ledger"
     budgets: tuple[Budget, ...] = ()
+    proxy: ProxySettings = ProxySettings()
 
 
 _PRICE_KEYS = frozenset(
@@ -301,6 +303,8 @@ def from_mapping(
         if section == "budgets":
             values["budgets"] = parse_budgets(table, "budgets")
             continue
+        if section == "proxy":
+            continue  # with its environment overrides, below
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -322,6 +326,8 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
+    if "proxy" in document or any(name.startswith("LEDGER_PROXY_") for name in environ):
+        values["proxy"] = proxy_settings(document.get("proxy"), environ)
     for variable, field, parse in (
         ("LEDGER_PRICES", "price_overrides", _price_overrides),
         ("LEDGER_BUDGETS", "budgets", parse_budgets),
@@ -394,6 +400,17 @@ lock_timeout_seconds = 10
 # output_per_mtok = 75.0
 # cache_read_per_mtok = 1.5      # default: the input rate
 # cache_write_per_mtok = 18.75   # default: the input rate
+
+# The gateway `ledger proxy`; with listen set, `ledger daemon` serves it too.
+# [proxy]
+# listen = "127.0.0.1:8787"
+# passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]
+# max_request_bytes = 33554432
+# upstream_timeout_seconds = 600
+# max_upstream_connections = 100
+# [proxy.upstream]
+# anthropic = "https://api.anthropic.com"
+# openai = "https://api.openai.com"
 """
 
 

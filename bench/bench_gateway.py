@@ -1,0 +1,278 @@
+"""The gateway (`ledger proxy`) against a local upstream: what it adds, and how it holds a budget.
+
+    python bench/bench_gateway.py [--quick] [--out DIR]
+
+Everything runs on loopback: the local upstream of the gateway tests
+(``tests/gateway/upstream.py``, Anthropic-shaped answers), a real ``ledger proxy``
+process, and the clients here. Figures printed:
+
+* non-streaming call latency, direct to the upstream vs through the gateway
+  (p50/p99, sequential keep-alive calls), and the p50 the gateway adds;
+* time to the first streamed byte, direct vs through the gateway (p50);
+* 64 concurrent clients through the gateway: gated calls/s, and sealed entries
+  per fsync (decisions and records per group commit, from the gateway's log);
+* the gateway's RSS after 1k and after 10k calls (2k/500 with --quick);
+* the runaway loop: 8 agent loops streaming through the gateway as fast as they
+  can against a $1 daily cap, a file observer answering fresh readings; the
+  spend recorded when every loop has been halted, as % of the cap.
+"""
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from common import REPO, ledger_script, out_dir
+
+ANTHROPIC = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+_LISTENING = re.compile(r"listening on http://([^\s]+) ")
+_STOPPED = re.compile(r"after (\d+) decisions and records in (\d+) batches")
+
+
+def body(*, stream: bool, max_tokens: int = 1024) -> bytes:
+    return json.dumps(
+        {"model": "claude-bench", "max_tokens": max_tokens, "stream": stream,
+         "messages": [{"role": "user", "content": "Summarise the design doc in three lines."}]}
+    ).encode()  # fmt: skip
+
+
+def start_upstream() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.gateway.upstream"],
+        cwd=REPO, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    port = proc.stdout.readline().strip() if proc.stdout is not None else ""
+    check(port.isdigit(), f"the upstream did not start: {port!r}")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def make_home(root: Path, upstream: str, cap: str, observer_file: Path | None = None) -> Path:
+    home = root / f"home-{time.monotonic_ns()}"
+    subprocess.run([ledger_script(), "--home", str(home), "init"], check=True,
+                   capture_output=True)  # fmt: skip
+    observer = ""
+    if observer_file is not None:
+        script = REPO / "observers" / "file_observer.py"
+        observer = (
+            f'[observer]\ncommand = ["{sys.executable}", "{script}", "--file", "{observer_file}"]\n'
+        )
+    (home / "ledger.toml").write_text(
+        f"[usd]\ndaily_cap = {cap}\n\n{observer}\n"
+        f'[proxy.upstream]\nanthropic = "{upstream}"\nopenai = "{upstream}"\n\n'
+        '[prices."anthropic/claude-bench"]\ninput_per_mtok = 3\noutput_per_mtok = 15\n'
+    )
+    return home
+
+
+class Gateway:
+    def __init__(self, home: Path) -> None:
+        self.proc = subprocess.Popen(
+            [ledger_script(), "--home", str(home), "proxy", "--listen", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        stderr = self.proc.stderr
+        check(stderr is not None, "no gateway log")
+        first = stderr.readline() if stderr is not None else ""
+        found = _LISTENING.search(first)
+        if found is None:
+            raise SystemExit(f"the gateway did not start: {first}")
+        self.url = f"http://{found.group(1)}"
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        if self.proc.stderr is not None:
+            self.lines.extend(line.rstrip("\n") for line in self.proc.stderr)
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> tuple[int, int]:
+        """SIGTERM; the decisions and records it sealed, and in how many group commits."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+        self._reader.join(timeout=30)
+        for line in self.lines:
+            found = _STOPPED.search(line)
+            if found:
+                return int(found.group(1)), int(found.group(2))
+        return 0, 0
+
+
+def check(ok: bool, what: object) -> None:
+    """Stop the benchmark: a figure measured on failing calls would mean nothing."""
+    if not ok:
+        raise SystemExit(f"bench_gateway: {what}")
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def latencies(base: str, count: int) -> list[float]:
+    samples = []
+    with httpx.Client(base_url=base, headers=ANTHROPIC) as client:
+        for index in range(count + 20):
+            began = time.perf_counter()
+            response = client.post("/v1/messages", content=body(stream=False))
+            elapsed = time.perf_counter() - began
+            check(response.status_code == 200, response.text)
+            if index >= 20:  # warm-up: connections, imports, first fsyncs
+                samples.append(elapsed * 1000)
+    return samples
+
+
+def first_byte(base: str, count: int) -> list[float]:
+    samples = []
+    with httpx.Client(base_url=base, headers=ANTHROPIC) as client:
+        for index in range(count + 10):
+            began = time.perf_counter()
+            with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
+                chunks = response.iter_raw()
+                next(chunks)
+                elapsed = time.perf_counter() - began
+                for _ in chunks:
+                    pass
+            if index >= 10:
+                samples.append(elapsed * 1000)
+    return samples
+
+
+async def _concurrent(base: str, clients: int, calls_each: int) -> float:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, headers=ANTHROPIC, limits=limits) as client:
+
+        async def loop() -> None:
+            for _ in range(calls_each):
+                response = await client.post("/v1/messages", content=body(stream=False))
+                check(response.status_code == 200, response.text)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(clients)))
+        return clients * calls_each / (time.perf_counter() - began)
+
+
+def calls(base: str, count: int) -> None:
+    with httpx.Client(base_url=base, headers=ANTHROPIC) as client:
+        for _ in range(count):
+            client.post("/v1/messages", content=body(stream=False))
+
+
+def runaway(base: str, loops: int) -> tuple[int, int]:
+    """Agent loops streaming as fast as they can until halted; (calls made, halts seen)."""
+    made = [0] * loops
+
+    def agent(number: int) -> None:
+        with httpx.Client(base_url=base, headers=ANTHROPIC, timeout=120) as client:
+            while True:
+                with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
+                    if response.status_code == 402:
+                        response.read()
+                        return
+                    check(response.status_code == 200, response.status_code)
+                    for _ in response.iter_raw():
+                        pass
+                made[number] += 1
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(loops)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(made), loops
+
+
+def spent_micros(home: Path) -> int:
+    total = 0
+    for line in (home / "events.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry["event_type"] == "budget.record_call":
+            total += entry["payload"]["actual_micros"] or 0
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    sequential = 200 if args.quick else 1000
+    small, large = (500, 2000) if args.quick else (1000, 10_000)
+    root = Path(tempfile.mkdtemp(prefix="bench-gateway-", dir=out_dir(args.out)))
+    upstream, upstream_url = start_upstream()
+    try:
+        gateway = Gateway(make_home(root, upstream_url, "1000000"))
+        direct = latencies(upstream_url, sequential)
+        proxied = latencies(gateway.url, sequential)
+        print(
+            f"non-streaming direct     : p50 {statistics.median(direct):.2f} ms, "
+            f"p99 {percentile(direct, 99):.2f} ms ({sequential} sequential calls)"
+        )
+        print(
+            f"non-streaming via gateway: p50 {statistics.median(proxied):.2f} ms, "
+            f"p99 {percentile(proxied, 99):.2f} ms"
+        )
+        added = statistics.median(proxied) - statistics.median(direct)
+        print(f"added by the gateway     : p50 {added:.2f} ms")
+        ttfb_direct = first_byte(upstream_url, sequential // 2)
+        ttfb_proxied = first_byte(gateway.url, sequential // 2)
+        print(
+            f"first streamed byte      : direct p50 {statistics.median(ttfb_direct):.2f} ms, "
+            f"via gateway p50 {statistics.median(ttfb_proxied):.2f} ms"
+        )
+        gateway.stop()
+
+        gateway = Gateway(make_home(root, upstream_url, "1000000"))
+        rate = asyncio.run(_concurrent(gateway.url, 64, 20 if args.quick else 50))
+        jobs, batches = gateway.stop()
+        print(
+            f"64 concurrent clients    : {rate:.0f} gated calls/s, "
+            f"{jobs / max(batches, 1):.1f} sealed entries per fsync "
+            f"({jobs} entries in {batches} group commits)"
+        )
+
+        gateway = Gateway(make_home(root, upstream_url, "1000000"))
+        calls(gateway.url, small)
+        rss_small = gateway.rss_kib()
+        calls(gateway.url, large - small)
+        rss_large = gateway.rss_kib()
+        gateway.stop()
+        print(
+            f"gateway RSS              : {rss_small / 1024:.1f} MiB after {small} calls, "
+            f"{rss_large / 1024:.1f} MiB after {large} ({rss_large / rss_small:.2f}x)"
+        )
+
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        reading = root / "billing.json"
+        reading.write_text(json.dumps({"usd_used": 0, "billing_ts": now, "server_ts": now}))
+        home = make_home(root, upstream_url, "1", observer_file=reading)
+        gateway = Gateway(home)
+        made, halted = runaway(gateway.url, 8)
+        gateway.stop()
+        spent = spent_micros(home)
+        print(
+            f"runaway loop             : 8 loops, {made} calls until all {halted} were halted; "
+            f"spend at the halt {spent / 1e6:.6f} USD = {spent / 1e4:.2f} % of the $1 cap"
+        )
+    finally:
+        upstream.kill()
+        upstream.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""The ``[proxy]`` table of ``ledger.toml``: the gateway's settings, validated.
+
+``ledger proxy`` (and ``ledger daemon`` when ``proxy.listen`` is set) read
+these. Every key may be overridden by ``LEDGER_PROXY_<KEY>``; the list and the
+table (``passthrough``, ``upstream``) are given as JSON there. A malformed or
+out-of-range value is a ``ConfigError`` naming the key, never a fallback.
+"""
+
+import ipaddress
+import json
+import re
+from typing import Any, NamedTuple
+
+from ledger.errors import ConfigError
+
+DEFAULT_LISTEN = "127.0.0.1:8787"
+DEFAULT_UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+UPSTREAM_TIMEOUT_SECONDS = 600
+# httpx's own default pool size: enough for a busy team's agents on one host,
+# small enough that a runaway loop cannot open thousands of sockets upstream.
+MAX_UPSTREAM_CONNECTIONS = 100
+_CENTURY_SECONDS = 36_500 * 86_400
+_MAX_BYTES = 2**40
+_MAX_CONNECTIONS = 65_536
+_PATH_RE = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,1023}$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
+_URL_RE = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
+_PORT_MAX = 65_535
+_KEYS = (
+    "listen",
+    "upstream",
+    "passthrough",
+    "max_request_bytes",
+    "upstream_timeout_seconds",
+    "max_upstream_connections",
+    "require_keys",
+)
+_STRUCTURED = {"upstream", "passthrough"}
+
+
+class ProxySettings(NamedTuple):
+    """The gateway's settings; ``listen`` is ``None`` when ``proxy.listen`` is not set."""
+
+    listen: str | None = None
+    upstreams: dict[str, str] = DEFAULT_UPSTREAMS
+    passthrough: tuple[str, ...] = ()
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    upstream_timeout_seconds: int = UPSTREAM_TIMEOUT_SECONDS
+    max_upstream_connections: int = MAX_UPSTREAM_CONNECTIONS
+    require_keys: bool = False
+
+
+class ListenAddress(NamedTuple):
+    """A ``HOST:PORT`` the gateway listens on."""
+
+    host: str
+    port: int
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether only this machine can reach it (127.0.0.0/8, ::1 or ``localhost``)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False  # a host name other than localhost may resolve anywhere
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_listen(text: object, name: str) -> ListenAddress:
+    """``HOST:PORT`` (``[v6]:PORT`` for an IPv6 address) as a ``ListenAddress``.
+
+    Raises:
+        ConfigError: not of that form, or the port is over 65535; names ``name``.
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"{name}: must be HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    host, colon, port_text = text.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            host = ""
+    elif not _HOST_RE.fullmatch(host):
+        host = ""
+    if not colon or not host or not port_text.isdigit() or len(port_text) > len(str(_PORT_MAX)):
+        raise ConfigError(f"{name}: must be HOST:PORT, e.g. {DEFAULT_LISTEN}, got {text!r}")
+    port = int(port_text)
+    if port > _PORT_MAX:  # 0: any free port, which the gateway's log names
+        raise ConfigError(f"{name}: port must be in 0-{_PORT_MAX}, got {port}")
+    return ListenAddress(host, port)
+
+
+def open_listen(text: object, name: str, settings: ProxySettings) -> ListenAddress:
+    """``parse_listen``, refusing an address other machines reach unless keys are required.
+
+    Raises:
+        ConfigError: malformed, or not loopback while ``proxy.require_keys`` is off.
+    """
+    address = parse_listen(text, name)
+    if not address.is_loopback and not settings.require_keys:
+        raise ConfigError(
+            f"{name}: {address} is reachable from other machines; the gateway listens "
+            "there only with gateway keys required (proxy.require_keys = true)"
+        )
+    return address
+
+
+def _integer(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name}: must be an integer in [{low}, {high}]")
+    return value
+
+
+def _boolean(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{name}: must be true or false")
+
+
+def _upstreams(value: Any, name: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table of provider = URL")
+    upstreams = dict(DEFAULT_UPSTREAMS)
+    for provider, url in value.items():
+        if provider not in DEFAULT_UPSTREAMS:
+            raise ConfigError(f"{name}.{provider}: unknown provider (anthropic or openai)")
+        if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
+            raise ConfigError(f"{name}.{provider}: must be an http:// or https:// URL")
+        upstreams[provider] = url.strip().rstrip("/")
+    return upstreams
+
+
+def _paths(value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{name}: must be an array of paths such as /v1/files")
+    for path in value:
+        if not isinstance(path, str) or not _PATH_RE.fullmatch(path):
+            raise ConfigError(f"{name}: {path!r} is not a path starting with /")
+    return tuple(value)
+
+
+def _convert(key: str, value: Any, name: str) -> Any:
+    if key == "listen":
+        parse_listen(value, name)
+        return value.strip()
+    if key == "upstream":
+        return _upstreams(value, name)
+    if key == "passthrough":
+        return _paths(value, name)
+    if key == "max_request_bytes":
+        return _integer(value, name, 1, _MAX_BYTES)
+    if key == "upstream_timeout_seconds":
+        return _integer(value, name, 0, _CENTURY_SECONDS)
+    if key == "max_upstream_connections":
+        return _integer(value, name, 1, _MAX_CONNECTIONS)
+    return _boolean(value, name)
+
+
+_FIELD_FOR = {"upstream": "upstreams"}
+
+
+def proxy_settings(table: Any, environ: dict[str, str]) -> ProxySettings:
+    """The ``[proxy]`` table (``None`` when absent) with its ``LEDGER_PROXY_*`` overrides.
+
+    Raises:
+        ConfigError: an unknown key, or a malformed or out-of-range value; names the key.
+    """
+    values: dict[str, Any] = {}
+    if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError("ledger.toml: proxy must be a table")
+        for key, value in table.items():
+            if key not in _KEYS:
+                raise ConfigError(f"ledger.toml: unknown key proxy.{key}")
+            values[_FIELD_FOR.get(str(key), str(key))] = _convert(key, value, f"proxy.{key}")
+    for key in _KEYS:
+        variable = f"LEDGER_PROXY_{key.upper()}"
+        if variable not in environ:
+            continue
+        raw: Any = environ[variable]
+        if key in _STRUCTURED:
+            try:
+                raw = json.loads(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+        values[_FIELD_FOR.get(key, key)] = _convert(key, raw, variable)
+    return ProxySettings(**values)

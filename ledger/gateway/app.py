@@ -1,0 +1,264 @@
+"""The gateway's web application: gated model calls, free endpoints, and nothing else.
+
+``POST /v1/messages`` (Anthropic) and ``POST /v1/chat/completions`` and
+``POST /v1/responses`` (OpenAI) are gated: the request's estimate gets a
+verdict before anything is sent, a halt is answered 402 in the provider's own
+error shape, and an admitted call is forwarded and recorded once. ``GET
+/v1/models`` and ``POST /v1/messages/count_tokens`` cost nothing and are
+forwarded as they are, as are the paths an operator lists in
+``proxy.passthrough``; every other path is refused (404).
+"""
+
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route as WebRoute
+from starlette.types import Send
+
+from ledger.core.proxy_config import ProxySettings
+from ledger.errors import UsageError
+from ledger.gateway.caller import CallerRefusedError, resolve_caller
+from ledger.gateway.committer import Committer
+from ledger.gateway.exchange import Exchange
+from ledger.gateway.relay import (
+    client_headers,
+    error_response,
+    halt_message,
+    shape_for,
+    upstream_for,
+    upstream_headers,
+    verdict_headers,
+)
+from ledger.providers import RequestRefused, UsageReader, estimate_request, route
+from ledger.runtime import Runtime
+from ledger.services import calls
+
+Log = Callable[[str], None]
+
+
+class BodyTooLargeError(Exception):
+    """The request body is larger than ``proxy.max_request_bytes``."""
+
+
+class _RecordingStreamingResponse(StreamingResponse):
+    """A streaming response whose body is always closed, so its call is always recorded.
+
+    Starlette stops iterating a body whose client went away without closing
+    it; closing it here runs the body's own accounting at once.
+    """
+
+    async def stream_response(self, send: Send) -> None:
+        try:
+            await super().stream_response(send)
+        finally:
+            closer = getattr(self.body_iterator, "aclose", None)
+            if closer is not None:
+                with anyio.CancelScope(shield=True):
+                    await closer()
+
+
+class Gateway:
+    """The request handlers, over one committer and one upstream client."""
+
+    def __init__(self, settings: ProxySettings, committer: Committer, log: Log) -> None:
+        self.settings = settings
+        self.committer = committer
+        self.log = log
+        timeout = settings.upstream_timeout_seconds or None
+        limit = settings.max_upstream_connections
+        limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
+        # A request's headers and body go out as two writes: without TCP_NODELAY,
+        # Nagle's algorithm and the upstream's delayed ACK add ~40 ms to each.
+        transport = httpx.AsyncHTTPTransport(
+            limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        )
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout), transport=transport, follow_redirects=False
+        )
+
+    # ------------------------------------------------------------------ entry
+
+    async def dispatch(self, request: Request) -> Response:
+        """Answer any request: gated, forwarded as is, or refused."""
+        path = request.url.path
+        found = route(request.method, path)
+        try:
+            caller = resolve_caller(request.headers, self.settings)
+            if found is not None and found.kind != "free":
+                return await self._gated(request, found, caller)
+            if found is not None:
+                provider: str = found.provider
+                if path == "/v1/models" and "anthropic-version" not in request.headers:
+                    provider = "openai"
+                return await self._forward_free(request, provider, caller)
+            if path in self.settings.passthrough:
+                return await self._forward_free(request, shape_for(path, request.headers), caller)
+        except CallerRefusedError as exc:
+            shape = found.provider if found else shape_for(path, request.headers)
+            return error_response(shape, exc.status, f"ledger: {exc}")
+        except BodyTooLargeError:
+            shape = found.provider if found else shape_for(path, request.headers)
+            limit = self.settings.max_request_bytes
+            return error_response(
+                shape, 413, f"ledger: the request body is over {limit} bytes; it was not sent"
+            )
+        return error_response(
+            shape_for(path, request.headers),
+            404,
+            f"ledger: {request.method} {path} is not served by this gateway "
+            "(only model calls it can account for, and the paths in proxy.passthrough)",
+        )
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.settings.max_request_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise BodyTooLargeError
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                raise BodyTooLargeError
+            parts.append(part)
+        return b"".join(parts)
+
+    def _url(self, provider: str, request: Request) -> str:
+        query = request.url.query
+        base = upstream_for(self.settings, provider)
+        return f"{base}{request.url.path}" + (f"?{query}" if query else "")
+
+    # ------------------------------------------------------------------ free endpoints
+
+    async def _forward_free(self, request: Request, provider: str, caller: Any) -> Response:
+        body = await self._body(request)
+        outgoing = self.client.build_request(
+            request.method,
+            self._url(provider, request),
+            headers=upstream_headers(request.headers.items(), caller),
+            content=body,
+        )
+        try:
+            response = await self.client.send(outgoing, stream=True)
+        except httpx.HTTPError as exc:
+            message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
+            return error_response(provider, 502, message)
+        return _RecordingStreamingResponse(
+            _passing(response), status_code=response.status_code, headers=client_headers(response)
+        )
+
+    # ------------------------------------------------------------------ gated calls
+
+    async def _gated(self, request: Request, found: Any, caller: Any) -> Response:
+        provider = found.provider
+        body = await self._body(request)
+        try:
+            estimate = estimate_request(found, body)
+        except RequestRefused as exc:
+            return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        cycle_id = caller.session
+        if cycle_id is None and provider == "anthropic":
+            cycle_id = estimate.metadata_user_id
+        document = await self._decide(provider, estimate, cycle_id, caller.agent)
+        if isinstance(document, Response):
+            return document
+        headers = verdict_headers(document)
+        if not (document.get("verdict") in {"allow", "warn-90"} and document.get("verdict_ref")):
+            return error_response(provider, 402, halt_message(document), headers)
+        if document.get("verdict") == "warn-90":
+            self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
+        exchange = Exchange(
+            self.committer, provider, estimate.model, document, cycle_id,
+            UsageReader.for_route(found), self.log,
+        )  # fmt: skip
+        outgoing = self.client.build_request(
+            request.method,
+            self._url(provider, request),
+            headers=upstream_headers(request.headers.items(), caller),
+            content=body,
+        )
+        try:
+            response = await self.client.send(outgoing, stream=True)
+        except httpx.HTTPError as exc:
+            await exchange.record(complete=False)
+            message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
+            return error_response(provider, 502, message, headers)
+        passed = {**client_headers(response), **headers}
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return _RecordingStreamingResponse(
+                exchange.relay_stream(response), status_code=response.status_code, headers=passed
+            )
+        return await self._whole(response, exchange, provider, passed)
+
+    async def _whole(
+        self, response: httpx.Response, exchange: Exchange, provider: str, headers: dict[str, str]
+    ) -> Response:
+        """A JSON (or error) answer: read, recorded, then handed over whole."""
+        content = None
+        try:
+            content = await response.aread()
+        except httpx.HTTPError as exc:
+            self.log(f"upstream answer of {exchange.verdict_ref[:12]} broke: {exc}")
+        finally:
+            await response.aclose()
+        if content is not None:
+            exchange.reader.feed_json(content)
+        complete = content is not None and response.is_success and not exchange.reader.error
+        if not await exchange.record(complete=complete):
+            message = "ledger: the answer could not be recorded, so it is withheld"
+            return error_response(provider, 502, message, headers)
+        if content is None:
+            return error_response(provider, 502, "ledger: the upstream answer broke off", headers)
+        return Response(content, status_code=response.status_code, headers=headers)
+
+    async def _decide(
+        self, provider: str, estimate: Any, cycle_id: str | None, agent: str | None
+    ) -> dict[str, Any] | Response:
+        def job(runtime: Runtime) -> dict[str, Any]:
+            document, _admitted = calls.verdict(
+                runtime, None, provider, model=estimate.model,
+                input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
+                cycle_id=cycle_id, agent=agent,
+            )  # fmt: skip
+            return document
+
+        try:
+            return await self.committer.run(job)
+        except UsageError as exc:
+            return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        except Exception as exc:  # noqa: BLE001 - no decision could be made: fail closed
+            # The configuration is unusable, or a bug: nothing is sent either way.
+            document = {"verdict": "halt-uncertainty", "uncertainty_reason": "counter_inconsistent"}
+            message = f"ledger: halt-uncertainty: {exc}; the request was not sent"
+            return error_response(provider, 402, message, verdict_headers(document))
+
+
+async def _passing(response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.aiter_raw():
+            yield chunk
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+
+
+def build_app(gateway: Gateway) -> Starlette:
+    """The ASGI application: every method and path goes to ``gateway.dispatch``."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await gateway.client.aclose()
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    routes = [WebRoute("/{path:path}", gateway.dispatch, methods=methods)]
+    return Starlette(routes=routes, lifespan=lifespan)

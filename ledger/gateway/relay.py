@@ -1,0 +1,136 @@
+"""What crosses the gateway unchanged, and what does not: headers, bodies, error shapes."""
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from starlette.responses import JSONResponse
+
+from ledger.core.proxy_config import ProxySettings
+from ledger.gateway.caller import CREDENTIAL_HEADERS, LEDGER_HEADER_PREFIX, Caller
+from ledger.providers import error_body
+
+# RFC 9110 §7.6.1: connection-specific fields are never forwarded; host and the
+# framing fields are the gateway's own on each side.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+# Set by the gateway's own server for its answer; the upstream's would be a second copy.
+OWN_RESPONSE_HEADERS = frozenset({"date", "server", "content-encoding"})
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "budget_exceeded",
+    404: "not_found_error",
+    413: "request_too_large",
+    502: "api_error",
+}
+
+
+def _connection_listed(headers: Mapping[str, str]) -> set[str]:
+    listed = headers.get("connection", "")
+    return {name.strip().lower() for name in listed.split(",") if name.strip()}
+
+
+def upstream_headers(headers: Iterable[tuple[str, str]], caller: Caller) -> list[tuple[str, str]]:
+    """The request headers to send upstream.
+
+    Hop-by-hop and ``x-ledger-*`` headers stay here; the credentials are the
+    caller's as ``resolve_caller`` chose them; the body is asked for
+    uncompressed, so its usage can be read as it passes.
+    """
+    pairs = list(headers)
+    listed = _connection_listed(dict(pairs))
+    kept = [
+        (name, value)
+        for name, value in pairs
+        if name not in HOP_BY_HOP
+        and name not in listed
+        and name not in CREDENTIAL_HEADERS
+        and name != "accept-encoding"
+        and not name.startswith(LEDGER_HEADER_PREFIX)
+    ]
+    kept.extend(caller.credentials.items())
+    kept.append(("accept-encoding", "identity"))
+    return kept
+
+
+def client_headers(response: httpx.Response) -> dict[str, str]:
+    """The upstream response's headers to pass back (framing is the gateway's own)."""
+    listed = _connection_listed(response.headers)
+    return {
+        name: value
+        for name, value in response.headers.items()
+        if name not in HOP_BY_HOP and name not in listed and name not in OWN_RESPONSE_HEADERS
+    }
+
+
+def upstream_for(settings: ProxySettings, provider: str) -> str:
+    """The configured base URL of ``provider``."""
+    return settings.upstreams[provider]
+
+
+def shape_for(path: str, headers: Mapping[str, str]) -> str:
+    """Whose error shape a request gets when its route does not say."""
+    if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
+        return "anthropic"
+    return "openai"
+
+
+def error_response(
+    provider: str, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """An error in ``provider``'s own shape."""
+    body = error_body(provider, ERROR_TYPES.get(status, "api_error"), message)
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+def dollars(micros: Any) -> str:
+    """Micro-USD as dollars for people (exact; at least the cents)."""
+    if not isinstance(micros, int):
+        return "n/a"
+    text = str(Decimal(micros) / Decimal(1_000_000))
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{(cents or '').ljust(2, '0')}"
+
+
+def verdict_headers(document: Mapping[str, Any]) -> dict[str, str]:
+    """``x-ledger-verdict``, ``x-ledger-verdict-ref`` and ``x-ledger-usd-remaining``."""
+    remaining = document.get("usd_remaining")
+    return {
+        "x-ledger-verdict": str(document.get("verdict")),
+        "x-ledger-verdict-ref": str(document.get("verdict_ref") or ""),
+        "x-ledger-usd-remaining": "" if remaining is None else f"{remaining:.6f}",
+    }
+
+
+def halt_message(document: Mapping[str, Any]) -> str:
+    """Why a request was not sent: the verdict, its reason and the deciding cap's figures."""
+    verdict = document.get("verdict")
+    reason = document.get("uncertainty_reason")
+    head = f"ledger: {verdict}" + (f" ({reason})" if reason else "")
+    figures = (
+        f"deciding cap {document.get('deciding_cap')}: "
+        f"used {dollars(document.get('usd_used_micros'))}, "
+        f"reserved {dollars(document.get('usd_reserved_micros'))}, "
+        f"cap {dollars(document.get('daily_cap_micros'))}, "
+        f"estimate {dollars(document.get('estimated_micros'))}"
+    )
+    why = document.get("diagnostic") or document.get("recording_error")
+    ref = document.get("verdict_ref")
+    tail = f" (verdict {ref[:12]})" if isinstance(ref, str) and ref else ""
+    detail = f"; {why}" if why else ""
+    return f"{head}: {figures}{detail}; the request was not sent{tail}"

@@ -1,0 +1,297 @@
+"""The estimate of a model request, read from the request body alone.
+
+The input estimate is the UTF-8 size of all the text a request sends to the
+model ÷ 3, rounded up (a token is rarely under 3 bytes of text, so this
+over-counts rather than under-counts): the system prompt or instructions, the
+text of every message and content block (tool calls as their name and input,
+tool results as their content), and each tool's name, description and input
+schema as JSON. Each image adds 1,600 tokens; a document sent as base64 adds
+its base64 bytes ÷ 3. Blocks of a kind not named here count as their whole
+JSON text, so something new in a provider's format is over-counted, never
+free. The output estimate is the request's own output limit (times ``n`` for
+an OpenAI request asking for several choices): a request without one has no
+upper bound and is refused before anything is sent.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.errors import UsageError
+from ledger.providers.routes import Provider, Route
+
+IMAGE_TOKENS = 1600
+BYTES_PER_TOKEN = 3
+_OUTPUT_LIMITS = {
+    "messages": ("max_tokens",),
+    "chat_completions": ("max_completion_tokens", "max_tokens"),
+    "responses": ("max_output_tokens",),
+}
+
+
+class RequestRefused(UsageError):  # noqa: N818 - the name the gateway and guards share
+    """A request that cannot be estimated, so it must not be sent (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEstimate:
+    """What a request may cost: its model and token upper bounds."""
+
+    provider: Provider
+    model: str
+    input_tokens: int
+    max_output_tokens: int
+    stream: bool
+    metadata_user_id: str | None
+
+
+class _Tally:
+    """Bytes of text (and base64 documents) and images seen so far."""
+
+    def __init__(self) -> None:
+        self.text_bytes = 0
+        self.images = 0
+
+    def text(self, value: Any) -> None:
+        if isinstance(value, str):
+            self.text_bytes += len(value.encode("utf-8"))
+        elif value is not None:
+            self.json(value)
+
+    def json(self, value: Any) -> None:
+        if value is not None:
+            self.text_bytes += len(_json_text(value).encode("utf-8"))
+
+    def base64(self, data: Any) -> None:
+        """A base64 payload (a data URL's or a bare one): its bytes count as text."""
+        if isinstance(data, str):
+            _, comma, payload = data.partition(",")
+            self.text_bytes += len(payload if comma and data.startswith("data:") else data)
+        else:
+            self.json(data)
+
+    @property
+    def input_tokens(self) -> int:
+        return -(-self.text_bytes // BYTES_PER_TOKEN) + self.images * IMAGE_TOKENS
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else None
+
+
+# Anthropic Messages: system, messages[].content, tools[].
+
+
+def _anthropic_content(tally: _Tally, content: Any) -> None:
+    if isinstance(content, str) or not isinstance(content, list):
+        tally.text(content)
+        return
+    for block in content:
+        _anthropic_block(tally, block)
+
+
+def _anthropic_block(tally: _Tally, block: Any) -> None:
+    kind = _field(block, "type")
+    if kind == "text":
+        tally.text(block.get("text"))
+    elif kind == "image":
+        tally.images += 1
+    elif kind == "document":
+        tally.text(block.get("title"))
+        tally.text(block.get("context"))
+        source = block.get("source")
+        source_kind = _field(source, "type")
+        if source_kind == "base64":
+            tally.base64(source.get("data"))
+        elif source_kind == "text":
+            tally.text(source.get("data"))
+        elif source_kind == "content":
+            _anthropic_content(tally, source.get("content"))
+        else:
+            tally.json(source)
+    elif kind in {"tool_use", "server_tool_use"}:
+        tally.text(block.get("name"))
+        tally.json(block.get("input"))
+    elif kind == "tool_result":
+        _anthropic_content(tally, block.get("content"))
+    elif kind == "thinking":
+        tally.text(block.get("thinking"))
+    elif kind == "redacted_thinking":
+        tally.text(block.get("data"))
+    elif kind == "search_result":
+        tally.text(block.get("title"))
+        tally.text(block.get("source"))
+        _anthropic_content(tally, block.get("content"))
+    else:
+        tally.json(block)
+
+
+def _anthropic(tally: _Tally, body: dict[str, Any]) -> None:
+    _anthropic_content(tally, body.get("system"))
+    for message in _items(body.get("messages")):
+        if isinstance(message, dict):
+            _anthropic_content(tally, message.get("content"))
+        else:
+            tally.json(message)
+    for tool in _items(body.get("tools")):
+        tally.text(_field(tool, "name"))
+        tally.text(_field(tool, "description"))
+        tally.json(_field(tool, "input_schema"))
+
+
+# OpenAI: Chat Completions messages and Responses input share their part kinds.
+
+
+def _openai_content(tally: _Tally, content: Any) -> None:
+    if isinstance(content, str) or not isinstance(content, list):
+        tally.text(content)
+        return
+    for part in content:
+        _openai_part(tally, part)
+
+
+def _openai_part(tally: _Tally, part: Any) -> None:
+    kind = _field(part, "type")
+    if kind in {"text", "input_text", "output_text"}:
+        tally.text(part.get("text"))
+    elif kind == "refusal":
+        tally.text(part.get("refusal"))
+    elif kind in {"image_url", "input_image"}:
+        tally.images += 1
+    elif kind == "file":  # Chat Completions: {"file": {"file_data": "data:…;base64,…"}}
+        file = part.get("file")
+        if _field(file, "file_data") is not None:
+            tally.base64(file.get("file_data"))
+            tally.text(file.get("filename"))
+        else:
+            tally.json(file)
+    elif kind == "input_file" and part.get("file_data") is not None:  # Responses
+        tally.base64(part.get("file_data"))
+        tally.text(part.get("filename"))
+    elif kind == "input_audio":
+        tally.base64(_field(part.get("input_audio"), "data"))
+    else:
+        tally.json(part)
+
+
+def _openai_tool(tally: _Tally, tool: Any) -> None:
+    inner = _field(tool, "function") or _field(tool, "custom") or tool
+    if not isinstance(inner, dict) or "name" not in inner:
+        tally.json(tool)  # a built-in tool (web search, file search, …): its settings
+        return
+    tally.text(inner.get("name"))
+    tally.text(inner.get("description"))
+    tally.json(inner.get("parameters"))
+    tally.json(inner.get("format"))
+
+
+def _chat(tally: _Tally, body: dict[str, Any]) -> None:
+    for message in _items(body.get("messages")):
+        if not isinstance(message, dict):
+            tally.json(message)
+            continue
+        _openai_content(tally, message.get("content"))
+        tally.text(message.get("refusal"))
+        for call in [*_items(message.get("tool_calls")), message.get("function_call")]:
+            function = _field(call, "function") or _field(call, "custom") or call
+            tally.text(_field(function, "name"))
+            tally.text(_field(function, "arguments") or _field(function, "input"))
+    for tool in [*_items(body.get("tools")), *_items(body.get("functions"))]:
+        _openai_tool(tally, tool)
+    tally.json(_field(body.get("response_format"), "json_schema"))
+
+
+def _responses(tally: _Tally, body: dict[str, Any]) -> None:
+    _openai_content(tally, body.get("instructions"))
+    given = body.get("input")
+    for item in given if isinstance(given, list) else [given]:
+        _responses_item(tally, item)
+    for tool in _items(body.get("tools")):
+        _openai_tool(tally, tool)
+    tally.json(_field(_field(body.get("text"), "format"), "schema"))
+
+
+def _responses_item(tally: _Tally, item: Any) -> None:
+    kind = _field(item, "type")
+    if kind in {None, "message"} and isinstance(item, dict):
+        _openai_content(tally, item.get("content"))
+    elif kind in {"function_call", "custom_tool_call"}:
+        tally.text(item.get("name"))
+        tally.text(item.get("arguments") if kind == "function_call" else item.get("input"))
+    elif kind in {"function_call_output", "custom_tool_call_output"}:
+        _openai_content(tally, item.get("output"))
+    elif kind == "reasoning":
+        for part in _items(item.get("summary")):
+            tally.text(_field(part, "text"))
+        tally.text(item.get("encrypted_content"))
+    elif kind is None:
+        tally.text(item)  # a bare string input
+    else:
+        tally.json(item)
+
+
+_WALKERS = {"messages": _anthropic, "chat_completions": _chat, "responses": _responses}
+
+
+def _output_limit(kind: str, body: dict[str, Any]) -> int:
+    names = _OUTPUT_LIMITS[kind]
+    limits = []
+    for name in names:
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RequestRefused(f"the request's {name} is not a positive integer: {value!r}")
+        limits.append(value)
+    if not limits:
+        raise RequestRefused(
+            f"the request has no output limit ({' or '.join(names)}), so its cost has no "
+            "upper bound; it was not sent"
+        )
+    choices = body.get("n") if kind == "chat_completions" else None
+    if isinstance(choices, int) and not isinstance(choices, bool) and choices > 1:
+        return max(limits) * choices  # every choice may produce up to the limit
+    return max(limits)
+
+
+def estimate_request(route: Route, body: bytes) -> RequestEstimate:
+    """The model and token upper bounds of a request to ``route``.
+
+    Raises:
+        RequestRefused: the route is not a model call, the body is not a JSON
+            object, or it names no model or no output limit.
+    """
+    if not route.is_model_call:
+        raise RequestRefused("the request is not a model call; it costs nothing to estimate")
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise RequestRefused(f"the request body is not JSON ({type(exc).__name__})") from exc
+    if not isinstance(document, dict):
+        raise RequestRefused("the request body is not a JSON object")
+    model = document.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestRefused("the request names no model")
+    max_output = _output_limit(route.kind, document)
+    tally = _Tally()
+    try:
+        _WALKERS[route.kind](tally, document)
+    except RecursionError as exc:
+        raise RequestRefused("the request body nests too deeply to be estimated") from exc
+    user_id = _field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
+    return RequestEstimate(
+        provider=route.provider,
+        model=model,
+        input_tokens=tally.input_tokens,
+        max_output_tokens=max_output,
+        stream=document.get("stream") is True,
+        metadata_user_id=user_id if isinstance(user_id, str) else None,
+    )

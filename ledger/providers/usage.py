@@ -1,0 +1,181 @@
+"""A response's usage, read from its JSON body or from its SSE stream event by event.
+
+Each provider reports usage its own way:
+
+- Anthropic Messages: a JSON ``message`` with ``usage``; a stream opens with
+  ``message_start`` (``message.usage``: input and cache counts, the first output
+  count), its ``message_delta`` events carry cumulative ``usage`` fields that
+  replace the earlier ones, ``message_stop`` ends it, and an ``error`` event
+  reports a failure mid-stream.
+- OpenAI Chat Completions: a JSON ``chat.completion`` with ``usage``; a stream's
+  chunks carry ``usage`` only in the last one (when the request asked for it
+  with ``stream_options.include_usage``), then ``data: [DONE]``.
+- OpenAI Responses: a JSON ``response`` with ``usage``; a stream ends with
+  ``response.completed``, ``response.incomplete`` or ``response.failed``, whose
+  ``response.usage`` is the whole call's.
+
+``usage`` is the provider's own usage object, in the shape ``ledger record
+--usage-json`` reads. Data that is not what the provider documents is never an
+exception here: a reader only reports what it saw, and the caller records it.
+"""
+
+import json
+from typing import Any, ClassVar
+
+from ledger.providers.routes import Route
+from ledger.providers.sse import ServerSentEvent, SSEDecoder
+
+
+class UsageReader:
+    """Usage, ids and the outcome of one response, fed as JSON or as SSE bytes."""
+
+    provider: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+        self._usage: dict[str, Any] | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.error: str | None = None
+        self.finished = False
+
+    @staticmethod
+    def for_route(route: Route) -> "UsageReader":
+        """A reader for responses of ``route`` (a model call).
+
+        Raises:
+            ValueError: the route is not a model call.
+        """
+        readers: dict[str, type[UsageReader]] = {
+            "messages": AnthropicUsageReader,
+            "chat_completions": ChatUsageReader,
+            "responses": ResponsesUsageReader,
+        }
+        if route.kind not in readers:
+            raise ValueError(f"no usage to read for a {route.kind} route")
+        return readers[route.kind]()
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The usage received so far (a copy), or ``None`` when none was."""
+        return None if self._usage is None else dict(self._usage)
+
+    def feed_json(self, body: bytes) -> None:
+        """Read a whole (non-streamed) JSON response body."""
+        try:
+            document = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            self.error = "the response body is not JSON"
+            return
+        if not isinstance(document, dict):
+            self.error = "the response body is not a JSON object"
+            return
+        self._take_ids(document)
+        self._set_usage(document.get("usage"))
+        # A failed response may still report the usage it consumed.
+        self.finished = not self._take_error(document)
+
+    def feed_sse(self, chunk: bytes) -> None:
+        """Read the next bytes of an SSE response body (split anywhere)."""
+        for event in self._decoder.feed(chunk):
+            self._event(event)
+
+    def _event(self, event: ServerSentEvent) -> None:
+        try:
+            data = json.loads(event.data)
+        except (ValueError, RecursionError):
+            return  # a keep-alive or foreign event: it carries no usage
+        if not isinstance(data, dict):
+            return
+        if event.event == "error" or data.get("type") == "error" or data.get("error"):
+            self._take_error(data)
+            return
+        self._data(data)
+
+    def _data(self, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _take_ids(self, document: dict[str, Any]) -> None:
+        if isinstance(document.get("id"), str):
+            self.response_id = document["id"]
+        if isinstance(document.get("model"), str):
+            self.model = document["model"]
+
+    def _set_usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            self._usage = dict(usage)
+
+    def _merge_usage(self, usage: Any) -> None:
+        """Overlay the non-null fields of ``usage`` on what was received before."""
+        if isinstance(usage, dict):
+            merged = dict(self._usage or {})
+            merged.update({key: value for key, value in usage.items() if value is not None})
+            self._usage = merged
+
+    def _take_error(self, document: dict[str, Any]) -> bool:
+        found = document.get("error")
+        if found is None and document.get("type") == "error":
+            found = {"type": document.get("code"), "message": document.get("message")}
+        if found is None:
+            return False
+        if isinstance(found, dict):
+            kind = found.get("type") or found.get("code") or "error"
+            message = found.get("message")
+            self.error = f"{kind}: {message}" if message else str(kind)
+        else:
+            self.error = str(found)
+        return True
+
+
+class AnthropicUsageReader(UsageReader):
+    """Anthropic Messages responses."""
+
+    provider = "anthropic"
+
+    def _data(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "message_start" and isinstance(data.get("message"), dict):
+            message = data["message"]
+            self._take_ids(message)
+            self._merge_usage(message.get("usage"))
+        elif kind == "message_delta":
+            self._merge_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.finished = True
+
+
+class ChatUsageReader(UsageReader):
+    """OpenAI Chat Completions responses."""
+
+    provider = "openai"
+
+    def _event(self, event: ServerSentEvent) -> None:
+        if event.data.strip() == "[DONE]":
+            self.finished = True
+            return
+        super()._event(event)
+
+    def _data(self, data: dict[str, Any]) -> None:
+        self._take_ids(data)
+        self._set_usage(data.get("usage"))
+
+
+class ResponsesUsageReader(UsageReader):
+    """OpenAI Responses API responses."""
+
+    provider = "openai"
+    _TERMINAL: ClassVar[frozenset[str]] = frozenset(
+        {"response.completed", "response.incomplete", "response.failed"}
+    )
+
+    def _data(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        response = data.get("response")
+        if not isinstance(response, dict):
+            return
+        self._take_ids(response)
+        self._set_usage(response.get("usage"))
+        if kind == "response.failed":
+            self._take_error(response)
+        if kind in self._TERMINAL:
+            self.finished = True

@@ -1,0 +1,234 @@
+"""A local upstream that answers like the Anthropic and OpenAI APIs, run as its own process.
+
+``python -m tests.gateway.upstream`` prints its port on stdout once it listens.
+Model calls are answered as JSON or SSE (``"stream": true``). A request header
+``x-test-scenario`` picks the misbehaviour:
+
+- ``status:429`` (any status): an error body in the provider's shape;
+- ``pause:NAME``: an SSE stream that waits before each event after the first
+  until the test releases it (``POST /_control/release/NAME``, one event per
+  release), so a test can show an event reached the client before the next
+  one was sent, without timing anything;
+- ``error``: an SSE stream with an ``error`` event after ``message_start``;
+- ``cut``: an SSE stream whose connection is dropped after ``message_start``.
+
+``GET /_control/requests`` lists every request that reached it (path, query,
+headers, body); ``/_control/*`` is never forwarded by the gateway.
+"""
+
+import itertools
+import json
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+# Small round figures, so each call's exact cost is easy to state in a test.
+ANTHROPIC_USAGE = {"input_tokens": 1000, "output_tokens": 700}
+CHAT_USAGE = {"prompt_tokens": 2000, "completion_tokens": 500, "total_tokens": 2500}
+RESPONSES_USAGE = {"input_tokens": 3000, "output_tokens": 900, "total_tokens": 3900}
+
+_ids = itertools.count(1)
+_gates: dict[str, threading.Semaphore] = {}
+_gates_lock = threading.Lock()
+_requests: list[dict[str, Any]] = []
+
+
+def _gate(name: str) -> threading.Semaphore:
+    with _gates_lock:
+        return _gates.setdefault(name, threading.Semaphore(0))
+
+
+def anthropic_events(model: str, message_id: str) -> list[tuple[str, dict[str, Any]]]:
+    start_usage = {"input_tokens": ANTHROPIC_USAGE["input_tokens"], "output_tokens": 1}
+    message: dict[str, Any] = {
+        "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": start_usage,
+    }  # fmt: skip
+    return [
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "hello"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+
+
+def anthropic_message(model: str, message_id: str) -> dict[str, Any]:
+    return {
+        "id": message_id, "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": ANTHROPIC_USAGE,
+    }  # fmt: skip
+
+
+def chat_completion(model: str, completion_id: str) -> dict[str, Any]:
+    return {
+        "id": completion_id, "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
+                     "finish_reason": "stop"}],
+        "usage": CHAT_USAGE,
+    }  # fmt: skip
+
+
+def chat_chunks(model: str, completion_id: str) -> list[dict[str, Any]]:
+    base = {"id": completion_id, "object": "chat.completion.chunk", "created": 1, "model": model}
+    return [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"},
+                              "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
+        {**base, "choices": [], "usage": CHAT_USAGE},
+    ]  # fmt: skip
+
+
+def response_document(model: str, response_id: str) -> dict[str, Any]:
+    return {
+        "id": response_id, "object": "response", "created_at": 1, "model": model,
+        "status": "completed",
+        "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "hello", "annotations": []}]}],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": RESPONSES_USAGE,
+    }  # fmt: skip
+
+
+def response_events(model: str, response_id: str) -> list[tuple[str, dict[str, Any]]]:
+    done = response_document(model, response_id)
+    started = {**done, "status": "in_progress", "output": [], "usage": None}
+    return [
+        ("response.created", {"type": "response.created", "sequence_number": 0,
+                              "response": started}),
+        ("response.output_text.delta", {"type": "response.output_text.delta",
+                                        "sequence_number": 1, "item_id": "m1",
+                                        "output_index": 0, "content_index": 0,
+                                        "delta": "hello", "logprobs": []}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 2,
+                                "response": done}),
+    ]  # fmt: skip
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *_args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/_control/requests":
+            self._json(200, {"requests": list(_requests)})
+            return
+        self._note(b"")
+        if path == "/v1/models":
+            self._json(200, {"data": [{"id": "claude-test", "type": "model"}], "object": "list"})
+            return
+        self._json(404, {"error": {"type": "not_found", "message": path}})
+
+    def do_POST(self) -> None:
+        parts = urlsplit(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if parts.path.startswith("/_control/release/"):
+            _gate(parts.path.rsplit("/", 1)[1]).release()
+            self._json(200, {"released": True})
+            return
+        self._note(body)
+        request = json.loads(body or b"{}")
+        scenario = self.headers.get("x-test-scenario", "")
+        model = request.get("model", "m")
+        number = next(_ids)
+        if scenario.startswith("status:"):
+            status = int(scenario.split(":", 1)[1])
+            if parts.path.startswith("/v1/messages"):
+                error = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+            else:
+                error = {"error": {"type": "server_error", "code": None, "message": "busy"}}
+            self._json(status, error)
+        elif parts.path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": 12})
+        elif parts.path == "/v1/messages":
+            message_id = f"msg_{number:06d}"
+            if request.get("stream"):
+                events = anthropic_events(model, message_id)
+                self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
+            else:
+                self._json(200, anthropic_message(model, message_id))
+        elif parts.path == "/v1/chat/completions":
+            completion_id = f"chatcmpl-{number:06d}"
+            if request.get("stream"):
+                chunks = [f"data: {json.dumps(c)}\n\n" for c in chat_chunks(model, completion_id)]
+                self._sse([*chunks, "data: [DONE]\n\n"])
+            else:
+                self._json(200, chat_completion(model, completion_id))
+        elif parts.path == "/v1/responses":
+            response_id = f"resp_{number:06d}"
+            if request.get("stream"):
+                events = response_events(model, response_id)
+                self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
+            else:
+                self._json(200, response_document(model, response_id))
+        else:
+            self._json(404, {"error": {"type": "not_found", "message": parts.path}})
+
+    def _note(self, body: bytes) -> None:
+        parts = urlsplit(self.path)
+        _requests.append(
+            {
+                "path": parts.path,
+                "query": parts.query,
+                "headers": {name.lower(): value for name, value in self.headers.items()},
+                "body": body.decode("utf-8", "replace"),
+            }
+        )
+
+    def _json(self, status: int, document: dict[str, Any]) -> None:
+        data = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, events: list[str]) -> None:
+        scenario = self.headers.get("x-test-scenario", "")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for index, event in enumerate(events):
+            if index and scenario.startswith("pause:"):
+                _gate(scenario.split(":", 1)[1]).acquire()
+            self.wfile.write(event.encode())
+            self.wfile.flush()
+            if index == 0 and scenario == "error":
+                error = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+                self.wfile.write(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
+                self.wfile.flush()
+                return
+            if index == 0 and scenario == "cut":
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default 5 drops connections of a busy benchmark
+    daemon_threads = True
+
+
+def main() -> None:
+    server = Server(("127.0.0.1", 0), Handler)
+    sys.stdout.write(f"{server.server_address[1]}\n")
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

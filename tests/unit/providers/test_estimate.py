@@ -1,0 +1,188 @@
+"""The estimate of a request: every text it sends ÷ 3, images, documents, its output limit."""
+
+import json
+
+import pytest
+
+from ledger.providers import RequestRefused, Route, estimate_request
+from tests.unit.providers.fixtures import fixture
+
+MESSAGES = Route("anthropic", "messages")
+CHAT = Route("openai", "chat_completions")
+RESPONSES = Route("openai", "responses")
+
+
+def utf8(*texts: str) -> int:
+    return sum(len(text.encode("utf-8")) for text in texts)
+
+
+def compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tokens(byte_count: int) -> int:
+    return -(-byte_count // 3)
+
+
+def body(**fields: object) -> bytes:
+    return json.dumps(fields).encode()
+
+
+class TestAnthropicGolden:
+    def test_every_kind_of_block_counts(self):
+        """System, text, tool name + input, tool result, tool schema, a base64 PDF; +1600 per image."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "location": {
+                    "type": "string",
+                    "description": "The city and state, e.g. San Francisco, CA",
+                }
+            },
+            "required": ["location"],
+        }
+        sent = utf8(
+            "You are a careful assistant.",
+            "JVBERi0xLjcKJcfsj6IKNSAwIG9iago=",  # the document's base64 bytes
+            "What is the weather like in San Francisco? Ünïcödé ✓",
+            "I'll check.",
+            "get_weather",
+            compact({"location": "San Francisco, CA"}),
+            "15 degrees",
+            "get_weather",
+            "Get the current weather in a given location",
+            compact(schema),
+        )
+        estimate = estimate_request(MESSAGES, fixture("anthropic_request.json"))
+        assert estimate.provider == "anthropic"
+        assert estimate.model == "claude-sonnet-4-5"
+        assert estimate.input_tokens == tokens(sent) + 1600
+        assert estimate.max_output_tokens == 1024
+        assert estimate.stream is True
+        assert estimate.metadata_user_id == "session-42"
+
+    def test_string_system_and_content(self):
+        """A plain string system prompt and message content count as their UTF-8 bytes."""
+        request = body(
+            model="claude-sonnet-4-5", max_tokens=10, system="é" * 4,
+            messages=[{"role": "user", "content": "abcd"}],
+        )  # fmt: skip
+        estimate = estimate_request(MESSAGES, request)
+        assert estimate.input_tokens == tokens(8 + 4)
+        assert estimate.stream is False
+        assert estimate.metadata_user_id is None
+
+    def test_a_block_of_an_unknown_kind_counts_as_its_json(self):
+        """Something new in the format is over-counted, never free."""
+        block = {"type": "container_upload", "file_id": "file_0123456789"}
+        request = body(model="m", max_tokens=1, messages=[{"role": "user", "content": [block]}])
+        assert estimate_request(MESSAGES, request).input_tokens == tokens(utf8(compact(block)))
+
+    def test_text_and_nested_documents(self):
+        """A plain-text document counts its text; a content document its blocks."""
+        blocks = [
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "abc"}},
+            {"type": "document", "title": "T", "source": {"type": "content", "content": [
+                {"type": "text", "text": "xyz"}, {"type": "image", "source": {}}]}},
+        ]  # fmt: skip
+        request = body(model="m", max_tokens=1, messages=[{"role": "user", "content": blocks}])
+        assert estimate_request(MESSAGES, request).input_tokens == tokens(7) + 1600
+
+
+class TestOpenAIGolden:
+    def test_chat_completions(self):
+        """Messages, tool calls, tools; an image adds 1600; a file its base64; output × n."""
+        sent = utf8(
+            "You are a careful assistant.",
+            "What is in this image?",
+            "JVBERi0xLjcK",  # the data URL's base64 part
+            "a.pdf",
+            "get_weather",
+            '{"location":"Boston"}',
+            "15 degrees",
+            "get_weather",
+            "Get the weather",
+            compact({"type": "object", "properties": {"location": {"type": "string"}}}),
+        )
+        estimate = estimate_request(CHAT, fixture("chat_request.json"))
+        assert (estimate.provider, estimate.model) == ("openai", "gpt-4.1")
+        assert estimate.input_tokens == tokens(sent) + 1600
+        assert estimate.max_output_tokens == 2 * 500  # n = 2 choices
+        assert estimate.stream is True
+        assert estimate.metadata_user_id is None
+
+    def test_responses(self):
+        """Instructions, input items, function calls and outputs, tools (built-in ones as JSON)."""
+        sent = utf8(
+            "You are a careful assistant.",
+            "Describe this.",
+            "JVBERi0xLjcK",
+            "a.pdf",
+            "get_weather",
+            '{"location":"Paris"}',
+            "15 degrees",
+            "get_weather",
+            "Get the weather",
+            compact({"type": "object", "properties": {"location": {"type": "string"}}}),
+            compact({"type": "web_search"}),
+        )
+        estimate = estimate_request(RESPONSES, fixture("responses_request.json"))
+        assert estimate.input_tokens == tokens(sent) + 1600
+        assert estimate.max_output_tokens == 256
+        assert estimate.stream is False
+
+    def test_responses_plain_string_input(self):
+        """``input`` may be one string."""
+        request = body(model="gpt-4.1", max_output_tokens=5, input="hello world!")
+        assert estimate_request(RESPONSES, request).input_tokens == 4
+
+    def test_chat_takes_the_larger_of_two_limits(self):
+        """max_tokens (deprecated) and max_completion_tokens both bound the output."""
+        request = body(model="gpt-4.1", max_tokens=900, max_completion_tokens=300, messages=[])
+        assert estimate_request(CHAT, request).max_output_tokens == 900
+
+
+class TestRefused:
+    @pytest.mark.parametrize(
+        ("route", "request_body", "words"),
+        [
+            (MESSAGES, b"not json", "not JSON"),
+            (MESSAGES, b"\xff\xfe", "not JSON"),
+            (MESSAGES, b"[1, 2]", "not a JSON object"),
+            (MESSAGES, body(max_tokens=5, messages=[]), "no model"),
+            (MESSAGES, body(model="", max_tokens=5), "no model"),
+            (MESSAGES, body(model="m", messages=[]), "no output limit (max_tokens)"),
+            (MESSAGES, body(model="m", max_tokens=0), "not a positive integer"),
+            (MESSAGES, body(model="m", max_tokens=True), "not a positive integer"),
+            (MESSAGES, body(model="m", max_tokens="5"), "not a positive integer"),
+            (CHAT, body(model="m", messages=[]), "max_completion_tokens or max_tokens"),
+            (RESPONSES, body(model="m", max_tokens=5, input="x"), "max_output_tokens"),
+            (RESPONSES, b"[" * 100_000 + b"]" * 100_000, "not JSON"),
+        ],
+    )
+    def test_request_that_cannot_be_bounded_is_refused(self, route, request_body, words):
+        """No model, no output limit or no JSON object: refused before anything is sent."""
+        with pytest.raises(RequestRefused) as caught:
+            estimate_request(route, request_body)
+        assert words in str(caught.value)
+        assert caught.value.exit_code == 2
+
+    def test_free_route_is_not_estimated(self):
+        """count_tokens and the model list cost nothing: there is nothing to estimate."""
+        with pytest.raises(RequestRefused):
+            estimate_request(Route("anthropic", "free"), body(model="m", max_tokens=1))
+
+    @staticmethod
+    def nested(depth: int) -> bytes:
+        content = '[{"type": "tool_result", "content": ' * depth + '"x"' + "}]" * depth
+        request = '{"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": '
+        return (request + content + "}]}").encode()
+
+    def test_nested_tool_results_are_walked(self):
+        """Tool results inside tool results count their text."""
+        assert estimate_request(MESSAGES, self.nested(200)).input_tokens == 1
+
+    def test_nesting_too_deep_is_refused_not_a_crash(self):
+        """Nesting that exhausts the parser or the walk is a refusal, not a traceback."""
+        with pytest.raises(RequestRefused, match=r"JSON|nests too deeply"):
+            estimate_request(MESSAGES, self.nested(5000))
