@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ledger.core.config import config_template, store_section
+from ledger.core.config_template import config_template, store_section
 from ledger.core.signing import Signer
 from ledger.core.trust import TrustedKey, TrustStore
 from ledger.core.units import usd_to_micros

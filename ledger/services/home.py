@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ledger.core.config import config_template
+from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import parse_ts
 from ledger.core.trust import Revocation, TrustedKey, TrustStore

@@ -1,0 +1,85 @@
+"""The ``ledger.toml`` that ``ledger init`` writes, and the ``[store]`` table of a fleet's."""
+
+import json
+
+
+def config_template(daily_cap_usd: str | None) -> str:
+    """The ``ledger.toml`` that ``ledger init`` writes."""
+    cap_line = (
+        f"daily_cap = {daily_cap_usd}"
+        if daily_cap_usd is not None
+        else "# daily_cap = 50.0   # required by `ledger verdict`"
+    )
+    return f"""# ledger configuration (SPEC §1). Environment variables LEDGER_<SECTION>_<KEY>
+# override these values.
+
+[usd]
+{cap_line}
+warn_pct = 90
+reservation_ttl_seconds = 900
+# day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
+# [usd.provider_caps]
+# openai = 5.0
+
+[billing]
+freshness_seconds = 300
+stale_halt_pct = 75
+stale_seconds = 900
+provider_lag_seconds = 300
+clock_tolerance_seconds = 60
+# `ledger daemon` reads each reconciled provider's bill this often (0: off)
+poll_seconds = 240
+
+[observer]
+# command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]
+timeout_seconds = 30
+
+[reconcile]
+interval_hours = 6
+drift_threshold_pct = 5.0
+providers = ["aggregate"]
+
+[snapshot]
+cron = "0 4 * * *"
+keep_days = 30
+
+[chain]
+lock_timeout_seconds = 10
+
+# A PostgreSQL database shared by a fleet of hosts (SPEC §8); without it the
+# chain is events.jsonl in this home.
+# [store]
+# url = "postgresql://ledger@db.internal/ledger"
+# schema = "ledger"
+
+# Price overrides, USD per million tokens (SPEC §7); they win over genai-prices.
+# [prices."anthropic/claude-opus-4-1"]
+# input_per_mtok = 15.0
+# output_per_mtok = 75.0
+# cache_read_per_mtok = 1.5      # default: the input rate
+# cache_write_per_mtok = 18.75   # default: the input rate
+
+# The gateway `ledger proxy`; with listen set, `ledger daemon` serves it too.
+# [proxy]
+# listen = "127.0.0.1:8787"
+# passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]
+# max_request_bytes = 33554432
+# upstream_timeout_seconds = 600
+# max_upstream_connections = 100
+# [proxy.upstream]
+# anthropic = "https://api.anthropic.com"
+# openai = "https://api.openai.com"
+
+# Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
+# [[budgets]]
+# name = "research-monthly"
+# usd = 200
+# period = "month"                  # day | week | month | rolling:<N>h | rolling:<N>d
+# match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag (globs)
+# per = "session"                   # optional: one cap per session | agent | key
+"""
+
+
+def store_section(url: str, schema: str) -> str:
+    """The ``[store]`` table ``ledger init`` adds to a new config for a fleet."""
+    return f"\n[store]\nurl = {json.dumps(url)}\nschema = {json.dumps(schema)}\n"
