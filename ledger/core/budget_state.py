@@ -6,7 +6,9 @@ counter: a calendar budget's holds the spend of its current period (a newer
 period resets the budget's counters, so ended periods are pruned as the chain
 moves on); a rolling budget's holds one item per record inside its window
 (dropped as they leave it), so "spend sealed within the window before now" is
-exact. Open reservations are kept per counter, so a verdict reads only the
+exact to the second (records of one second count as the latest of them); a
+busy window keeps one item per minute beyond its first few. Spend never leaves a
+window early. Open reservations are kept per counter, so a verdict reads only the
 counters of the budgets that apply to it.
 
 The state remembers the fingerprint of the definitions it was folded under; a
@@ -32,6 +34,9 @@ from ledger.core.timefmt import format_ts, parse_ts
 
 VERDICT_EVENTS = frozenset({"budget.allow", "budget.warn_90"})
 NO_VALUE = ""  # the counter of a budget without ``per``
+# A rolling counter keeps one item per second up to this many; beyond that, one
+# per minute, so a week's window holds at most about 10,000 items however busy.
+EXACT_ITEMS = 16
 
 
 def empty_budget_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
@@ -109,7 +114,14 @@ def _add_spend(
     counter["used"] += micros
     counter["last"] = ts
     if budget.window_seconds is not None:
-        counter["items"].append([ts, micros])
+        items = counter["items"]
+        same = 16 if len(items) >= EXACT_ITEMS else 19  # the minute, or the second
+        if items and items[-1][0][:same] == ts[:same]:
+            # Records of one second (of one minute, in a busy window) count together
+            # as the latest of them: they leave the window a little late, never early.
+            items[-1] = [ts, items[-1][1] + micros]
+        else:
+            items.append([ts, micros])
 
 
 def apply_budget_event(

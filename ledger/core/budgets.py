@@ -8,6 +8,7 @@ window of N hours or days ends now.
 """
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import re
@@ -191,6 +192,12 @@ def _warn_pct(value: Any, label: str) -> Fraction | None:
 
 def fingerprint(budgets: Iterable[Budget]) -> str:
     """A digest of the definitions: derived state folded under others is rebuilt."""
+    return _fingerprint(tuple(budgets))
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(budgets: tuple[Budget, ...]) -> str:
+    # Every command checks the stored state against it; the definitions rarely change.
     text = json.dumps([b.as_json() for b in budgets], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

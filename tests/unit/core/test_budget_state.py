@@ -4,7 +4,12 @@ import datetime as dt
 from fractions import Fraction
 from typing import Any
 
-from ledger.core.budget_state import apply_budget_event, budget_checks, empty_budget_state
+from ledger.core.budget_state import (
+    EXACT_ITEMS,
+    apply_budget_event,
+    budget_checks,
+    empty_budget_state,
+)
 from ledger.core.budgets import CallScope, parse_budgets
 
 DAY = parse_budgets([{"name": "daily", "usd": 10, "period": "day"}], "budgets")
@@ -120,3 +125,27 @@ def test_events_without_budgets_leave_the_state_alone():
     fold = Fold(())
     fold.record("2026-11-26T10:00:00.000000Z", 1)
     assert fold.state["by_name"] == {}
+
+
+def test_records_of_one_second_leave_the_window_with_the_latest_of_them():
+    """Within a second, spend counts until the latest record of that second leaves."""
+    fold = Fold(BURST)
+    fold.record("2026-11-26T10:00:00.100000Z", 1_000_000)
+    fold.record("2026-11-26T10:00:00.900000Z", 2_000_000)
+    assert fold.figures("2026-11-26T15:00:00.500000Z") == [("budget:burst", 3_000_000, 0)]
+    assert fold.figures("2026-11-26T15:00:00.900000Z") == [("budget:burst", 0, 0)]
+
+
+def test_a_busy_rolling_window_stays_bounded_and_never_lets_spend_out_early():
+    """Past its exact items, records of one minute count together as the latest of them."""
+    fold = Fold(BURST)
+    for second in range(200):
+        fold.record(f"2026-11-26T10:{second // 60:02d}:{second % 60:02d}.000000Z", 1)
+    counter = fold.state["by_name"]["burst"]["values"][""]
+    assert len(counter["items"]) <= EXACT_ITEMS + 4
+    assert counter["used"] == 200
+    # the first records leave on time: those sealed up to 10:00:10 are out at 15:00:10
+    assert fold.figures("2026-11-26T15:00:10.000000Z") == [("budget:burst", 200 - 11, 0)]
+    # a minute merged counts until its latest record leaves: late, never early
+    assert fold.figures("2026-11-26T15:03:18.999999Z") == [("budget:burst", 20, 0)]
+    assert fold.figures("2026-11-26T15:03:19.000000Z") == [("budget:burst", 0, 0)]
