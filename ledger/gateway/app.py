@@ -205,6 +205,10 @@ class Gateway:
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
         )  # fmt: skip
+        exchange.scope = {
+            "agent": caller.agent, "tags": list(caller.tags) or None,
+            "gateway_key": caller.key_name,
+        }  # fmt: skip
         outgoing = self.client.build_request(
             request.method,
             self._url(provider, request),

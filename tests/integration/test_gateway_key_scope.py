@@ -62,7 +62,8 @@ def test_a_key_scopes_the_call_and_the_gateway_substitutes_its_provider_key(keye
     assert (payload["agent"], payload["tags"], payload["key"], payload["cycle_id"]) == (
         "ci-bot", ["team"], "ci", "s1")  # fmt: skip
     assert [b["name"] for b in payload["budgets"]] == ["ci-key"]
-    assert len(records(home)) == 1
+    (record,) = records(home)
+    assert (record["agent"], record["tags"], record["key"]) == ("ci-bot", ["team"], "ci")
 
 
 def test_the_keys_budget_halts_with_402(keyed, upstream):
