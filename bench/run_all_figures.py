@@ -106,6 +106,8 @@ def parse_calls(f: Figures) -> None:
     f.grab("bare_ms", rf"bare SDK call\s+p50\s+{NUM}\s*ms")
     f.grab("guarded_ms", rf"guarded call\s+p50\s+{NUM}\s*ms")
     f.grab("overhead_ms", rf"guard_client overhead p50\s+{NUM}\s*ms")
+    f.grab("guard_chain_ms", rf"verdict \+ record, in-process p50\s+{NUM}\s*ms")
+    f.grab("guard_own_ms", rf"guard's own part p50\s+{NUM}\s*ms")
 
 
 def parse_pg(f: Figures) -> None:

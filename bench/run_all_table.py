@@ -127,6 +127,9 @@ def calls_rows(f: Figures) -> list[Row]:
             fmt(overhead, " ms", 2), f"bare SDK call {fmt(bare, ' ms', 2)}",
             f"guarded {fmt(v.get('guarded_ms'), ' ms', 2)}", "<= 3 ms",
             status(None if overhead is None else overhead <= 3)),
+        Row("guard_client's own part p50 (overhead - the verdict and record it seals)",
+            fmt(v.get("guard_own_ms"), " ms", 2),
+            f"verdict + record {fmt(v.get('guard_chain_ms'), ' ms', 2)}", "", "", ""),
     ]  # fmt: skip
 
 

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
     from ledger.api import open_book as open  # noqa: A004 - SPEC §7 names it ledger.open
     from ledger.errors import (
         BudgetHalted,
+        BudgetWarning,
         ConfigError,
         LedgerError,
         UnknownPriceError,
+        UnknownProviderError,
         UsageError,
     )
 
@@ -29,20 +31,24 @@ _LAZY = {
     "Usage": ("ledger.api", "Usage"),
     "Guard": ("ledger.api", "Guard"),
     "BudgetHalted": ("ledger.errors", "BudgetHalted"),
+    "BudgetWarning": ("ledger.errors", "BudgetWarning"),
     "LedgerError": ("ledger.errors", "LedgerError"),
     "UsageError": ("ledger.errors", "UsageError"),
     "UnknownPriceError": ("ledger.errors", "UnknownPriceError"),
+    "UnknownProviderError": ("ledger.errors", "UnknownProviderError"),
     "ConfigError": ("ledger.errors", "ConfigError"),
 }
 
 __all__ = [  # names bound lazily by __getattr__
     "BudgetHalted",
+    "BudgetWarning",
     "ConfigError",
     "Guard",
     "Ledger",
     "LedgerError",
     "Record",
     "UnknownPriceError",
+    "UnknownProviderError",
     "Usage",
     "UsageError",
     "Verdict",

@@ -4,7 +4,10 @@ Jobs: reconcile every ``reconcile.interval_hours`` for each provider in
 ``reconcile.providers`` (first run at start); a poll of each of those providers'
 bill every ``billing.poll_seconds`` (first run one interval after start; none when
 it is 0 or no ``observer.command`` is set), so spend made outside ``ledger``
-reaches every verdict within one poll; and a snapshot on ``snapshot.cron`` (UTC).
+reaches every verdict within one poll; a snapshot on ``snapshot.cron`` (UTC); and
+a full verification of the chain every ``chain.verify_interval_hours`` (first run
+at start; none when it is 0), whose BROKEN finding halts every verdict until
+``ledger recover``.
 A daily snapshot missed while the daemon was down is taken at start. Missed runs
 coalesce into one, a job never runs twice at once, each run is logged as one line
 on stderr, and SIGTERM/SIGINT stop it cleanly. Under systemd (``NOTIFY_SOCKET``
@@ -32,6 +35,7 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from ledger.core.proxy_config import open_listen
+from ledger.core.refs import short_ref
 from ledger.errors import ConfigError, LedgerError
 from ledger.runtime import Runtime
 
@@ -176,6 +180,13 @@ class ServerProcess:
         self._thread.join(timeout=self._drain_seconds)
 
 
+def _usd(micros: int | None) -> str:
+    """Money in the log as people read it (``$0.44``); the chain keeps the exact micro-USD."""
+    from ledger.core.units import cents_text
+
+    return "none" if micros is None else cents_text(micros)
+
+
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled reconcile; failures are logged, never raised into the scheduler."""
     from ledger.services.reconcile import reconcile
@@ -186,8 +197,8 @@ def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None
         _log(f"reconcile {provider}: error: {exc}")
         return
     _log(
-        f"reconcile {provider}: {outcome.status} counter={outcome.counter_micros} "
-        f"billing={outcome.billing_micros} drift_pct={outcome.drift_pct}"
+        f"reconcile {provider}: {outcome.status} counter={_usd(outcome.counter_micros)} "
+        f"billing={_usd(outcome.billing_micros)} drift_pct={outcome.drift_pct}"
         + (f" reason={outcome.reason}" if outcome.reason else "")
     )
 
@@ -202,7 +213,7 @@ def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
         _log(f"poll {provider}: error: {exc}")
         return
     if outcome.billing_micros is not None:
-        _log(f"poll {provider}: {outcome.status} billing={outcome.billing_micros}")
+        _log(f"poll {provider}: {outcome.status} billing={_usd(outcome.billing_micros)}")
     else:
         _log(f"poll {provider}: {outcome.status} reason={outcome.reason}")
 
@@ -223,6 +234,42 @@ def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
         _log(f"spool: sealed {drained} spooled record(s)")
 
 
+def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
+    from ledger.edges.alertfiles import AlertStateFile
+    from ledger.edges.webhook import post_json
+    from ledger.services.alerts import run_alerts
+
+    runtime = runtime_factory()
+    try:
+        run_alerts(
+            runtime.chain, runtime.config, AlertStateFile(runtime.home),
+            runtime.clock.now(), post_json, lambda line: _log(f"alerts: {line}"),
+        )  # fmt: skip
+    except LedgerError as exc:
+        _log(f"alerts: error: {exc}")
+
+
+def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
+    """One full verification; a BROKEN finding is kept for the gate. Never raises."""
+    from ledger.services.findings import verify_and_remember
+
+    try:
+        outcome = verify_and_remember(runtime_factory())
+    except LedgerError as exc:
+        _log(f"verify: error: {exc}")
+        return
+    if outcome is None:
+        return
+    if outcome.ok:
+        _log(f"verify: OK {outcome.entries} entries")
+    else:
+        _log(
+            f"verify: BROKEN line {outcome.line}: {outcome.reason}; "
+            "verdicts halt until `ledger recover`"
+        )
+
+
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
     from ledger.services.snapshot import take_snapshot
@@ -232,7 +279,7 @@ def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     except LedgerError as exc:
         _log(f"snapshot: error: {exc}")
         return
-    _log(f"snapshot: {result.path} entries={result.entries} head={result.head_hash[:16]}")
+    _log(f"snapshot: {result.path} entries={result.entries} head={short_ref(result.head_hash)}")
 
 
 def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
@@ -273,10 +320,12 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
                 poll_text = "polling off (no observer.command)"
             else:
                 poll_text = "polling off (billing.poll_seconds = 0)"
+            verify_hours = float(config.verify_interval_hours)
             _log(
                 f"started: reconcile every {float(config.interval_hours):g} h for "
                 f"{', '.join(config.reconcile_providers)}; {poll_text}; "
                 f"snapshot on '{config.snapshot_cron}' UTC; "
+                + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
                 + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
                 + (f"; gateway on {listen}" if listen is not None else "")
             )
@@ -342,6 +391,20 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
     scheduler.add_job(
         snapshot_job, snapshot_trigger, args=[fresh_runtime], id="snapshot", **snapshot_kwargs
     )
+    if config.alert_rules:
+        # Alerts follow the chain here, never on the per-call path (a verdict
+        # never waits for a webhook).
+        scheduler.add_job(
+            alerts_job, IntervalTrigger(seconds=config.alert_check_seconds, timezone=dt.UTC),
+            args=[fresh_runtime], id="alerts", next_run_time=now,
+        )  # fmt: skip
+    if config.verify_interval_hours > 0:
+        every_verify = IntervalTrigger(
+            seconds=float(config.verify_interval_hours) * 3600, timezone=dt.UTC
+        )
+        scheduler.add_job(
+            verify_job, every_verify, args=[fresh_runtime], id="verify", next_run_time=now
+        )
     _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
     return scheduler, polling
 

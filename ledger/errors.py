@@ -37,6 +37,13 @@ class ConfigError(LedgerError):
     exit_code = EXIT_CONFIG
 
 
+class NoHomeError(ConfigError):
+    """The home a command would run on does not exist: it was never initialized."""
+
+    def __init__(self, home: object) -> None:
+        super().__init__(f"no ledger home at {home}: run `ledger init`")
+
+
 class ClockRangeError(ConfigError):
     """The clock (``LEDGER_NOW``) is outside the times the chain can hold.
 
@@ -123,6 +130,10 @@ class UnknownPriceError(UsageError):
     """A model has no price (no override, not in the price snapshot): never taken as $0."""
 
 
+class UnknownProviderError(UsageError):
+    """A verdict names a provider this home does not know (a mistyped one would skirt its cap)."""
+
+
 class UsageObjectInvalidError(UsageError):
     """A provider's usage object is malformed or of another provider's shape."""
 
@@ -131,13 +142,55 @@ class GatewayKeyError(LedgerError):
     """A presented gateway key is unknown, revoked or expired (the gateway answers 401)."""
 
 
+def usd_text(micros: int) -> str:
+    """Micro-USD for people: whole cents, or more digits when the cents would hide the amount."""
+    whole, fraction = divmod(abs(micros), 1_000_000)
+    digits = f"{fraction:06d}".rstrip("0").ljust(2, "0")
+    return f"{'-' if micros < 0 else ''}${whole}.{digits}"
+
+
+def halt_message(verdict: Any) -> str:
+    """One sentence on a halt: verdict, reason, deciding cap, used, reserved, cap, estimate.
+
+    ``verdict`` is the ``ledger verdict`` document (a mapping) or an object with
+    its fields as attributes.
+    """
+
+    def field(name: str) -> Any:
+        if isinstance(verdict, dict):
+            return verdict.get(name)
+        return getattr(verdict, name, None)
+
+    def money(name: str) -> str:
+        micros = field(name)
+        return usd_text(micros) if isinstance(micros, int) else "unknown"
+
+    what = field("verdict") or "halt"
+    reason = field("uncertainty_reason")
+    if reason is None and what == "halt-100":
+        projected = field("usage_pct")
+        reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
+    text = f"{what}" + (f" ({reason})" if reason else "")
+    text += (
+        f": the deciding cap {field('deciding_cap') or 'unknown'} of {money('daily_cap_micros')} "
+        f"has {money('usd_used_micros')} used and {money('usd_reserved_micros')} reserved, "
+        f"and this call's estimate is {money('estimated_micros')}"
+    )
+    diagnostic = field("diagnostic")
+    if diagnostic:
+        text += f" — {diagnostic}"
+    return text
+
+
 class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
     """A verdict halted the call (``halt-100`` or ``halt-uncertainty``); ``.verdict`` holds it."""
 
     exit_code = EXIT_HALT
 
     def __init__(self, verdict: Any) -> None:
-        reason = getattr(verdict, "uncertainty_reason", None)
-        what = getattr(verdict, "verdict", "halt")
-        super().__init__(f"{what}" + (f": {reason}" if reason else ""))
+        super().__init__(halt_message(verdict))
         self.verdict = verdict
+
+
+class BudgetWarning(UserWarning):
+    """A call was admitted at ``warn-90``: the budget is nearly spent."""

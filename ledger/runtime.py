@@ -14,12 +14,12 @@ from ledger.core.config import Config
 from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
-from ledger.edges.files import atomic_write
+from ledger.edges.files import atomic_write, home_problem
 from ledger.edges.keyfiles import KeyDir
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
 from ledger.edges.statefile import StateFile
-from ledger.errors import ChainIOError, ConfigError
+from ledger.errors import ChainIOError, ConfigError, NoHomeError
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -166,7 +166,10 @@ class Runtime:
         command = self.config.observer_command
         if command is None:
             return Unreachable(provider, "no observer.command configured", self.clock.now())
-        return run_observer(command, provider, self.config.observer_timeout_seconds, self.clock)
+        config = self.config
+        return run_observer(
+            command, provider, config.observer_timeout_seconds, self.clock, config.observer_env
+        )
 
     def exclusive(
         self, name: str, wait_seconds: float | None = None
@@ -269,6 +272,26 @@ class Runtime:
         except OSError as exc:
             raise ChainIOError(f"cannot read the price snapshot for {provider}: {exc}") from exc
 
+    def has_price_file(self, provider: str) -> bool:
+        """Whether the price snapshot has a file for ``provider`` (one stat)."""
+        if not _PRICE_FILE_RE.fullmatch(provider):
+            return False
+        return (self.prices_dir / f"{provider}.json").is_file()
+
+    def price_providers(self) -> tuple[str, ...]:
+        """The providers the price snapshot has a file for (none when it cannot be listed)."""
+        try:
+            stems = [path.stem for path in self.prices_dir.iterdir() if path.suffix == ".json"]
+        except OSError:
+            return ()
+        return tuple(stem for stem in stems if _PRICE_FILE_RE.fullmatch(stem))
+
+    def library_providers(self) -> tuple[str, ...]:
+        """The providers genai-prices knows (slow to import: asked only when nothing else knows)."""
+        from ledger.edges.pricebook import library_providers
+
+        return library_providers()
+
     def build_price_snapshot(self, now: "dt.datetime") -> dict[str, bytes]:
         """genai-prices' rates in effect at ``now``, one file per provider."""
         from ledger.edges.pricebook import build_snapshot
@@ -297,7 +320,26 @@ class Runtime:
         """Where derived state is kept (rebuildable from the chain)."""
         return self.home / "state"
 
+    def home_problem(self) -> str | None:
+        """Why this home cannot be used (missing, unreadable, never initialised), or ``None``."""
+        return home_problem(self.home, CONFIG_FILE)
 
-def build_runtime(home_option: str | None) -> Runtime:
-    """The runtime for a command line's ``--home``."""
-    return Runtime(resolve_home(home_option))
+
+def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:
+    """The runtime for a command line's ``--home``.
+
+    Args:
+        home_option: ``--home`` as given, if it was.
+        must_exist: refuse a home that does not exist. Only ``init`` (which makes
+            it) and commands that never touch the home (offline verification,
+            hooks that answer for themselves) pass ``False``: anything else run
+            on a mistyped ``--home`` would find no chain, no key and no config
+            and report that in its own confusing words, or create files there.
+
+    Raises:
+        NoHomeError: ``must_exist`` and the home is not a directory.
+    """
+    home = resolve_home(home_option)
+    if must_exist and not home.is_dir():
+        raise NoHomeError(home)
+    return Runtime(home)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install ledger into ./.venv and run the main job on the embedded default:
 # a local home (./.ledger) with a generated key, one gated call, its record,
-# and an audit of the chain.
+# and an audit of the chain; it ends with a summary and what to do next.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${LEDGER_VENV:-.venv}"
@@ -13,7 +13,26 @@ HOME_DIR="${LEDGER_HOME:-./.ledger}"
 verdict=$("$LEDGER" --home "$HOME_DIR" verdict 0.25 --provider anthropic)
 echo "$verdict"
 ref=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict_ref"])')
-"$LEDGER" --home "$HOME_DIR" record 0.21 --provider anthropic --verdict-ref "$ref" --model-id claude-opus
+outcome=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
+"$LEDGER" --home "$HOME_DIR" record 0.21 --provider anthropic --verdict-ref "$ref" --model-id claude-sonnet-4-5
 "$LEDGER" --home "$HOME_DIR" usage
 "$LEDGER" --home "$HOME_DIR" checkpoint
-"$LEDGER" --home "$HOME_DIR" verify-chain
+verified=$("$LEDGER" --home "$HOME_DIR" verify-chain)
+echo "$verified"
+"$LEDGER" --home "$HOME_DIR" status
+
+cat <<SUMMARY
+
+Done. $("$LEDGER" --version) is installed in $VENV, with a home in $HOME_DIR:
+  - a configuration (ledger.toml) with a \$50 daily cap, a signing key and a trust store;
+  - one gated call: a verdict on an estimated \$0.25 ($outcome), then its actual \$0.21 recorded;
+  - a signed checkpoint, and the whole chain verified ($verified).
+
+Next:
+  export PATH="\$PWD/$VENV/bin:\$PATH"   # so that 'ledger' is the command
+  export LEDGER_HOME=$HOME_DIR
+  ledger status                              # where the day stands
+  ledger verdict 1.50 --provider anthropic   # gate another call (exit 0: go ahead, 1: halted)
+  ledger --help                              # every command; 'ledger COMMAND --help' for one
+Then put your agents behind the gate: README.md (gateway, Claude Code, Python) and docs/.
+SUMMARY

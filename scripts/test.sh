@@ -30,6 +30,10 @@ ruff check .
 ruff format --check .
 mypy
 lint-imports
+# The documentation site must build without a warning (to a throw-away folder).
+site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 set +e
 pytest -p no:cacheprovider "$@"
 status=$?

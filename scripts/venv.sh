@@ -4,6 +4,11 @@
 set -euo pipefail
 VENV="$1"
 if [ -x "$VENV/bin/python" ]; then
+  # A venv made before the distribution was named spend-ledger still holds the
+  # old 'ledger' one; both would own bin/ledger, so the old one goes first.
+  if ls -d "$VENV"/lib/python3*/site-packages/ledger-*.dist-info >/dev/null 2>&1; then
+    "$VENV/bin/python" -m pip uninstall --quiet --disable-pip-version-check -y ledger
+  fi
   exit 0
 fi
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

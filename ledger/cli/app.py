@@ -27,7 +27,7 @@ app = typer.Typer(
         "`ledger COMMAND --help` explains each command.\n\n"
         "Example: ledger --home ./.ledger verdict 0.25 --provider openai"
     ),
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -55,8 +55,28 @@ class State:
     home: str | None = None
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from ledger import __version__
+
+        sys.stdout.write(f"ledger {__version__}\n")
+        raise typer.Exit
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        help="Print `ledger <version>` and exit.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+]
+
+
 @app.callback()
-def _global(home: HomeOption = None) -> None:
+def _global(home: HomeOption = None, version: VersionOption = False) -> None:
+    del version  # printed by its callback
     State.home = home
 
 
@@ -75,7 +95,7 @@ def init(
         from ledger.services.home import init_home
         from ledger.services.prices import init_prices
 
-        runtime = _runtime()
+        runtime = _runtime(must_exist=False)
         if runtime.uses_database:  # a fleet host (SPEC §8)
             from ledger.cli.store_commands import init_fleet_host
 
@@ -112,7 +132,9 @@ def keys_rotate(
         from ledger.services.home import rotate_key
 
         root = _load_root(root_key) if root_key is not None else None
-        result = rotate_key(_runtime(), root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        result = rotate_key(runtime, root)
         print_json(
             {
                 "old_key_id": result.old_key_id,
@@ -124,6 +146,15 @@ def keys_rotate(
         return 0
 
     _exit(guarded(body))
+
+
+def backfill_strict_after(runtime: Any, root: Any) -> None:
+    """Give an older home's trust store its ``strict_after``, noting it on stderr."""
+    from ledger.services.home import ensure_strict_after
+
+    note = ensure_strict_after(runtime, root)
+    if note:
+        print_error(f"note: {note}")
 
 
 def _load_root(path: Path) -> Any:
@@ -150,6 +181,7 @@ def keys_pin_root(
 
         runtime = _runtime()
         root = _load_root(root_key)
+        backfill_strict_after(runtime, root)
         key_id = pin_root(
             runtime,
             root,
@@ -192,7 +224,9 @@ def keys_revoke(
             except ValueError as exc:
                 raise UsageError(f"--at: {exc}") from exc
         root = _load_root(root_key) if root_key is not None else None
-        revoke_key(_runtime(), key_id, reason, moment, root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        revoke_key(runtime, key_id, reason, moment, root)
         print_json(
             {"revoked": key_id, "revoked_at": format_ts(moment) if moment else None,
              "reason": reason}
@@ -232,7 +266,9 @@ def keys_trust(
             raise UsageError("KEY: expected ID=PEM, with ID matching ^[a-z0-9_-]+$")
         public_raw = load_public_key_file(Path(pem))
         root = _load_root(root_key) if root_key is not None else None
-        changed = trust_foreign_key(_runtime(), key_id, public_raw, root)
+        runtime = _runtime()
+        backfill_strict_after(runtime, root)
+        changed = trust_foreign_key(runtime, key_id, public_raw, root)
         print_json({"trusted": key_id, "signs": False, "changed": changed})
         return 0
 
@@ -317,7 +353,7 @@ def _register_fast_commands() -> None:
         "verdict": "Pre-call gate: allow, warn-90, halt-100 or halt-uncertainty.",
         "record": "Post-call accounting of actual spend.",
         "usage": "Read-only view of today's spend.",
-        "hook": "Claude Code PreToolUse / PostToolUse adapter.",
+        "hook": "Claude Code hooks (tool use, stop, prompt submit) and their install.",
         "tokens": "Convoy token budgets.",
         "turns": "Workflow turn budgets.",
         "tools": "Per-agent tool-call budgets.",
@@ -345,6 +381,7 @@ for _module in (
     "ledger.cli.ops_commands",
     "ledger.cli.budgets_command",
     "ledger.cli.gateway_keys_command",
+    "ledger.cli.deploy_command",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",
     "ledger.cli.proxy_command",
@@ -360,15 +397,26 @@ for _module in (
     importlib.import_module(_module).register(app)
 
 
+# click ≥ 8.2 reports a group called without a command as this usage error.
+_NO_ARGS_IS_HELP: Any = getattr(click_exceptions, "NoArgsIsHelpError", ())
+
+
 def run(args: list[str]) -> int:
     """Run the typer app on ``args``; usage errors end in one ``ledger:`` line (exit 2)."""
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as exc:
+        # `ledger` or `ledger keys` alone asks what there is: the help, not an error.
+        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx is not None else "")
+        return 0
     except click_exceptions.UsageError as exc:
-        if exc.ctx is not None:
-            sys.stderr.write(exc.ctx.get_usage() + "\n")
-        print_error(exc.format_message())
+        # One line, as every other error: what was wrong and where help is.
+        message, _, suggestions = exc.format_message().rstrip(".").partition(". Did you mean ")
+        if suggestions:
+            message += f" (did you mean {suggestions})"
+        prog = exc.ctx.command_path if exc.ctx is not None else "ledger"
+        print_error(f"{message[:1].lower()}{message[1:]}; see `{prog} --help`")
         return EXIT_USAGE
     except typer.Exit as exc:
         return int(exc.exit_code)

@@ -37,7 +37,7 @@ SERVED: dict[str, frozenset[str] | None] = {
     "verdict": None,
     "record": None,
     "usage": None,
-    "hook": None,
+    "hook": frozenset({"pre-tool-use", "post-tool-use", "stop", "user-prompt-submit"}),
     "tokens": frozenset({"check", "record"}),
     "tools": frozenset({"use", "check"}),
     "turns": frozenset({"record", "check"}),

@@ -2,20 +2,19 @@
 
 Exit codes: 0 explained, and the recomputed verdict agrees with the sealed one;
 1 it does not (the explanation is still printed, with the differences), or no
-verdict has that ref, or the chain breaks before it; 2 a malformed ref; 65 an
+verdict has that ref, or the chain breaks before it; 2 a malformed ref or a
+prefix that names more than one entry; 65 an
 unusable trust store; 74 the chain cannot be read; 78 a config error.
 """
 
-import re
 import sys
 from typing import Annotated, Any
 
 import typer
 
 from ledger.cli.output import guarded, print_error, print_json
+from ledger.core.refs import FULL_REF_DIGITS, MIN_REF_PREFIX, REF_PREFIX_RE
 from ledger.errors import EXIT_HALT, UsageError
-
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def _usd(micros: object) -> str:
@@ -52,7 +51,7 @@ def render_text(document: dict[str, Any]) -> str:
         f"{_pct(c['projected_pct']):>10}"
         for c in document["caps"]
     ]
-    out += ["", "  SPEC §4 rows, in order:"]
+    out += ["", "  verdict table rows, in order:"]
     out += [
         f"  {'*' if row['matched'] else ' '} {row['order']} {row['outcome']}"
         + (f" / {row['reason']}" if row["reason"] else "")
@@ -76,19 +75,23 @@ def render_text(document: dict[str, Any]) -> str:
 
 def explain_command(
     verdict_ref: Annotated[
-        str, typer.Argument(metavar="VERDICT_REF", help="The verdict_ref a verdict printed.")
+        str,
+        typer.Argument(
+            metavar="VERDICT_REF",
+            help="The verdict_ref a verdict printed, or any unique prefix of 12+ hex digits.",
+        ),
     ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
 ) -> None:
-    """Explain a sealed verdict from the chain alone: caps, every §4 row, billing readings.
+    """Explain a sealed verdict from the chain alone: caps, every verdict rule, billing readings.
 
     Recomputes the verdict from the verified entries before it (with the config
     in force now) and compares it with what was sealed; a difference is
     reported and exits 1.
 
-    Example: ledger --home ./.ledger explain 9c1f…e2 --json
+    Example: ledger --home ./.ledger explain 9c1f4be07a3d52e8 --json
     """
 
     def body() -> int:
@@ -96,8 +99,11 @@ def explain_command(
         from ledger.runtime import build_runtime
         from ledger.services.explain import explain
 
-        if not _HEX64.fullmatch(verdict_ref):
-            raise UsageError(f"VERDICT_REF: {verdict_ref!r} is not a 64-hex verdict_ref")
+        if not REF_PREFIX_RE.fullmatch(verdict_ref):
+            raise UsageError(
+                f"VERDICT_REF: {verdict_ref!r} is not a verdict_ref "
+                f"({MIN_REF_PREFIX} to {FULL_REF_DIGITS} lowercase hex digits)"
+            )
         result = explain(build_runtime(State.home), verdict_ref)
         document = result.to_document()
         if as_json:

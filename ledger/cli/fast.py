@@ -19,7 +19,7 @@ Handler = Callable[[str | None, argparse.Namespace], int]
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors end in one ``ledger: …`` line and exit 2.
+    """argparse whose errors are one ``ledger: …`` line pointing at ``--help``; exit 2.
 
     Descriptions and epilogs keep their line breaks, so the examples in
     ``--help`` can be copied and pasted as they are.
@@ -29,11 +29,25 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Parse; an argument nobody takes is reported with the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            # The top parser finds these, but the sub-command's --help is what helps.
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            usage_error(f"unrecognized arguments: {' '.join(extras)}", prog)
+        return parsed
+
     def error(self, message: str) -> NoReturn:
-        """Print usage and one ``ledger:`` line; exit 2."""
-        self.print_usage(sys.stderr)
-        print_error(message)
-        sys.exit(EXIT_USAGE)
+        """One ``ledger:`` line naming the problem and where help is; exit 2."""
+        usage_error(message, self.prog)
+
+
+def usage_error(message: str, prog: str) -> NoReturn:
+    """A bad command line: one ``ledger: …`` line on stderr, exit 2."""
+    print_error(f"{message}; see `{prog} --help`")
+    sys.exit(EXIT_USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:

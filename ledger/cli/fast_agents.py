@@ -21,27 +21,31 @@ class Family(NamedTuple):
 
 
 _FAMILIES: dict[str, Family] = {
-    "tokens": Family("convoy token budgets (seed 003)", "ledger.cli.fast_tokens",
+    "tokens": Family("convoy token budgets", "ledger.cli.fast_tokens",
                      "create, list, delete, report, check, record",
                      "ledger tokens check release-7 builder-1 4000"),
-    "turns": Family("workflow turn budgets (seed 000)", "ledger.cli.fast_turns",
+    "turns": Family("workflow turn budgets", "ledger.cli.fast_turns",
                     "create, phase, record, check",
                     "ledger turns record fix-login --type tool_use"),
-    "tools": Family("per-agent tool-call budgets (seed 001)", "ledger.cli.fast_tools",
+    "tools": Family("per-agent tool-call budgets", "ledger.cli.fast_tools",
                     "create, use, check", "ledger tools use builder-1"),
-    "time": Family("countdown budgets (seed 002)", "ledger.cli.fast_time", "start, status",
+    "time": Family("countdown budgets", "ledger.cli.fast_time", "start, status",
                    "ledger time start --budget-seconds 3600"),
     "hook": Family("Claude Code hook adapters", "ledger.cli.fast_hooks",
-                   "pre-tool-use, post-tool-use, stop",
+                   "pre-tool-use, post-tool-use, stop, user-prompt-submit, install",
                    "ledger hook pre-tool-use < pre-tool-use.json"),
 }  # fmt: skip
 
 
-def home_runtime(home: str | None) -> Any:
-    """The runtime of ``home`` (the ``--home`` option; ``None`` for the default)."""
+def home_runtime(home: str | None, *, must_exist: bool = True) -> Any:
+    """The runtime of ``home`` (the ``--home`` option; ``None`` for the default).
+
+    Raises:
+        NoHomeError: ``must_exist`` and there is no such home.
+    """
     from ledger.runtime import build_runtime
 
-    return build_runtime(home)
+    return build_runtime(home, must_exist=must_exist)
 
 
 def checked_id(value: str, what: str) -> str:

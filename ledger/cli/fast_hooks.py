@@ -1,4 +1,4 @@
-"""``ledger hook``: the Claude Code hook adapters (PreToolUse, PostToolUse, Stop).
+"""``ledger hook``: the Claude Code hook adapters and ``ledger hook install``.
 
 ``ledger hook pre-tool-use`` runs before every tool use of an agent: imports
 stay inside the functions, so it pays only for what it touches.
@@ -62,20 +62,12 @@ def _hook(home: str | None, event: str) -> int:
     except HookInputError as exc:
         print_error(f"hook {event}: malformed input ({exc}); no decision")
         return 0
-    runtime = home_runtime(home)
+    from ledger.services.agent_hooks import answer
+
+    # A hook answers deny/block itself, even for a home that does not exist.
+    runtime = home_runtime(home, must_exist=False)
     scope = _hook_scope(runtime.environ)
-    if event == "PreToolUse":
-        from ledger.services.agent_hooks import pre_tool_use
-
-        result = pre_tool_use(runtime, hook, scope)
-    elif event == "Stop":
-        from ledger.services.agent_hooks import stop
-
-        result = stop(runtime, hook)
-    else:
-        from ledger.services.agent_hooks import post_tool_use
-
-        result = post_tool_use(runtime, hook, scope)
+    result = answer(runtime, hook, scope)
     for line in [*scope.notes, *result.errors]:
         print_error(line.removeprefix("ledger: "))
     print_json(result.output)
@@ -100,6 +92,48 @@ def hook_stop(home: str | None, args: argparse.Namespace) -> int:
     return _hook(home, "Stop")
 
 
+def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook user-prompt-submit``: Claude Code UserPromptSubmit JSON on stdin."""
+    del args
+    return _hook(home, "UserPromptSubmit")
+
+
+def _launcher() -> list[str]:
+    """The argv that runs this ``ledger``: its launcher's absolute path, or ``python -m ledger``."""
+    import os
+    from pathlib import Path
+
+    script = sys.argv[0] if sys.argv else ""
+    if not script or Path(script).name == "__main__.py":
+        return [sys.executable, "-m", "ledger"]
+    return [os.path.abspath(script)]  # noqa: PTH100 - absolute, not resolved: keep the venv's link
+
+
+def hook_install(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook install``: write the four hooks into Claude Code's settings.json."""
+    from pathlib import Path
+
+    from ledger.edges.settingsfile import SettingsFile
+    from ledger.errors import ConfigError
+    from ledger.services.hook_install import install_hooks
+
+    runtime = home_runtime(home)
+    problem = runtime.home_problem()
+    if problem is not None:
+        raise ConfigError(problem)
+    if args.project is not None:
+        settings = Path(args.project) / ".claude" / "settings.json"
+    elif args.settings is not None:
+        settings = Path(args.settings)
+    else:
+        settings = Path.home() / ".claude" / "settings.json"
+    written = install_hooks(
+        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve()
+    )
+    print_json(written)
+    return 0
+
+
 def build(actions: Any) -> None:
     """Add the ``hook`` actions to ``actions``, the family parser's sub-parsers."""
     pre = actions.add_parser(
@@ -110,8 +144,10 @@ def build(actions: Any) -> None:
             "for the session (estimate: the mean cost of its recorded calls, at least $0.01),\n"
             "counts the turn (LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints\n"
             "the JSON Claude Code reads: permissionDecision deny on halt-100 or\n"
-            "halt-uncertainty, or when the agent's tool-call budget is exhausted; a\n"
-            "systemMessage on warn-90. Without usd.daily_cap, USD gating is off (said once).\n"
+            'halt-uncertainty (with "continue": false: the session stops), or when the\n'
+            "agent's tool-call budget is exhausted; a systemMessage on warn-90. Without\n"
+            "usd.daily_cap, USD gating is off (said once). A home that does not exist or\n"
+            "cannot be read denies (fail-closed) and creates nothing.\n"
             "Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
@@ -128,8 +164,10 @@ def build(actions: Any) -> None:
             "of its transcript_path not recorded yet (priced from each message's usage;\n"
             "provider anthropic, cycle_id the session id), and prints additionalContext\n"
             "with the countdown tier (LEDGER_BUDGET_END or `ledger time start`) and the\n"
-            "budget lines. Lines it cannot read are skipped and named on stderr.\n"
-            "Exit 0 (malformed stdin: one stderr line, no decision)."
+            "budget lines. Lines it cannot read are skipped and named on stderr. Subagent\n"
+            "transcripts (<session>/subagents/*.jsonl) are recorded too. Adds\n"
+            '"continue": false (the session stops) once the USD budget is spent or the\n'
+            "spend cannot be recorded. Exit 0 (malformed stdin: one stderr line, no decision)."
         ),
         epilog=(
             "Example (in .claude/settings.json, PostToolUse hook command):\n"
@@ -142,9 +180,54 @@ def build(actions: Any) -> None:
         help="Stop: record the session's spend",
         description=(
             "Claude Code Stop hook: reads the hook JSON on stdin and records every call of\n"
-            "its transcript_path not recorded yet, the turn's last one included. Prints {}.\n"
-            "Exit 0 (malformed stdin: one stderr line)."
+            "its transcript_path not recorded yet, the turn's last one included. Prints {},\n"
+            'or {"continue": false, "stopReason": ...} when the session\'s USD budget halts\n'
+            "or its spend cannot be recorded. Exit 0 (malformed stdin: one stderr line)."
         ),
         epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
     )
     stop.set_defaults(handler=hook_stop)
+    prompt = actions.add_parser(
+        "user-prompt-submit",
+        help="UserPromptSubmit: block a new prompt while the session's budget halts",
+        description=(
+            "Claude Code UserPromptSubmit hook: reads the hook JSON on stdin and runs the\n"
+            "session's USD verdict (as pre-tool-use does). On halt-100 or halt-uncertainty it\n"
+            'prints {"decision": "block", "reason": ...}: the prompt never reaches the model,\n'
+            "and the reason says what lifts the halt. A systemMessage on warn-90.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, UserPromptSubmit hook command):\n"
+            "  ledger --home /var/lib/ledger hook user-prompt-submit"
+        ),
+    )
+    prompt.set_defaults(handler=hook_user_prompt_submit)
+    install = actions.add_parser(
+        "install",
+        help="write the four hooks into Claude Code's settings.json",
+        description=(
+            "Writes PreToolUse, PostToolUse, Stop and UserPromptSubmit hooks into Claude\n"
+            "Code's settings.json (default ~/.claude/settings.json), merging with what is\n"
+            "there: other hooks and settings are kept, an earlier ledger hook is replaced,\n"
+            "and running it twice changes nothing. Each command names this ledger by its\n"
+            "absolute path and --home with the absolute home, so neither PATH nor the\n"
+            "working directory can turn the guard off. Prints what it wrote (JSON).\n"
+            "Exit 0; 78 when the home does not exist; 65 when settings.json is not JSON."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger --home ~/.ledger hook install\n"
+            "  ledger --home ~/.ledger hook install --project ~/src/app"
+        ),
+    )
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--settings", metavar="PATH", help="the settings.json to write (default: the user's)"
+    )
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="write the project's DIR/.claude/settings.json instead",
+    )
+    install.set_defaults(handler=hook_install)

@@ -36,7 +36,8 @@ def turns_record(home: str | None, args: argparse.Namespace) -> int:
     from ledger.services.agents.turns import turns_record as record
 
     workflow = checked_id(args.workflow, "WORKFLOW")
-    return _advisory(workflow, lambda: record(home_runtime(home), workflow, args.type))
+    runtime = home_runtime(home)  # a missing home is an error, not advice
+    return _advisory(workflow, lambda: record(runtime, workflow, args.type))
 
 
 def turns_check(home: str | None, args: argparse.Namespace) -> int:
@@ -44,7 +45,8 @@ def turns_check(home: str | None, args: argparse.Namespace) -> int:
     from ledger.services.agents.turns import turns_check as check
 
     workflow = checked_id(args.workflow, "WORKFLOW")
-    return _advisory(workflow, lambda: check(home_runtime(home), workflow))
+    runtime = home_runtime(home)  # a missing home is an error, not advice
+    return _advisory(workflow, lambda: check(runtime, workflow))
 
 
 def _advisory(workflow: str, action: Callable[[], dict[str, Any]]) -> int:

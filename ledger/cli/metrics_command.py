@@ -1,6 +1,6 @@
 """``ledger metrics [--output F]``: the Prometheus text exposition format (SPEC §10).
 
-``prometheus-client`` (the ``ledger[metrics]`` extra) is imported by this
+``prometheus-client`` (the ``spend-ledger[metrics]`` extra) is imported by this
 command only. With ``--output`` the file is written atomically
 (``write_to_textfile``: a temporary file renamed into place), for
 node_exporter's textfile collector. Exit codes: 0 written; 1 the extra is not
@@ -41,7 +41,13 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
         "ledger_reconcile_drift_pct", "The newest reconcile's drift, percent.", ["scope"],
         registry=registry,
     )  # fmt: skip
+    billing_age = Gauge(
+        "ledger_billing_reading_age_seconds",
+        "Seconds since the newest billing reading was fetched.", ["scope"], registry=registry,
+    )  # fmt: skip
     for scope in metrics.scopes:
+        if scope.billing_age_seconds is not None:
+            billing_age.labels(scope.scope).set(scope.billing_age_seconds)
         scope_gauges["used_usd"].labels(scope.scope).set(scope.used_micros / 1e6)
         scope_gauges["reserved_usd"].labels(scope.scope).set(scope.reserved_micros / 1e6)
         scope_gauges["cap_usd"].labels(scope.scope).set(scope.cap_micros / 1e6)
@@ -111,7 +117,7 @@ def metrics_command(
     ledger_chain_entries; ledger_reconcile_drift_pct; ledger_snapshot_age_seconds;
     ledger_budget_used_usd, ledger_budget_reserved_usd, ledger_budget_cap_usd and
     ledger_budget_usage_pct per budget and value of its per key.
-    Needs the metrics extra: pip install 'ledger[metrics]'.
+    Needs the metrics extra: pip install 'spend-ledger[metrics]'.
 
     Example: ledger --home /var/lib/ledger metrics --output /var/lib/node_exporter/ledger.prom
     """
@@ -121,7 +127,7 @@ def metrics_command(
             from prometheus_client import generate_latest, write_to_textfile
         except ImportError as exc:
             raise LedgerError(
-                "metrics needs prometheus-client: pip install 'ledger[metrics]'"
+                "metrics needs prometheus-client: pip install 'spend-ledger[metrics]'"
             ) from exc
         from ledger.cli.app import State
         from ledger.runtime import build_runtime

@@ -5,12 +5,16 @@ from typing import Any
 import typer
 
 
-def runtime() -> Any:
-    """The composition root for the home given before the command."""
+def runtime(*, must_exist: bool = True) -> Any:
+    """The composition root for the home given before the command.
+
+    Raises:
+        NoHomeError: ``must_exist`` and there is no such home.
+    """
     from ledger.cli.app import State
     from ledger.runtime import build_runtime
 
-    return build_runtime(State.home)
+    return build_runtime(State.home, must_exist=must_exist)
 
 
 def exit_with(code: int) -> None:

@@ -1,6 +1,6 @@
 """``ledger prices show`` and ``ledger prices sync`` (SPEC §7)."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -8,6 +8,9 @@ from ledger.cli.operator import exit_with as _exit
 from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_HALT
+
+if TYPE_CHECKING:
+    from ledger.core.prices import Rates
 
 prices_app = typer.Typer(
     help=(
@@ -18,6 +21,11 @@ prices_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+
+def _per_mtok(rates: "Rates") -> dict[str, str]:
+    text = rates.as_text()
+    return {f"{kind}_per_mtok": value for kind, value in text.items()}
 
 
 @prices_app.command("show")
@@ -35,7 +43,9 @@ def show_command(
 
     The rates are USD per million tokens: input, output, cache_read, cache_write
     (5-minute writes; cache_write_1h for one-hour writes). The source is "config"
-    for an override in ledger.toml, else "genai-prices <version>".
+    for an override in ledger.toml, else "genai-prices <version>". "tiers" lists
+    long-context prices: a call with more input tokens (cached ones included)
+    than a tier's above_input_tokens pays that tier's rates for every token.
 
     Example: ledger prices show claude-opus-4-1 --provider anthropic
     """
@@ -62,6 +72,10 @@ def show_command(
                         "cache_write_per_mtok": rates["cache_write"],
                         "cache_write_1h_per_mtok": rates["cache_write_1h"],
                         "price_source": found.source,
+                        "tiers": [
+                            {"above_input_tokens": tier.above, **_per_mtok(tier.rates)}
+                            for tier in found.tiers
+                        ],
                     }
                 )
                 return 0

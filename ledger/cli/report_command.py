@@ -1,7 +1,7 @@
 """``ledger report [--day D] [--json] [--html F]``: one budget day (SPEC §10).
 
 A table for people, one JSON object with ``--json``, and with ``--html F`` a
-self-contained page with a chart (matplotlib, the ``ledger[report]`` extra,
+self-contained page with a chart (matplotlib, the ``spend-ledger[report]`` extra,
 imported by ``--html`` only). Exit codes: 0 reported; 1 the chain does not
 verify or disagrees with its newest checkpoint, or ``--html`` without the
 extra; 2 a malformed ``--day``; 65 an unusable trust store; 74 the chain or
@@ -135,7 +135,9 @@ def _html_renderer() -> Callable[[dict[str, Any]], str]:
     try:
         from ledger.integrations.report_html import render_html
     except ImportError as exc:
-        raise LedgerError("report --html needs matplotlib: pip install 'ledger[report]'") from exc
+        raise LedgerError(
+            "report --html needs matplotlib: pip install 'spend-ledger[report]'"
+        ) from exc
     return render_html
 
 
@@ -161,7 +163,7 @@ def report_command(
 
     The chain is verified and folded as the gate folds it; a chain that does
     not verify exits 1. With --html, the page needs nothing from the network
-    to open: the chart (matplotlib, pip install 'ledger[report]') is inline SVG.
+    to open: the chart (matplotlib, pip install 'spend-ledger[report]') is inline SVG.
 
     Example: ledger --home ./.ledger report --day 2026-03-02 --html /tmp/report.html
     """

@@ -15,6 +15,28 @@ from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 
 
+def _cap_row(scope: str, cap: int | None, outcome: Any, scope_state: Any) -> dict[str, Any]:
+    """One cap's figures: exact micro-USD, USD for display, and the % of the cap in use."""
+    from ledger.core.units import micros_to_usd, pct_for_display, percent
+
+    used, reserved = scope_state.used_micros, scope_state.reserved_micros
+    remaining = None if cap is None else cap - used - reserved
+    return {
+        "scope": scope,
+        "period": "day",
+        "cap_usd": None if cap is None else micros_to_usd(cap),
+        "usd_used": micros_to_usd(used),
+        "usd_reserved": micros_to_usd(reserved),
+        "usd_remaining": None if remaining is None else micros_to_usd(remaining),
+        "usage_pct": pct_for_display(percent(used + reserved, cap) if cap else None),
+        "cap_micros": cap,
+        "usd_used_micros": used,
+        "usd_reserved_micros": reserved,
+        "usd_remaining_micros": remaining,
+        "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
+    }
+
+
 def _usd_view(runtime: Any) -> dict[str, Any]:
     from ledger.core.units import micros_to_usd, pct_for_display, percent
     from ledger.services.gate import usage
@@ -24,6 +46,12 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
     cap = outcome.daily_cap_micros
     used, reserved = scope.used_micros, scope.reserved_micros
     pct = percent(used + reserved, cap) if cap else None
+    caps = [_cap_row("aggregate", cap, outcome, scope)]
+    for provider in sorted(runtime.config.provider_caps_micros):
+        seen = usage(runtime, provider)
+        caps.append(
+            _cap_row(f"provider:{provider}", seen.provider_cap_micros, seen, seen.provider_scope)
+        )
     return {
         "configured": cap is not None,
         "utc_day": outcome.utc_day,
@@ -35,6 +63,7 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
         "usage_pct": pct_for_display(pct),
         "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
         "diagnostic": outcome.diagnostic,
+        "caps": caps,
     }
 
 
@@ -70,29 +99,67 @@ def _table(rows: list[list[str]]) -> list[str]:
             for row in rows]  # fmt: skip
 
 
-def _usd_lines(usd: dict[str, Any]) -> list[str]:
-    if not usd["configured"]:
-        line = f"USD {usd['budget_day']}: no daily cap configured (usd.daily_cap)"
-    else:
-        line = (
-            f"USD {usd['budget_day']}: ${usd['usd_used']:.2f} used + ${usd['usd_reserved']:.2f} "
-            f"reserved of ${usd['daily_cap_usd']:.2f} ({usd['usage_pct']}%), "
-            f"${usd['usd_remaining']:.2f} left"
-        )
-    if usd["uncertainty_reason"]:
-        line += f"  [halt-uncertainty: {usd['uncertainty_reason']}]"
-    return [line]
+def _left_text(remaining_micros: int) -> str:
+    """What is left of a cap, never negative: ``$0.00 (over by $0.05)`` past the cap."""
+    from ledger.core.units import cents_text
+
+    if remaining_micros >= 0:
+        return cents_text(remaining_micros, round_down=True)
+    return f"$0.00 (over by {cents_text(-remaining_micros)})"
+
+
+def _money_row(scope: str, period: str, figures: dict[str, Any], note: str) -> list[str]:
+    """A row of the caps table from exact micro-USD figures: to the cent, % to one decimal."""
+    from fractions import Fraction
+
+    from ledger.core.units import cents_text, pct_for_people
+
+    cap, used, reserved = (figures[k] for k in ("cap", "used", "reserved"))
+    if cap is None:
+        return [scope, period, "not set", cents_text(used), cents_text(reserved), "-", "-", note]
+    pct = Fraction(100 * (used + reserved), cap) if cap else None
+    return [
+        scope, period, cents_text(cap), cents_text(used), cents_text(reserved),
+        pct_for_people(pct), _left_text(cap - used - reserved), note,
+    ]  # fmt: skip
+
+
+def _budget_micros(budget: dict[str, Any], key: str) -> int | None:
+    """A budget's figure in micro-USD: its ``<key>_micros`` if given, else its USD value."""
+    from ledger.core.units import usd_to_micros
+
+    if f"{key}_micros" in budget:
+        return int(budget[f"{key}_micros"])
+    value = budget.get(key)
+    return None if value is None else usd_to_micros(value)
+
+
+def _usd_lines(document: dict[str, Any]) -> list[str]:
+    usd = document["usd"]
+    rows = [["SCOPE", "PERIOD", "CAP", "USED", "RESERVED", "USED%", "LEFT", "NOTE"]]
+    for cap in usd["caps"]:
+        reason = cap["uncertainty_reason"]
+        figures = {
+            "cap": cap["cap_micros"],
+            "used": cap["usd_used_micros"],
+            "reserved": cap["usd_reserved_micros"],
+        }
+        note = f"halt-uncertainty: {reason}" if reason else ""
+        if cap["cap_micros"] is None:
+            note = "no daily cap configured (usd.daily_cap)"
+        rows.append(_money_row(cap["scope"], cap["period"], figures, note))
+    # Budgets (named caps over a period for matching calls) are rows of the same
+    # table, after the day's caps, once the figures carry them.
+    for budget in document.get("budgets") or []:
+        per = f"[{budget['per_value']}]" if budget.get("per_value") else ""
+        figures = {key: _budget_micros(budget, key) for key in ("cap", "used", "reserved")}
+        rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, ""))
+    return [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
 
 
 def render(document: dict[str, Any]) -> str:
     """The status as text for people."""
-    lines = _usd_lines(document["usd"])
-    if document.get("budgets"):
-        from ledger.services.budget_views import budget_table
-
-        table = budget_table({"budgets": document["budgets"], "diagnostic": None})
-        lines += ["Budgets:", *("  " + line for line in table)]
-    return "\n".join(lines + agent_lines(document)) + "\n"
+    return "\n".join(_usd_lines(document) + agent_lines(document)) + "\n"
 
 
 def agent_lines(document: dict[str, Any]) -> list[str]:

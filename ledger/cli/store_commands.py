@@ -113,7 +113,7 @@ def keys_enroll(
 
     Example: ledger keys enroll --root-key /media/offline/root.pem
     """
-    from ledger.cli.app import State, _load_root
+    from ledger.cli.app import State, _load_root, backfill_strict_after
 
     def body() -> int:
         from ledger.core.signing import public_pem
@@ -128,6 +128,8 @@ def keys_enroll(
         result = enroll(
             runtime, root, lambda raw: runtime.write_file(keys.root_pin_path, public_pem(raw))
         )
+        if result.enrolled or result.already_enrolled:
+            backfill_strict_after(runtime, root)
         print_json(
             {
                 "key_id": result.key_id,

@@ -63,7 +63,8 @@ def run_verify(
     from ledger.runtime import build_runtime
     from ledger.services.verify import verify_store
 
-    runtime = build_runtime(home)
+    # Verifying a given LOG needs only what the command line gives, no home.
+    runtime = build_runtime(home, must_exist=log is None)
     if log is not None:
         # Missing is a bad command line (SPEC §3); something that is there but is
         # not a regular file (a FIFO, a directory) is an I/O failure the store
@@ -117,4 +118,18 @@ def run_verify(
         sys.stderr.write(f"ledger: {outcome.reason}\n")
     else:
         sys.stderr.write(f"BROKEN line {outcome.line}: {outcome.reason}\n")
+    if log is None and trust_store is None and not keys and not strict:
+        # Found under the home's own rules: the gate must not go on admitting
+        # spend on top of this chain. Other keys or rules judge something else.
+        _remember(runtime, outcome.line, outcome.reason or "does not verify")
     return EXIT_HALT
+
+
+def _remember(runtime: "Runtime", line: int | None, reason: str) -> None:
+    from ledger.errors import LedgerError
+    from ledger.services.findings import remember_finding
+
+    try:
+        remember_finding(runtime, line, reason)
+    except LedgerError as exc:
+        sys.stderr.write(f"ledger: the finding could not be kept for the gate: {exc}\n")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.proxy_config import ProxySettings, proxy_settings
@@ -21,6 +22,7 @@ from ledger.errors import ConfigError
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CRON_FIELDS = 5
 _MAX_MICROS = 2**53 - 1  # the largest integer RFC 8785 represents exactly
 _CENTURY_DAYS = 36_500
@@ -28,7 +30,7 @@ _ZONE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,64}(/[A-Za-z0-9_+-]{1,64}){0,3}$")
 _URL_MAX = 4096
 _IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# kind of each key: cap, caps, pct, seconds, hours, argv, providers, cron, days,
+# kind of each key: cap, caps, pct, seconds, hours, hours_or_off, argv, providers, cron, days,
 # store_url (a PostgreSQL URI or conninfo), identifier (a schema name)
 _SCHEMA: dict[str, dict[str, str]] = {
     "usd": {
@@ -37,6 +39,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "warn_pct": "pct",
         "reservation_ttl_seconds": "seconds",
         "day_timezone": "zone",
+        "providers": "providers",
     },
     "billing": {
         "freshness_seconds": "seconds",
@@ -46,17 +49,17 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "clock_tolerance_seconds": "seconds",
         "poll_seconds": "seconds",
     },
-    "observer": {"command": "argv", "timeout_seconds": "seconds"},
+    "observer": {"command": "argv", "timeout_seconds": "seconds", "env": "env_names"},
     "reconcile": {
         "interval_hours": "hours",
         "drift_threshold_pct": "pct",
         "providers": "providers",
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
-    "chain": {"lock_timeout_seconds": "seconds"},
+    "chain": {"lock_timeout_seconds": "seconds", "verify_interval_hours": "hours_or_off"},
     "store": {"url": "store_url", "schema": "identifier"},
 }
-_STRUCTURED = {"caps", "argv", "providers"}
+_STRUCTURED = {"caps", "argv", "providers", "env_names"}
 
 
 class Config(NamedTuple):
@@ -76,16 +79,21 @@ class Config(NamedTuple):
     poll_seconds: int = 240
     observer_command: tuple[str, ...] | None = None
     observer_timeout_seconds: int = 30
+    observer_env: tuple[str, ...] = ()
     interval_hours: Fraction = Fraction(6)
     drift_threshold_pct: Fraction = Fraction(5)
     reconcile_providers: tuple[str, ...] = (AGGREGATE,)
     snapshot_cron: str = "0 4 * * *"
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
+    verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
+    expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
     budgets: tuple[Budget, ...] = ()
+    alert_rules: tuple[AlertRule, ...] = ()
+    alert_check_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
 
 
@@ -134,6 +142,7 @@ _FIELD_FOR = {
     ("usd", "warn_pct"): "warn_pct",
     ("usd", "reservation_ttl_seconds"): "reservation_ttl_seconds",
     ("usd", "day_timezone"): "day_timezone",
+    ("usd", "providers"): "expected_providers",
     ("billing", "freshness_seconds"): "freshness_seconds",
     ("billing", "stale_halt_pct"): "stale_halt_pct",
     ("billing", "stale_seconds"): "stale_seconds",
@@ -142,12 +151,14 @@ _FIELD_FOR = {
     ("billing", "poll_seconds"): "poll_seconds",
     ("observer", "command"): "observer_command",
     ("observer", "timeout_seconds"): "observer_timeout_seconds",
+    ("observer", "env"): "observer_env",
     ("reconcile", "interval_hours"): "interval_hours",
     ("reconcile", "drift_threshold_pct"): "drift_threshold_pct",
     ("reconcile", "providers"): "reconcile_providers",
     ("snapshot", "cron"): "snapshot_cron",
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
+    ("chain", "verify_interval_hours"): "verify_interval_hours",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }
@@ -170,6 +181,22 @@ def _convert_key(kind: str, value: Any, name: str) -> Any:
             raise ConfigError(f"{name}: must be an IANA time zone name such as Europe/Berlin")
         return value
     return _convert(kind, value, name)
+
+
+def _env_names(value: Any, name: str) -> tuple[str, ...]:
+    """``observer.env``: names of environment variables (possibly none)."""
+    if not isinstance(value, list) or not all(
+        isinstance(part, str) and _ENV_NAME_RE.fullmatch(part) for part in value
+    ):
+        raise ConfigError(f"{name}: must be an array of environment variable names")
+    return tuple(value)
+
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "store_url": lambda value, name: _store_value("store_url", value, name),
+    "identifier": lambda value, name: _store_value("identifier", value, name),
+    "env_names": _env_names,
+}
 
 
 def _convert(kind: str, value: Any, name: str) -> Any:
@@ -211,10 +238,10 @@ def _convert(kind: str, value: Any, name: str) -> Any:
         if value > limit:
             raise ConfigError(f"{name}: must be ≤ {limit}")
         return value
-    if kind == "hours":
+    if kind in {"hours", "hours_or_off"}:
         number = _number(value, name)
-        if number <= 0:
-            raise ConfigError(f"{name}: must be a number > 0")
+        if number < 0 or (number == 0 and kind == "hours"):
+            raise ConfigError(f"{name}: must be a number {'> 0' if kind == 'hours' else '≥ 0'}")
         return number
     if kind == "argv":
         if (
@@ -231,8 +258,8 @@ def _convert(kind: str, value: Any, name: str) -> Any:
             if not isinstance(provider, str) or not PROVIDER_RE.fullmatch(provider):
                 raise ConfigError(f"{name}: {provider!r} is not a valid provider id")
         return tuple(value)
-    if kind in {"store_url", "identifier"}:
-        return _store_value(kind, value, name)
+    if (convert := _CONVERTERS.get(kind)) is not None:
+        return convert(value, name)
     if kind == "cron":
         fields = value.split() if isinstance(value, str) else []
         if len(fields) != _CRON_FIELDS or not all(_CRON_FIELD_RE.fullmatch(f) for f in fields):
@@ -280,6 +307,22 @@ def _day_zone(name: str, key: str, zones: ZoneLookup | None) -> dt.tzinfo:
         raise ConfigError(f"{key}: {name!r} is not a known IANA time zone") from exc
 
 
+def _json_overrides(environ: dict[str, str], values: dict[str, Any]) -> None:
+    """The tables and arrays given as JSON in the environment: prices, alerts, budgets."""
+    parsers: tuple[tuple[str, Callable[[Any], dict[str, Any]]], ...] = (
+        ("LEDGER_PRICES", lambda v: {"price_overrides": _price_overrides(v, "LEDGER_PRICES")}),
+        ("LEDGER_ALERTS", lambda v: alert_settings(v, "LEDGER_ALERTS")),
+        ("LEDGER_BUDGETS", lambda v: {"budgets": parse_budgets(v, "LEDGER_BUDGETS")}),
+    )
+    for variable, parse in parsers:
+        if variable in environ:
+            try:
+                parsed = json.loads(environ[variable])
+            except ValueError as exc:
+                raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+            values.update(parse(parsed))
+
+
 def from_mapping(
     document: dict[str, Any], environ: dict[str, str], zones: ZoneLookup | None = None
 ) -> Config:
@@ -296,15 +339,20 @@ def from_mapping(
             out-of-range value; the message names the key.
     """
     values: dict[str, Any] = {}
+    # The gateway's table validates its own keys and LEDGER_PROXY_* overrides.
+    values["proxy"] = proxy_settings(document.get("proxy"), environ)
     for section, table in document.items():
+        if section == "proxy":
+            continue
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
             continue
         if section == "budgets":
             values["budgets"] = parse_budgets(table, "budgets")
             continue
-        if section == "proxy":
-            continue  # with its environment overrides, below
+        if section == "alerts":
+            values.update(alert_settings(table, "alerts"))
+            continue
         if section not in _SCHEMA:
             raise ConfigError(f"ledger.toml: unknown section [{section}]")
         if not isinstance(table, dict):
@@ -326,18 +374,12 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
-    if "proxy" in document or any(name.startswith("LEDGER_PROXY_") for name in environ):
-        values["proxy"] = proxy_settings(document.get("proxy"), environ)
-    for variable, field, parse in (
-        ("LEDGER_PRICES", "price_overrides", _price_overrides),
-        ("LEDGER_BUDGETS", "budgets", parse_budgets),
-    ):
-        if variable in environ:
-            try:
-                parsed = json.loads(environ[variable])
-            except ValueError as exc:
-                raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
-            values[field] = parse(parsed, variable)
+    _json_overrides(environ, values)
+    if "LEDGER_ALERTS_CHECK_SECONDS" in environ:
+        raw_seconds = environ["LEDGER_ALERTS_CHECK_SECONDS"]
+        if not raw_seconds.isdigit() or int(raw_seconds) < 1:
+            raise ConfigError("LEDGER_ALERTS_CHECK_SECONDS: must be an integer ≥ 1")
+        values["alert_check_seconds"] = int(raw_seconds)
     if "day_timezone" in values:
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"

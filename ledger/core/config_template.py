@@ -1,4 +1,8 @@
-"""The ``ledger.toml`` that ``ledger init`` writes, and the ``[store]`` table of a fleet's."""
+"""The ``ledger.toml`` that ``ledger init`` writes: every key with its default.
+
+Kept apart from the parser (``ledger.core.config``): this is text for people to
+edit, that is the contract of what the text may say.
+"""
 
 import json
 
@@ -10,7 +14,7 @@ def config_template(daily_cap_usd: str | None) -> str:
         if daily_cap_usd is not None
         else "# daily_cap = 50.0   # required by `ledger verdict`"
     )
-    return f"""# ledger configuration (SPEC §1). Environment variables LEDGER_<SECTION>_<KEY>
+    return f"""# ledger configuration. Environment variables LEDGER_<SECTION>_<KEY>
 # override these values.
 
 [usd]
@@ -18,6 +22,7 @@ def config_template(daily_cap_usd: str | None) -> str:
 warn_pct = 90
 reservation_ttl_seconds = 900
 # day_timezone = "UTC"   # the budget day runs from midnight to midnight in this IANA zone
+# providers = ["openai", "anthropic"]   # a verdict naming any other provider is refused
 # [usd.provider_caps]
 # openai = 5.0
 
@@ -33,6 +38,8 @@ poll_seconds = 240
 [observer]
 # command = ["/usr/bin/python3", "/opt/ledger/observers/file_observer.py"]
 timeout_seconds = 30
+# More variables for the observer than PATH, HOME, LANG, ANTHROPIC_*, OPENAI_*,
+# *_ADMIN_KEY and LEDGER_OBSERVER_*: env = ["HTTPS_PROXY", "SSL_CERT_FILE"]
 
 [reconcile]
 interval_hours = 6
@@ -45,21 +52,22 @@ keep_days = 30
 
 [chain]
 lock_timeout_seconds = 10
+verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this often (0: off)
 
-# A PostgreSQL database shared by a fleet of hosts (SPEC §8); without it the
+# A PostgreSQL database shared by a fleet of hosts; without it the
 # chain is events.jsonl in this home.
 # [store]
 # url = "postgresql://ledger@db.internal/ledger"
 # schema = "ledger"
 
-# Price overrides, USD per million tokens (SPEC §7); they win over genai-prices.
-# [prices."anthropic/claude-opus-4-1"]
-# input_per_mtok = 15.0
-# output_per_mtok = 75.0
-# cache_read_per_mtok = 1.5      # default: the input rate
-# cache_write_per_mtok = 18.75   # default: the input rate
+# Price overrides, USD per million tokens; they win over genai-prices.
+# [prices."anthropic/claude-sonnet-4-5"]
+# input_per_mtok = 3.0
+# output_per_mtok = 15.0
+# cache_read_per_mtok = 0.3      # default: the input rate
+# cache_write_per_mtok = 3.75    # default: the input rate
 
-# The gateway `ledger proxy`; with listen set, `ledger daemon` serves it too.
+# The gateway `ledger proxy`; with listen set, `ledger daemon` runs it too.
 # [proxy]
 # listen = "127.0.0.1:8787"
 # passthrough = []                 # more paths to forward ungated, e.g. ["/v1/files"]

@@ -3,8 +3,9 @@
 Input (stdin) is one JSON object with ``session_id``, ``transcript_path``,
 ``cwd``, ``hook_event_name``, ``tool_name``, ``tool_input`` and, for
 PostToolUse, ``tool_response`` (other fields, e.g. ``permission_mode`` or
-``tool_use_id``, are accepted and ignored). Stop's input has no tool fields
-(it adds ``stop_hook_active``, ignored here).
+``tool_use_id``, are accepted and ignored). Stop's and UserPromptSubmit's
+inputs have no tool fields (they add ``stop_hook_active`` and ``prompt``,
+ignored here).
 
 Output follows the Claude Code hooks reference:
 
@@ -18,15 +19,24 @@ Output follows the Claude Code hooks reference:
   the budget lines; plain stdout would not reach the agent).
 - Stop: ``{}`` (a Stop hook's ``decision: "block"`` would keep the agent
   going; recording spend never does).
+- UserPromptSubmit refusal: ``decision: "block"`` with a ``reason`` (the prompt
+  is never sent to the model; the user sees the reason).
+- A halted session: ``continue: false`` with a ``stopReason`` (shown to the
+  user) stops Claude Code after this hook, whatever else the answer says; the
+  only lever PostToolUse and Stop have.
 - Nothing to say: ``{}``.
 """
 
+import datetime as dt
 import json
 from typing import Any, NamedTuple
+
+from ledger.core.refs import short_ref
 
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
 STOP = "Stop"
+USER_PROMPT_SUBMIT = "UserPromptSubmit"
 TOOL_EVENTS = frozenset({PRE_TOOL_USE, POST_TOOL_USE})
 MAX_INPUT_BYTES = 64 << 20
 _TEXT_MAX = 256
@@ -100,20 +110,33 @@ def clip(text: str | None, limit: int = _TEXT_MAX) -> str | None:
     return None if text is None else text[:limit]
 
 
-def pre_tool_use_output(deny_reason: str | None, warnings: list[str]) -> dict[str, Any]:
+def stopped(output: dict[str, Any], stop_reason: str | None) -> dict[str, Any]:
+    """``output`` that also stops the session (``continue: false``) when ``stop_reason`` is set."""
+    if stop_reason is None:
+        return output
+    return {"continue": False, "stopReason": stop_reason, **output}
+
+
+def pre_tool_use_output(
+    deny_reason: str | None, warnings: list[str], stop_reason: str | None = None
+) -> dict[str, Any]:
     """What a PreToolUse hook prints.
 
     A refusal carries the warnings in its reason; warnings alone never block.
+    ``stop_reason`` (a halted session) also stops Claude Code.
     """
     if deny_reason is not None:
         reason = "\n".join([deny_reason, *warnings])
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": PRE_TOOL_USE,
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        }
+        return stopped(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": PRE_TOOL_USE,
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            },
+            stop_reason,
+        )
     if not warnings:
         return {}
     text = "\n".join(warnings)
@@ -123,16 +146,30 @@ def pre_tool_use_output(deny_reason: str | None, warnings: list[str]) -> dict[st
     }
 
 
-def post_tool_use_output(lines: list[str]) -> dict[str, Any]:
-    """What a PostToolUse hook prints: the lines as ``additionalContext``."""
+def post_tool_use_output(lines: list[str], stop_reason: str | None = None) -> dict[str, Any]:
+    """What a PostToolUse hook prints: the lines as ``additionalContext``.
+
+    ``stop_reason`` (a halted session, or spend that could not be recorded)
+    stops Claude Code.
+    """
     if not lines:
-        return {}
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": POST_TOOL_USE,
-            "additionalContext": "\n".join(lines),
-        }
-    }
+        return stopped({}, stop_reason)
+    return stopped(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": POST_TOOL_USE,
+                "additionalContext": "\n".join(lines),
+            }
+        },
+        stop_reason,
+    )
+
+
+def user_prompt_submit_output(block_reason: str | None, warnings: list[str]) -> dict[str, Any]:
+    """What a UserPromptSubmit hook prints: a block with its reason, or the warnings."""
+    if block_reason is not None:
+        return {"decision": "block", "reason": "\n".join([block_reason, *warnings])}
+    return {"systemMessage": "\n".join(warnings)} if warnings else {}
 
 
 def _dollars(micros: object) -> str:
@@ -142,26 +179,101 @@ def _dollars(micros: object) -> str:
     return f"${micros // 1_000_000:,}.{micros % 1_000_000 // 100:04d}"
 
 
-def usd_verdict_reason(document: dict[str, Any]) -> str:
-    """A USD verdict in one sentence for the agent (and the user) to read."""
+# What an operator runs to lift each kind of uncertainty halt.
+_LIFTED_BY = {
+    "counter_drift": (
+        "a later `ledger reconcile` within the drift threshold, or an operator's "
+        "`ledger reconcile --force-reason TEXT`"
+    ),
+    "billing_stale": "a fresh billing reading (`ledger reconcile`, or the daemon's poll)",
+    "provider_lag": "a billing reading that no longer lags (`ledger reconcile`)",
+    "clock_drift": "a corrected system clock",
+}
+_BILLING_REASONS = frozenset({"billing_stale", "provider_lag"})
+_COUNTER_LIFTS = (
+    ("price", "pricing the model in ledger.toml, then `ledger rebuild-state`"),
+    ("torn", "`ledger recover`"),
+    ("broken", "`ledger recover`"),
+    ("derived state", "`ledger rebuild-state`"),
+)
+
+
+def _next_budget_day(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
+    """When the budget day after the verdict's begins, in the budget day's zone."""
+    day = document.get("budget_day") or document.get("utc_day")
+    try:
+        following = dt.date.fromisoformat(str(day)) + dt.timedelta(days=1)
+    except ValueError:
+        return "the next budget day begins"
+    start = dt.datetime.combine(following, dt.time(), tzinfo=zone)
+    return f"the next budget day begins ({start:%Y-%m-%d %H:%M} {zone_name})"
+
+
+def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
+    """What lifts a halt verdict, in words: when the budget day turns, or which command."""
+    next_day = _next_budget_day(document, zone, zone_name)
+    if document.get("verdict") == "halt-100":
+        return f"spend resumes when {next_day}"
+    reason = str(document.get("uncertainty_reason"))
+    lift = _LIFTED_BY.get(reason)
+    if lift is None:
+        diagnostic = str(document.get("diagnostic") or "").lower()
+        found = [text for word, text in _COUNTER_LIFTS if word in diagnostic]
+        lift = (
+            found[0]
+            if found
+            else "`ledger recover` (a damaged chain), `ledger rebuild-state` (derived "
+            "state, or after pricing a model) or `ledger reconcile --force-reason TEXT`"
+        )
+    if reason in _BILLING_REASONS:
+        # A fresh bill lifts the uncertainty; spend over a cap still waits for the next day.
+        return f"this halt stays until {lift}, and spend over a cap until {next_day}"
+    return f"this halt stays until {lift}"
+
+
+def usd_verdict_reason(document: dict[str, Any], refused: str = "tool call refused") -> str:
+    """A USD verdict in one sentence for the agent (and the user) to read.
+
+    ``refused`` says what a halt refuses (a tool call, a prompt); what lifts
+    the halt is added by the caller, who knows the budget day's zone.
+    """
     verdict = document.get("verdict")
-    ref = str(document.get("verdict_ref") or "not recorded")[:16]
+    ref = short_ref(str(document.get("verdict_ref") or "not recorded"))
+    # A halt found without asking for a verdict (PostToolUse, Stop) has no ref.
+    sealed = "verdict_ref" in document
     if verdict == "halt-uncertainty":
         return (
             f"ledger: USD budget halt-uncertainty ({document.get('uncertainty_reason')}): "
-            f"{document.get('diagnostic')}; tool call refused (fail-closed; verdict {ref})"
+            f"{document.get('diagnostic')}; {refused} (fail-closed"
+            f"{f'; verdict {ref}' if sealed else ''})"
         )
     pct = document.get("usage_pct")
+    estimate = document.get("estimated_micros")
     figures = (
         f"{document.get('deciding_cap')} cap {_dollars(document.get('daily_cap_micros'))}, "
         f"used {_dollars(document.get('usd_used_micros'))}, "
-        f"reserved {_dollars(document.get('usd_reserved_micros'))}, "
-        f"next call ~{_dollars(document.get('estimated_micros'))}"
+        f"reserved {_dollars(document.get('usd_reserved_micros'))}"
+        # A halt found with nothing more asked for (PostToolUse, Stop) has no next call.
+        f"{f', next call ~{_dollars(estimate)}' if estimate else ''}"
         f"{'' if pct is None else f' ({pct:.1f}% projected)'}"
     )
     if verdict == "halt-100":
+        day = document.get("budget_day") or document.get("utc_day")
         return (
-            f"ledger: USD budget halt-100 for {document.get('utc_day')}: {figures}; "
-            f"tool call refused, spend stops until the budget day ends (verdict {ref})"
+            f"ledger: USD budget halt-100 for {day}: {figures}; "
+            f"{refused}{f' (verdict {ref})' if sealed else ''}"
         )
     return f"ledger: USD budget warn-90: {figures} (verdict {ref})"
+
+
+def fail_closed_output(event: str, reason: str) -> dict[str, Any]:
+    """The answer of a hook that cannot do its job (no usable home, nothing recordable).
+
+    PreToolUse denies the tool call, UserPromptSubmit blocks the prompt;
+    PostToolUse and Stop, which cannot refuse anything, stop the session.
+    """
+    if event == PRE_TOOL_USE:
+        return pre_tool_use_output(reason, [])
+    if event == USER_PROMPT_SUBMIT:
+        return user_prompt_submit_output(reason, [])
+    return stopped({}, reason)

@@ -8,7 +8,15 @@ the end (an estimate or a charge never comes out smaller than the price).
 
 The price snapshot (``prices/<provider>.json`` in the home) is data, parsed
 here: per provider, the models with genai-prices' own match rules (equals, starts_with,
-ends_with, contains, regex, and, or) and their base rates as decimal text.
+ends_with, contains, regex, and, or), their base rates as decimal text, and
+their long-context tiers.
+
+**Tiers.** Some models cost more per token once a request's input passes a
+size (above 200k input tokens, say). As genai-prices models it, the tier is
+chosen by the call's *total* input tokens (uncached, cache writes and cache
+reads together) and its rates then apply to *every* token of the call, of
+every kind — a cliff, not a marginal rate. An estimate is priced at the tier
+its input estimate reaches, a record at the tier its usage reached.
 """
 
 import json
@@ -18,7 +26,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-SNAPSHOT_FORMAT = "ledger-prices/1"
+# Format 2 added long-context tiers: a format-1 file lacks them and would price a
+# long request at its base rate, so it is refused (``ledger prices sync`` rewrites it).
+SNAPSHOT_FORMAT = "ledger-prices/2"
 CONFIG_SOURCE = "config"
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 _MAX_DEPTH = 32
@@ -42,13 +52,32 @@ class Rates(NamedTuple):
         return {kind: fraction_text(getattr(self, kind)) for kind in RATE_KINDS}
 
 
+class Tier(NamedTuple):
+    """The rates of every token of a call whose total input tokens exceed ``above``."""
+
+    above: int
+    rates: Rates
+
+
 class Quote(NamedTuple):
-    """The rates for one model and where they came from (``price_source``)."""
+    """The rates for one model and where they came from (``price_source``).
+
+    ``rates`` are the base rates; ``tiers`` (ascending by ``above``) replace
+    them for calls with more input tokens.
+    """
 
     provider: str
     model: str
     rates: Rates
     source: str
+    tiers: tuple[Tier, ...] = ()
+
+    def rates_for(self, total_input_tokens: int) -> Rates:
+        """The rates of a call with ``total_input_tokens`` input tokens of all kinds."""
+        for tier in reversed(self.tiers):
+            if total_input_tokens > tier.above:
+                return tier.rates
+        return self.rates
 
 
 class TokenCounts(NamedTuple):
@@ -67,6 +96,11 @@ class TokenCounts(NamedTuple):
     def as_payload(self) -> dict[str, int]:
         """The counts as a payload object."""
         return dict(self._asdict())
+
+    @property
+    def total_input(self) -> int:
+        """Every input token, cached or not: what chooses a long-context tier."""
+        return self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
 
 
 def fraction_text(value: Fraction) -> str:
@@ -135,6 +169,20 @@ def rates_from(table: dict[str, Any], prefix: str = "", suffix: str = "") -> Rat
         if found["cache_write_1h"] is not None
         else cache_write,
     )
+
+
+def quote_cost_micros(tokens: TokenCounts, found: Quote) -> tuple[int, Rates]:
+    """The exact cost of ``tokens`` at the tier they reach, and the rates applied."""
+    rates = found.rates_for(tokens.total_input)
+    return cost_micros(tokens, rates), rates
+
+
+def quote_estimate_micros(
+    input_tokens: int, max_output_tokens: int, found: Quote
+) -> tuple[int, Rates]:
+    """The upper-bound estimate at the tier ``input_tokens`` reach, and the rates applied."""
+    rates = found.rates_for(input_tokens)
+    return estimate_micros(input_tokens, max_output_tokens, rates), rates
 
 
 def cost_micros(tokens: TokenCounts, rates: Rates) -> int:
@@ -219,8 +267,10 @@ def parse_provider_file(raw: bytes, provider: str) -> ProviderPrices:
     return ProviderPrices(source, tuple(fallback), models)
 
 
-def find_model(load: ProviderLoader, provider: str, model: str) -> tuple[str, Rates, str] | None:
-    """The library's model id, rates and source for ``model`` at ``provider``, or ``None``.
+def find_model(
+    load: ProviderLoader, provider: str, model: str
+) -> tuple[str, Rates, str, tuple[Tier, ...]] | None:
+    """The library's model id, base rates, source and tiers for ``model``, or ``None``.
 
     The provider's own models are tried first, in the library's order, then the
     providers it falls back to (one step), as genai-prices does.
@@ -246,7 +296,32 @@ def find_model(load: ProviderLoader, provider: str, model: str) -> tuple[str, Ra
     rates = found.get("rates")
     if not isinstance(rates, dict):
         raise PriceError(f"price snapshot: {provider}/{model_id} has no rates")
-    return model_id, rates_from(rates, prefix=f"{provider}/{model_id}."), source
+    prefix = f"{provider}/{model_id}."
+    return model_id, rates_from(rates, prefix=prefix), source, _tiers(found, prefix)
+
+
+def _tiers(model: dict[str, Any], prefix: str) -> tuple[Tier, ...]:
+    """A model's tiers: each with a threshold and a full set of rates, ascending.
+
+    Raises:
+        PriceError: a malformed tier.
+    """
+    raw = model.get("tiers") or []
+    if not isinstance(raw, list):
+        raise PriceError(f"{prefix}tiers: must be a list")
+    tiers: list[Tier] = []
+    for index, tier in enumerate(raw):
+        where = f"{prefix}tiers[{index}]."
+        above = tier.get("above") if isinstance(tier, dict) else None
+        if isinstance(above, bool) or not isinstance(above, int) or above < 0:
+            raise PriceError(f"{where}above: must be an integer ≥ 0")
+        if tiers and above <= tiers[-1].above:
+            raise PriceError(f"{where}above: tiers must ascend")
+        rates = tier.get("rates")
+        if not isinstance(rates, dict):
+            raise PriceError(f"{where}rates: must be an object")
+        tiers.append(Tier(above, rates_from(rates, prefix=where)))
+    return tuple(tiers)
 
 
 def _match_models(models: list[Any], text: str) -> dict[str, Any] | None:
@@ -276,8 +351,8 @@ def quote(
     found = find_model(load, provider, model)
     if found is None:
         return None
-    model_id, rates, source = found
+    model_id, rates, source, tiers = found
     by_id = overrides.get(f"{provider}/{model_id}")
     if by_id is not None:
-        return Quote(provider, model, by_id, CONFIG_SOURCE)
-    return Quote(provider, model, rates, source)
+        return Quote(provider, model, by_id, CONFIG_SOURCE)  # an override is one flat price
+    return Quote(provider, model, rates, source, tiers)

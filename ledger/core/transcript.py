@@ -26,6 +26,7 @@ from ledger.core.usage_objects import UsageObjectError, anthropic_tokens
 
 SYNTHETIC_MODEL = "<synthetic>"
 KEY_PREFIX = "cc:"
+KEY_MAX = 128
 MODEL_MAX = 256
 _KEY_BODY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,125}$")
 _REF_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -65,6 +66,50 @@ def call_key(message_id: str) -> str:
         return f"{KEY_PREFIX}{message_id}"
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{KEY_PREFIX}sha256:{digest}"
+
+
+def top_up_key(message_id: str, number: int) -> str:
+    """The key of a call's ``number``-th top-up: its call key and ``:<number>``."""
+    key = f"{call_key(message_id)}:{number}"
+    if len(key) <= KEY_MAX:
+        return key
+    digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{KEY_PREFIX}sha256:{digest}:{number}"
+
+
+def tokens_from_payload(payload: object) -> TokenCounts | None:
+    """A record's ``tokens`` payload object as counts, or ``None`` when it holds none."""
+    if not isinstance(payload, dict):
+        return None
+    try:
+        return TokenCounts(**{name: int(payload.get(name, 0)) for name in TokenCounts._fields})
+    except (TypeError, ValueError):
+        return None
+
+
+def still_owed(full: TokenCounts, recorded: TokenCounts) -> TokenCounts | None:
+    """The tokens of a call not recorded yet: ``full`` less ``recorded``, kind by kind.
+
+    ``None`` when nothing is owed. Usage snapshots only grow; should a kind
+    ever shrink, what was recorded of it stands (never counted twice) and only
+    the kinds that grew are owed.
+    """
+    owed = TokenCounts(*(max(a - b, 0) for a, b in zip(full, recorded, strict=True)))
+    return None if total(owed) == 0 else owed
+
+
+def usage_object(tokens: TokenCounts) -> dict[str, Any]:
+    """An Anthropic ``usage`` object holding exactly ``tokens`` (a top-up's usage)."""
+    return {
+        "input_tokens": tokens.input,
+        "cache_creation_input_tokens": tokens.cache_write_5m + tokens.cache_write_1h,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": tokens.cache_write_5m,
+            "ephemeral_1h_input_tokens": tokens.cache_write_1h,
+        },
+        "cache_read_input_tokens": tokens.cache_read,
+        "output_tokens": tokens.output,
+    }
 
 
 def _text(document: dict[str, Any], name: str) -> str | None:
@@ -131,7 +176,10 @@ def fuller(kept: TranscriptCall, later: TranscriptCall) -> TranscriptCall:
 
 def fresh_cursor() -> dict[str, Any]:
     """A cursor at the start of a transcript, with no calls counted."""
-    return {"format": CURSOR_FORMAT, "offset": 0, "tail": None, "calls": 0, "micros": 0}
+    return {
+        "format": CURSOR_FORMAT, "offset": 0, "tail": None, "calls": 0, "micros": 0,
+        "partial": None,
+    }  # fmt: skip
 
 
 def _is_count(value: object) -> bool:
@@ -143,7 +191,8 @@ def cursor_from(raw: object) -> dict[str, Any]:
 
     A cursor holds ``offset`` (where the next read starts), ``tail`` (the
     start and SHA-256 of the line just before it), the count and cost of the
-    session's priced calls (``calls``, ``micros``), the refs of verdicts
+    session's priced calls (``calls``, ``micros``), how far a too-long last
+    line at ``offset`` was read (``partial``), the refs of verdicts
     waiting to be settled (``pending``) and whether the session was told that
     USD gating is off (``gating_off_noted``).
     """
@@ -163,6 +212,11 @@ def cursor_from(raw: object) -> dict[str, Any]:
     )  # fmt: skip
     if all(_is_count(raw.get(name)) for name in ("offset", "calls", "micros")) and tail_ok:
         cursor.update({name: raw[name] for name in ("offset", "tail", "calls", "micros")})
+        partial = raw.get("partial")
+        if isinstance(partial, dict) and all(
+            _is_count(partial.get(n)) for n in ("start", "scanned")
+        ):
+            cursor["partial"] = {"start": partial["start"], "scanned": partial["scanned"]}
     return cursor
 
 

@@ -112,6 +112,10 @@ class TrustStore:
             self.keys, (*self.revocations, revocation), self.strict_after, self.any_id_keys
         )
 
+    def with_strict_after(self, moment: dt.datetime) -> "TrustStore":
+        """A copy in which every entry sealed at or after ``moment`` must be signed."""
+        return TrustStore(self.keys, self.revocations, moment, self.any_id_keys)
+
     def ends_validity(self, key_id: str, until: dt.datetime) -> "TrustStore":
         """A copy in which ``key_id`` stops being valid after ``until``."""
         old = self.key(key_id)

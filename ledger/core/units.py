@@ -53,3 +53,24 @@ def usd_text(micros: int) -> str:
     whole, fraction = divmod(abs(micros), MICROS_PER_USD)
     cents = f"{fraction:06d}".rstrip("0").ljust(2, "0")
     return f"{'-' if micros < 0 else ''}${whole:,}.{cents}"
+
+
+def cents_text(micros: int, *, round_down: bool = False) -> str:
+    """A micro-USD amount to the cent for people: ``$9.50``, ``$1,204.00``.
+
+    Half a cent rounds up, unless ``round_down`` (an amount left to spend is
+    never shown larger than it is). Display only: JSON keeps exact figures.
+    """
+    cents, rest = divmod(abs(micros), MICROS_PER_USD // 100)
+    if rest and not round_down and rest * 2 >= MICROS_PER_USD // 100:
+        cents += 1
+    whole, fraction = divmod(cents, 100)
+    return f"{'-' if micros < 0 and cents else ''}${whole:,}.{fraction:02d}"
+
+
+def pct_for_people(value: Fraction | None) -> str:
+    """A percentage to one decimal for people (``110.3%``); ``-`` when there is none."""
+    if value is None:
+        return "-"
+    tenths = (value * 10 + Fraction(1, 2)).__floor__()
+    return f"{tenths // 10}.{tenths % 10}%"

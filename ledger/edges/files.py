@@ -241,3 +241,31 @@ def read_json_file(path: Path, what: str) -> Any:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise InputDataError(f"{what} {path} is not valid JSON: {exc}") from exc
+
+
+def home_problem(home: Path, config_name: str) -> str | None:
+    """Why ``home`` is not a ledger home this process can use, or ``None``.
+
+    Looks only (creates nothing): the folder must exist, be a directory this
+    process can list, and hold a readable ``config_name`` (what ``ledger init``
+    writes first).
+    """
+    shown = home.absolute()
+    try:
+        info = home.stat()
+    except FileNotFoundError:
+        return f"no ledger home at {shown}: run `ledger init`"
+    except OSError as exc:
+        return f"ledger home {shown} cannot be read: {exc.strerror}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"ledger home {shown} is not a directory"
+    if not os.access(home, os.R_OK | os.X_OK):
+        return f"ledger home {shown} cannot be read: permission denied"
+    config = home / config_name
+    try:
+        read_regular(config)
+    except FileNotFoundError:
+        return f"no ledger home at {shown} (no {config_name}): run `ledger init`"
+    except OSError as exc:
+        return f"ledger home {shown} cannot be read: {config_name}: {exc.strerror}"
+    return None

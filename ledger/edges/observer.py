@@ -2,11 +2,11 @@
 
 The observer runs as ``<command…> <provider>`` in its own session (so a timeout
 can kill everything it started), with stdin from ``/dev/null``, stderr
-discarded, and a minimal environment: ``PATH``, ``HOME``, ``LANG`` and the
+discarded, and a minimal environment: ``PATH``, ``HOME``, ``LANG``, the
 variables an observer may need (``*_ADMIN_KEY``, ``LEDGER_OBSERVER_*``,
-``ANTHROPIC_*``, ``OPENAI_*``). Its stdout is read incrementally and never kept
-beyond 64 KiB. Whatever the observer does — hang, crash, flood, vanish — the
-result is a value, never an exception.
+``ANTHROPIC_*``, ``OPENAI_*``) and the names ``observer.env`` lists. Its stdout
+is read incrementally and never kept beyond 64 KiB. Whatever the observer does
+— hang, crash, flood, vanish — the result is a value, never an exception.
 """
 
 import contextlib
@@ -44,13 +44,21 @@ class Clock(Protocol):
         ...
 
 
-def observer_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment an observer sees: the few variables it may need, nothing else."""
+def observer_environment(
+    environ: Mapping[str, str] | None = None, passed: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The environment an observer sees: the few variables it may need, nothing else.
+
+    Args:
+        environ: where the variables come from (default: this process's).
+        passed: names ``observer.env`` adds (a proxy, a CA bundle, a cloud profile).
+    """
     source = os.environ if environ is None else environ
     return {
         name: value
         for name, value in source.items()
         if name in _PASSED_NAMES
+        or name in passed
         or name.startswith(_PASSED_PREFIXES)
         or name.endswith(_PASSED_SUFFIXES)
     }
@@ -95,7 +103,7 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> bytes | str:
             chunks.append(chunk)
 
 
-def _start(argv: list[str]) -> subprocess.Popen[bytes] | str:
+def _start(argv: list[str], passed: tuple[str, ...]) -> subprocess.Popen[bytes] | str:
     """Start the observer, or say why it could not be started."""
     try:
         return subprocess.Popen(
@@ -103,7 +111,7 @@ def _start(argv: list[str]) -> subprocess.Popen[bytes] | str:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=observer_environment(),
+            env=observer_environment(passed=passed),
             start_new_session=True,
             close_fds=True,
         )
@@ -138,7 +146,11 @@ def _finish(proc: subprocess.Popen[bytes], timeout_seconds: int) -> bytes | str:
 
 
 def run_observer(
-    command: tuple[str, ...], provider: str, timeout_seconds: int, clock: Clock
+    command: tuple[str, ...],
+    provider: str,
+    timeout_seconds: int,
+    clock: Clock,
+    passed_env: tuple[str, ...] = (),
 ) -> Reading | Unreachable | Deferred:
     """Run the observer for ``provider`` and interpret its output.
 
@@ -148,6 +160,7 @@ def run_observer(
         timeout_seconds: wall-clock limit for the whole run; on expiry the
             observer's process group is killed.
         clock: ``fetched_at`` is ``clock.now()`` when the observer is started.
+        passed_env: the ``observer.env`` names passed through besides the usual few.
 
     Returns:
         The parsed result. Not starting, a timeout, more than 64 KiB of output,
@@ -162,7 +175,7 @@ def run_observer(
     fetched_at = clock.now()
     if not command:
         return Unreachable(provider, "no observer command configured", fetched_at)
-    started = _start([*command, provider])
+    started = _start([*command, provider], passed_env)
     if isinstance(started, str):
         return Unreachable(provider, clean_reason(started, "observer not started"), fetched_at)
     try:

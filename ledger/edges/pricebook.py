@@ -10,8 +10,10 @@ over the network: the data is the one bundled with the installed package.
 For each model the snapshot keeps the library's match rules and the base
 rates in effect at the moment of the sync, for the standard service tier:
 conditional prices (a price that starts on a date, off-peak hours) are
-resolved at that moment, and tiered prices (a higher rate above 200k prompt
-tokens) keep their base rate. Models without an input and an output token
+resolved at that moment. Tiered prices (a higher rate above 200k input
+tokens) become the model's ``tiers``: one entry per threshold any of its
+rates has, each with the full set of rates in effect above it, so a reader
+picks one tier and prices every token of a call at it. Models without an input and an output token
 price (embeddings, audio, image models) are left out, so they are unpriced.
 """
 
@@ -49,15 +51,60 @@ def _clause(clause: Any) -> dict[str, Any]:
 
 
 def _decimal_text(value: Any) -> str | None:
-    from genai_prices.types import TieredPrices
-
-    if value is None:
-        return None
-    if isinstance(value, TieredPrices):
-        value = value.base
     if not isinstance(value, Decimal) or not value.is_finite() or value < 0:
         return None
     return format(value.normalize(), "f")
+
+
+def _price_at(value: Any, above: int | None) -> Any:
+    """A rate (plain or tiered) for calls with more than ``above`` input tokens (None: base)."""
+    from genai_prices.types import TieredPrices
+
+    if not isinstance(value, TieredPrices):
+        return value
+    found = value.base
+    for tier in value.tiers:  # ascending by start
+        if above is not None and tier.start <= above:
+            found = tier.price
+    return found
+
+
+def _rates(price: Any, above: int | None) -> dict[str, str]:
+    rates = {}
+    for kind, key in _RATE_KEYS.items():
+        text = _decimal_text(_price_at(getattr(price, key, None), above))
+        if text is not None:
+            rates[kind] = text
+    return rates
+
+
+def _model_entry(model: Any, price: Any) -> dict[str, Any] | None:
+    """One model of the snapshot, or ``None`` when it has no input and output token price."""
+    from genai_prices.types import TieredPrices
+
+    rates = _rates(price, None)
+    if "input" not in rates or "output" not in rates:
+        return None
+    entry: dict[str, Any] = {"id": model.id, "match": _clause(model.match), "rates": rates}
+    starts = sorted(
+        {
+            tier.start
+            for key in _RATE_KEYS.values()
+            if isinstance(value := getattr(price, key, None), TieredPrices)
+            for tier in value.tiers
+        }
+    )
+    if starts:
+        entry["tiers"] = [{"above": start, "rates": _rates(price, start)} for start in starts]
+    return entry
+
+
+@functools.lru_cache(maxsize=1)
+def library_providers() -> tuple[str, ...]:
+    """The ids of every provider genai-prices has prices for."""
+    from genai_prices import data_snapshot
+
+    return tuple(provider.id for provider in data_snapshot.get_snapshot().providers)
 
 
 def build_snapshot(now: dt.datetime) -> dict[str, bytes]:
@@ -80,15 +127,9 @@ def _build_for_day(day: dt.date) -> tuple[tuple[str, bytes], ...]:
     for provider in data_snapshot.get_snapshot().providers:
         models = []
         for model in provider.models:
-            price = model.get_prices(now)
-            rates = {}
-            for kind, key in _RATE_KEYS.items():
-                text = _decimal_text(getattr(price, key, None))
-                if text is not None:
-                    rates[kind] = text
-            if "input" not in rates or "output" not in rates:
-                continue
-            models.append({"id": model.id, "match": _clause(model.match), "rates": rates})
+            entry = _model_entry(model, model.get_prices(now))
+            if entry is not None:
+                models.append(entry)
         document = {
             "format": SNAPSHOT_FORMAT,
             "provider": provider.id,

@@ -9,7 +9,6 @@ answer whose usage cannot be read is recorded at its reserved estimate, so an
 unreadable usage never counts as free.
 """
 
-import re
 from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
@@ -21,8 +20,6 @@ from ledger.errors import UsageError
 from ledger.gateway.committer import Committer
 from ledger.runtime import Runtime
 from ledger.services import calls
-
-_KEY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,125}$")
 
 
 def _zero_or_estimate(estimated_micros: int, *, complete: bool) -> str:
@@ -60,10 +57,10 @@ class Exchange:
         return str(self.verdict["verdict_ref"])
 
     def _idempotency_key(self) -> str:
-        response_id = getattr(self.reader, "response_id", None)
-        if isinstance(response_id, str) and _KEY_RE.fullmatch(response_id):
-            return f"gw:{response_id}"
-        return f"gw:{self.verdict_ref}"
+        # The key every part of the product records a response under, so a
+        # response recorded by an SDK guard behind the gateway counts once.
+        key = getattr(self.reader, "idempotency_key", None)
+        return key if isinstance(key, str) else f"gw:{self.verdict_ref}"
 
     async def record(self, *, complete: bool) -> bool:
         """Record the call once (later calls return the first outcome); whether it is durable.

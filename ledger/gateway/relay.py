@@ -1,13 +1,13 @@
 """What crosses the gateway unchanged, and what does not: headers, bodies, error shapes."""
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 import httpx
 from starlette.responses import JSONResponse
 
 from ledger.core.proxy_config import ProxySettings
+from ledger.errors import halt_message as halt_text
 from ledger.gateway.caller import CREDENTIAL_HEADERS, LEDGER_HEADER_PREFIX, Caller
 from ledger.providers import error_body
 
@@ -98,15 +98,6 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
-def dollars(micros: Any) -> str:
-    """Micro-USD as dollars for people (exact; at least the cents)."""
-    if not isinstance(micros, int):
-        return "n/a"
-    text = str(Decimal(micros) / Decimal(1_000_000))
-    whole, _, cents = text.partition(".")
-    return f"${whole}.{(cents or '').ljust(2, '0')}"
-
-
 def verdict_headers(document: Mapping[str, Any]) -> dict[str, str]:
     """``x-ledger-verdict``, ``x-ledger-verdict-ref`` and ``x-ledger-usd-remaining``."""
     remaining = document.get("usd_remaining")
@@ -119,18 +110,8 @@ def verdict_headers(document: Mapping[str, Any]) -> dict[str, str]:
 
 def halt_message(document: Mapping[str, Any]) -> str:
     """Why a request was not sent: the verdict, its reason and the deciding cap's figures."""
-    verdict = document.get("verdict")
-    reason = document.get("uncertainty_reason")
-    head = f"ledger: {verdict}" + (f" ({reason})" if reason else "")
-    figures = (
-        f"deciding cap {document.get('deciding_cap')}: "
-        f"used {dollars(document.get('usd_used_micros'))}, "
-        f"reserved {dollars(document.get('usd_reserved_micros'))}, "
-        f"cap {dollars(document.get('daily_cap_micros'))}, "
-        f"estimate {dollars(document.get('estimated_micros'))}"
-    )
-    why = document.get("diagnostic") or document.get("recording_error")
+    why = document.get("recording_error")
+    detail = f"; {why}" if why and why != document.get("diagnostic") else ""
     ref = document.get("verdict_ref")
     tail = f" (verdict {ref[:12]})" if isinstance(ref, str) and ref else ""
-    detail = f"; {why}" if why else ""
-    return f"{head}: {figures}{detail}; the request was not sent{tail}"
+    return f"ledger: {halt_text(dict(document))}{detail}; the request was not sent{tail}"

@@ -1,5 +1,6 @@
 """Guards around official provider SDK clients.
 
-Optional extras ``ledger[anthropic]`` and ``ledger[openai]``; no module here
-imports an SDK: each wraps the client it is given.
+Optional extras ``spend-ledger[anthropic]`` and ``spend-ledger[openai]``. Each guard wraps
+the HTTP transport of the client it is given; the SDK itself is imported only
+when a guard is made, and its HTTP library (``httpx2``) only by the guard modules.
 """

@@ -1,27 +1,31 @@
 """``guard_client(client, book)`` for the official Anthropic SDK (sync or async).
 
-Every ``client.messages.create`` runs a verdict first (``BudgetHalted`` and
-nothing sent on a halt) and records the response's ``usage`` after it; a
-stream (``stream=True``) is recorded from its ``message_start`` and
-``message_delta`` usage when it ends or is closed.
+Every request the client sends to ``/v1/messages`` — ``messages.create``,
+``messages.stream``, ``beta.messages.*``, ``with_raw_response``,
+``with_streaming_response``, on this client or any ``copy()`` or
+``with_options()`` of it — runs a verdict first and records its usage after
+(see ``ledger.integrations._gate``). Everything else is the original client.
 """
 
 from typing import Any
 
 from ledger.api import Ledger
-from ledger.integrations._guard import Endpoint, Proxy, merge
+from ledger.integrations._gate import CallGate
+from ledger.integrations._transport import guarded_client
 
 
-def _absorb(usage: dict[str, Any], event: Any) -> None:
-    kind = getattr(event, "type", None)
-    if kind == "message_start":
-        merge(usage, event.message.usage)
-    elif kind == "message_delta":
-        merge(usage, event.usage)
+def guard_client(
+    client: Any, book: Ledger, *, session: str | None = None, agent: str | None = None
+) -> Any:
+    """A copy of ``client`` (``anthropic.Anthropic`` or ``AsyncAnthropic``) gated by ``book``.
 
+    ``session`` scopes each verdict and record to a cycle id, ``agent`` each
+    verdict to an agent (both as ``ledger verdict --cycle-id/--agent``).
 
-def guard_client(client: Any, book: Ledger) -> Any:
-    """The client, with ``messages.create`` guarded by ``book``; all else unchanged."""
-    messages = client.messages
-    create = Endpoint(messages.create, book, "anthropic", "messages", _absorb)
-    return Proxy(client, {"messages": Proxy(messages, {"create": create})})
+    Raises:
+        TypeError: ``client`` is not an Anthropic SDK client.
+    """
+    import anthropic
+
+    gate = CallGate(book, "anthropic", session=session, agent=agent)
+    return guarded_client(client, gate, anthropic.AnthropicError)

@@ -1,37 +1,33 @@
 """``guard_client(client, book)`` for the official OpenAI SDK (sync or async).
 
-``client.chat.completions.create`` and ``client.responses.create`` run a
-verdict first (``BudgetHalted`` and nothing sent on a halt) and record the
-response's ``usage`` after it. A Chat Completions stream reports usage in its
-last chunk only when asked (``stream_options={"include_usage": True}``); a
-Responses stream in its ``response.completed`` event. A stream that delivered
-no usage is recorded at its reserved estimate.
+Every request the client sends to ``/chat/completions`` or ``/responses`` —
+``create``, ``parse``, ``stream``, ``with_raw_response``,
+``with_streaming_response``, on this client or any ``copy()`` or
+``with_options()`` of it — runs a verdict first and records its usage after
+(see ``ledger.integrations._gate``). A Chat Completions stream reports usage
+only when asked (``stream_options={"include_usage": True}``); without it the
+call is recorded at its estimate. Everything else is the original client.
 """
 
 from typing import Any
 
 from ledger.api import Ledger
-from ledger.integrations._guard import Endpoint, Proxy, merge
+from ledger.integrations._gate import CallGate
+from ledger.integrations._transport import guarded_client
 
 
-def _absorb_chat(usage: dict[str, Any], chunk: Any) -> None:
-    if getattr(chunk, "usage", None) is not None:
-        merge(usage, chunk.usage)
+def guard_client(
+    client: Any, book: Ledger, *, session: str | None = None, agent: str | None = None
+) -> Any:
+    """A copy of ``client`` (``openai.OpenAI`` or ``AsyncOpenAI``) gated by ``book``.
 
+    ``session`` scopes each verdict and record to a cycle id, ``agent`` each
+    verdict to an agent (both as ``ledger verdict --cycle-id/--agent``).
 
-def _absorb_responses(usage: dict[str, Any], event: Any) -> None:
-    response = getattr(event, "response", None)
-    if response is not None and getattr(response, "usage", None) is not None:
-        merge(usage, response.usage)
+    Raises:
+        TypeError: ``client`` is not an OpenAI SDK client.
+    """
+    import openai
 
-
-def guard_client(client: Any, book: Ledger) -> Any:
-    """The client, with ``chat.completions.create`` and ``responses.create`` guarded."""
-    completions = client.chat.completions
-    chat_create = Endpoint(completions.create, book, "openai", "messages", _absorb_chat)
-    chat = Proxy(client.chat, {"completions": Proxy(completions, {"create": chat_create})})
-    responses = client.responses
-    responses_create = Endpoint(responses.create, book, "openai", "input", _absorb_responses)
-    return Proxy(
-        client, {"chat": chat, "responses": Proxy(responses, {"create": responses_create})}
-    )
+    gate = CallGate(book, "openai", session=session, agent=agent)
+    return guarded_client(client, gate, openai.OpenAIError)

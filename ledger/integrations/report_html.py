@@ -1,6 +1,6 @@
 """The ``ledger report --html`` page: one self-contained file, chart drawn by matplotlib.
 
-The only module that imports matplotlib (the ``ledger[report]`` extra), and
+The only module that imports matplotlib (the ``spend-ledger[report]`` extra), and
 only ``ledger report --html`` imports it. The chart is rendered with the Agg
 backend to SVG and inlined, its text drawn as paths; the styles are inline;
 nothing refers to a network address, so the page opens anywhere.

@@ -7,7 +7,7 @@ JSON bodies and SSE streams), and the error bodies each provider sends
 """
 
 from ledger.providers.estimate import RequestEstimate, RequestRefused, estimate_request
-from ledger.providers.routes import PROVIDERS, Route, error_body, route
+from ledger.providers.routes import PROVIDERS, Route, client_route, error_body, route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 from ledger.providers.usage import UsageReader
 
@@ -19,6 +19,7 @@ __all__ = [
     "SSEDecoder",
     "ServerSentEvent",
     "UsageReader",
+    "client_route",
     "error_body",
     "estimate_request",
     "route",

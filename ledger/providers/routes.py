@@ -46,6 +46,32 @@ def route(method: str, path: str) -> Route | None:
     return _ROUTES.get((method.upper(), path))
 
 
+# An SDK client's base URL may carry a path of its own (a gateway's prefix, OpenAI's
+# "/v1"), so a client-side guard knows its endpoints by how the path ends.
+_ENDINGS: dict[str, tuple[tuple[str, Route], ...]] = {
+    "anthropic": (("/v1/messages", Route("anthropic", "messages")),),
+    "openai": (
+        ("/chat/completions", Route("openai", "chat_completions")),
+        ("/responses", Route("openai", "responses")),
+    ),
+}
+
+
+def client_route(provider: str, method: str, path: str) -> Route | None:
+    """The model route of a request an SDK client of ``provider`` sends, or ``None``.
+
+    Only ``provider``'s own model endpoints match, by the end of the path:
+    ``/v1/messages`` for Anthropic (any prefix, so ``/v1/messages/count_tokens``
+    and batches do not match), ``/chat/completions`` and ``/responses`` for OpenAI.
+    """
+    if method.upper() != "POST":
+        return None
+    for ending, found in _ENDINGS.get(provider, ()):
+        if path.endswith(ending):
+            return found
+    return None
+
+
 def error_body(provider: str, error_type: str, message: str) -> dict[str, Any]:
     """An error response body in ``provider``'s own shape.
 

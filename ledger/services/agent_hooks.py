@@ -1,34 +1,57 @@
-"""Claude Code hooks: PreToolUse counts and decides, PostToolUse and Stop record spend.
+"""Claude Code hooks: tool uses counted and gated, spend recorded, new prompts gated.
 
 The hook's scope comes from the caller (the environment, read by the CLI):
 a workflow (turns), an agent (tool calls) and an optional ``LEDGER_BUDGET_END``
-deadline. PreToolUse first runs the session's USD verdict (SPEC §7), which
+deadline. PreToolUse first runs the session's USD verdict, which
 denies on a halt; then it seals one ``hook.pre_tool_use`` envelope that counts
 the turn and the tool call together, inside the chain lock. Only a USD halt or
 an exhausted (or unknown, or untrustworthy) tool-call budget denies; turn and
 time budgets warn. PostToolUse and Stop record the transcript's new calls
 (``ledger.services.claude_spend``); PostToolUse writes nothing else.
+
+A session whose USD verdict halts is stopped (``continue: false``), not only
+refused one tool call: text-only turns would otherwise go on spending. Every
+hook fails closed: a home it cannot use, or spend it cannot record, refuses
+or stops rather than letting the agent run ungated.
 """
 
 import datetime as dt
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.agents import time as agent_time
 from ledger.core.agents import tools as agent_tools
 from ledger.core.agents import turns as agent_turns
 from ledger.core.hook_protocol import (
+    POST_TOOL_USE,
+    PRE_TOOL_USE,
+    STOP,
+    USER_PROMPT_SUBMIT,
     HookInput,
     clip,
+    fail_closed_output,
     post_tool_use_output,
     pre_tool_use_output,
+    stopped,
+    user_prompt_submit_output,
 )
 from ledger.errors import LedgerError
 from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
-from ledger.services.claude_spend import SpendDeps, record_transcript, session_verdict
+from ledger.services.claude_spend import SpendDeps, SpendReport, record_transcript
+from ledger.services.session_gate import session_halt, session_verdict
 
 
 class HookDeps(AgentDeps, SpendDeps, Protocol):
     """What the hooks need: agent budgets, the USD gate and transcripts."""
+
+    @property
+    def home(self) -> Path:
+        """The ledger home, as the command line named it."""
+        ...
+
+    def home_problem(self) -> str | None:
+        """Why the home cannot be used, or ``None``."""
+        ...
 
 
 class HookScope(NamedTuple):
@@ -89,7 +112,8 @@ def pre_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResul
         return HookResult(pre_tool_use_output(scope.invalid_agent, warnings))
     usd = session_verdict(deps, hook, scope.agent)
     if usd.deny is not None:
-        return HookResult(pre_tool_use_output(usd.deny, warnings), usd.entry_hash, usd.errors)
+        output = pre_tool_use_output(usd.deny, warnings, usd.deny if usd.halted else None)
+        return HookResult(output, usd.entry_hash, usd.errors)
     warnings.extend(usd.warnings)
     try:
         result = _pre_tool_use(deps, hook, scope, warnings)
@@ -173,31 +197,91 @@ def _post_lines(
     return lines
 
 
+def _unrecorded_reason(deps: HookDeps, spent: SpendReport) -> str | None:
+    if not spent.unrecorded:
+        return None
+    return (
+        f"ledger: this session's spend could not be recorded in the ledger home "
+        f"{deps.home.absolute()} ({spent.problem}); session stopped (fail-closed)"
+    )
+
+
 def post_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
-    """Record the transcript's new calls; the countdown tier and budget lines as context."""
+    """Record the transcript's new calls; the countdown tier and budget lines as context.
+
+    Stops the session when its spend could not be recorded or the USD gate
+    halts with nothing more spent.
+    """
     spent = record_transcript(deps, hook, final=False)
     errors = () if (line := spent.stderr_line()) is None else (line,)
-    result = _post_tool_use(deps, hook, scope)
+    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps)
+    result = _post_tool_use(deps, hook, scope, stop_reason)
     return result._replace(errors=(*errors, *result.errors))
 
 
-def _post_tool_use(deps: AgentDeps, hook: HookInput, scope: HookScope) -> HookResult:
+def _post_tool_use(
+    deps: AgentDeps, hook: HookInput, scope: HookScope, stop_reason: str | None
+) -> HookResult:
     try:
         if scope.workflow is None and scope.agent is None and scope.budget_end is not None:
-            return HookResult(
-                post_tool_use_output(_post_lines(None, hook, scope, deps.clock.now()))
-            )
+            lines = _post_lines(None, hook, scope, deps.clock.now())
+            return HookResult(post_tool_use_output(lines, stop_reason))
         with agent_session(deps, write=False) as session:
             lines = _post_lines(session, hook, scope, session.now)
-        return HookResult(post_tool_use_output(lines))
+        return HookResult(post_tool_use_output(lines, stop_reason))
     except LedgerError as exc:
         problem = f"could not read the budgets: {exc}"
         lines = [*scope.notes, f"ledger {problem}"]
-        return HookResult(post_tool_use_output(lines), errors=(problem,))
+        return HookResult(post_tool_use_output(lines, stop_reason), errors=(problem,))
 
 
 def stop(deps: HookDeps, hook: HookInput) -> HookResult:
-    """Record the transcript's calls not recorded yet, the newest one too; prints ``{}``."""
+    """Record the transcript's calls not recorded yet, the newest one too.
+
+    Prints ``{}``, or ``continue: false`` with the reason when the spend could
+    not be recorded or the session's USD gate halts (the user sees why the
+    next prompt will be blocked).
+    """
     spent = record_transcript(deps, hook, final=True)
     line = spent.stderr_line()
-    return HookResult({}, errors=() if line is None else (line,))
+    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps)
+    return HookResult(stopped({}, stop_reason), errors=() if line is None else (line,))
+
+
+def user_prompt_submit(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """The session's USD verdict before a new prompt reaches the model.
+
+    Blocks the prompt on a halt, warns on ``warn-90``; the tool-call and turn
+    budgets are not consulted (a prompt is neither).
+    """
+    usd = session_verdict(deps, hook, scope.agent, refused="prompt blocked")
+    output = user_prompt_submit_output(usd.deny, [*scope.notes, *usd.warnings])
+    return HookResult(output, usd.entry_hash, usd.errors)
+
+
+def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """The answer to one hook call, fail-closed when the home cannot be used.
+
+    A home that does not exist, cannot be read or was never initialised gets
+    a refusal (or a stop) naming it, and nothing is created in it.
+    """
+    event = hook.hook_event_name
+    problem = deps.home_problem()
+    if problem is not None:
+        reason = f"ledger: {problem}; {_REFUSED[event]} (fail-closed)"
+        return HookResult(fail_closed_output(event, reason), errors=(problem,))
+    if event == PRE_TOOL_USE:
+        return pre_tool_use(deps, hook, scope)
+    if event == USER_PROMPT_SUBMIT:
+        return user_prompt_submit(deps, hook, scope)
+    if event == STOP:
+        return stop(deps, hook)
+    return post_tool_use(deps, hook, scope)
+
+
+_REFUSED = {
+    PRE_TOOL_USE: "tool call refused",
+    USER_PROMPT_SUBMIT: "prompt blocked",
+    POST_TOOL_USE: "session stopped",
+    STOP: "session stopped",
+}

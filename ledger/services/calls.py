@@ -10,13 +10,14 @@ import datetime as dt
 import re
 from typing import Any, NamedTuple, Protocol
 
-from ledger.core.prices import Quote, TokenCounts, cost_micros, estimate_micros
+from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate import GateDeps, check_verdict, usage
 from ledger.services.prices import PriceDeps, find_price, price_for
+from ledger.services.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.recording import record_call
 
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -29,8 +30,8 @@ MAX_MICROS = 2**53 - 1
 INFERRED_PROVIDERS = ("anthropic", "openai")
 
 
-class CallDeps(GateDeps, PriceDeps, Protocol):
-    """What a per-call request needs: the gate and the price table."""
+class CallDeps(GateDeps, PriceDeps, ProviderDeps, Protocol):
+    """What a per-call request needs: the gate, the price table and the known providers."""
 
 
 def amount(value: object, what: str) -> int:
@@ -169,6 +170,7 @@ def verdict(
         ConfigError: the configuration is invalid or has no daily cap.
     """
     name = provider_id(provider)
+    require_known_provider(deps, name)
     model_name = text_arg(model, "--model")
     call_tags, call_key = tag_list(tags), key_name(gateway_key)
     inputs = count(input_tokens, "--input-tokens")
@@ -184,7 +186,7 @@ def verdict(
         found = _quote(deps, None if name == "aggregate" else name, model_name)
         if name is None:
             name = found.provider
-        micros = estimate_micros(inputs, max_outputs, found.rates)
+        micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
         if micros > MAX_MICROS:
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
@@ -268,8 +270,8 @@ def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -
             "is priced and `ledger rebuild-state` runs"
         )
         return Priced(tokens, None, details, warning)
-    micros = cost_micros(tokens, found.rates)
-    details.update(price_source=found.source, rates=found.rates.as_text())
+    micros, rates = quote_cost_micros(tokens, found)
+    details.update(price_source=found.source, rates=rates.as_text())
     return Priced(tokens, micros, details, None)
 
 
@@ -300,6 +302,7 @@ def record(
     """
     name = provider_id(provider, required=True)
     assert name is not None  # noqa: S101 - required=True
+    unknown = unknown_provider(deps, name)
     ref = None
     if verdict_ref is not None:
         if not isinstance(verdict_ref, str) or not REF_RE.fullmatch(verdict_ref):
@@ -356,7 +359,12 @@ def record(
     if outcome.spooled:
         # SPEC §8: kept in the home until the store answers; sealed then, once, by its key.
         document.update(entry_hash=None, idempotency_key=first.get("idempotency_key"), spooled=True)
-    return document, outcome.warning or warning
+    if outcome.duplicate:
+        unknown = None
+    if unknown is not None:
+        unknown = f"--provider: {unknown} (recorded anyway: spend is never refused)"
+    warnings = [text for text in (outcome.warning or warning, unknown) if text]
+    return document, "; ".join(warnings) or None
 
 
 def usage_view(deps: GateDeps, provider: object = None) -> dict[str, Any]:

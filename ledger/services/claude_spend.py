@@ -1,4 +1,4 @@
-"""Claude Code spend (SPEC §7): a session's transcript recorded, and a USD verdict per tool use.
+"""Claude Code spend: a session's transcript recorded, each call once.
 
 ``record_transcript`` (PostToolUse and Stop) reads the transcript from where
 the previous read stopped, prices each new call from its own usage object and
@@ -8,75 +8,36 @@ provider ``anthropic``, ``cycle_id`` the session id, idempotency key
 Reading stays O(new lines): a cursor per transcript (derived, see
 ``ledger.edges.transcripts``) holds the offset, a hash of the line before it
 (a transcript rewritten in place is read again from the start), the count and
-cost of the session's calls, and the refs of the session's open verdicts.
-
-``session_verdict`` (PreToolUse) runs a USD verdict for the session's next
-call, estimated at the mean cost of its recorded calls (at least $0.01). Each
-admitted verdict's ref waits in the cursor and is settled by the next call
-recorded, so a long session does not pile up reservations until their TTL.
+cost of the session's calls, and the refs of the session's open verdicts
+(``ledger.services.session_gate``), each settled by the next call recorded.
 """
 
 import hashlib
 from bisect import bisect_left
-from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
-from ledger.core.hook_protocol import HookInput, clip, usd_verdict_reason
+from ledger.core.hook_protocol import HookInput, clip
+from ledger.core.prices import TokenCounts
 from ledger.core.transcript import (
-    MAX_PENDING,
     Skipped,
     TranscriptCall,
     call_key,
     cursor_from,
-    estimate_micros,
     fresh_cursor,
     fuller,
     read_line,
+    still_owed,
+    tokens_from_payload,
+    top_up_key,
+    usage_object,
 )
-from ledger.errors import ConfigError, LedgerError
+from ledger.errors import InputDataError, LedgerError
 from ledger.services import calls
+from ledger.services.ports import TranscriptReader, TranscriptStore
 
 PROVIDER = "anthropic"
+TAIL_BYTES = 4096
 _SHOWN_SKIPS = 3
-HALTS = frozenset({"halt-100", "halt-uncertainty"})
-
-
-class TranscriptReader(Protocol):
-    """An open transcript."""
-
-    @property
-    def size(self) -> int:
-        """Its length in bytes when it was opened."""
-        ...
-
-    def read_at(self, start: int, length: int) -> bytes:
-        """Bytes from ``start``."""
-        ...
-
-    def lines(self, offset: int) -> Iterator[tuple[int, bytes]]:
-        """Each complete line from ``offset``: (its start, its bytes)."""
-        ...
-
-
-class TranscriptStore(Protocol):
-    """Transcripts and the cursor kept for each."""
-
-    def open(self, path: str) -> AbstractContextManager[TranscriptReader]:
-        """The transcript at ``path``."""
-        ...
-
-    def load_cursor(self, key: str) -> dict[str, Any] | None:
-        """The stored cursor, or ``None``."""
-        ...
-
-    def save_cursor(self, key: str, cursor: dict[str, Any]) -> None:
-        """Replace the stored cursor."""
-        ...
-
-    def locked(self, key: str) -> AbstractContextManager[None]:
-        """The cursor of ``key`` held for one reader or writer."""
-        ...
 
 
 class SpendDeps(calls.CallDeps, Protocol):
@@ -96,6 +57,8 @@ class SpendReport(NamedTuple):
     skipped: tuple[str, ...] = ()
     unpriced: tuple[str, ...] = ()
     problem: str | None = None
+    # Spend was found that could not be recorded (not merely an unreadable transcript).
+    unrecorded: bool = False
 
     def stderr_line(self) -> str | None:
         """One line for stderr about what was skipped or not recorded, if anything."""
@@ -115,15 +78,6 @@ class SpendReport(NamedTuple):
                 f"({', '.join(sorted(set(self.unpriced)))}): verdicts halt until priced"
             )
         return "claude code spend: " + "; ".join(parts) if parts else None
-
-
-class SessionVerdict(NamedTuple):
-    """The USD side of a PreToolUse answer."""
-
-    deny: str | None = None
-    warnings: tuple[str, ...] = ()
-    entry_hash: str | None = None
-    errors: tuple[str, ...] = ()
 
 
 def _digest(data: bytes) -> str:
@@ -150,18 +104,30 @@ class _Scan(NamedTuple):
     starts: list[int]  # the start of every line read, in order
     end: int  # just after the last complete line read
     held: int | None  # start of a call that may still be growing (not recorded yet)
+    partial: tuple[int, int, bool] | None  # a last line without "\n" (see TranscriptReader)
 
 
-def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
+def _oversized_from(cursor: dict[str, Any], offset: int) -> int | None:
+    """How far the too-long line at ``offset`` was read already, if it was."""
+    partial = cursor.get("partial")
+    if isinstance(partial, dict) and partial.get("start") == offset:
+        scanned = partial.get("scanned")
+        return scanned if isinstance(scanned, int) and scanned > offset else None
+    return None
+
+
+def _scan(
+    transcript: TranscriptReader, offset: int, oversized_from: int | None, *, final: bool
+) -> _Scan:
     groups: dict[tuple[str, str | None], tuple[int, TranscriptCall]] = {}
     skipped: list[str] = []
     starts: list[int] = []
     end = offset
     last: tuple[str, str | None] | None = None
-    for start, raw in transcript.lines(offset):
+    for start, line_end, raw in transcript.lines(offset, oversized_from):
         starts.append(start)
-        end = start + len(raw)
-        line = read_line(raw)
+        end = line_end
+        line = Skipped("line too long to read") if raw is None else read_line(raw)
         last = None
         if isinstance(line, Skipped):
             skipped.append(f"byte {start}: {line.reason}")
@@ -178,11 +144,7 @@ def _scan(transcript: TranscriptReader, offset: int, *, final: bool) -> _Scan:
         # recorded as it stands when the turn ends (Stop).
         held = groups.pop(last)[0]
     ordered = sorted(groups.values(), key=lambda item: item[0])
-    return _Scan(ordered, skipped, starts, end, held)
-
-
-def _usd_text(micros: int) -> str:
-    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+    return _Scan(ordered, skipped, starts, end, held, transcript.partial)
 
 
 class _Stopped(Exception):  # noqa: N818 - control flow, not an error
@@ -203,11 +165,58 @@ class _Tally:
         self.unpriced: list[str] = []
 
 
+def _record(
+    deps: SpendDeps, hook: HookInput, call: TranscriptCall, key: str, usage: dict[str, Any],
+    ref: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    document, _warning = calls.record(
+        deps, None, PROVIDER, verdict_ref=ref, model=call.model, cycle_id=clip(hook.session_id),
+        idempotency_key_value=key, usage_object=usage,
+    )  # fmt: skip
+    return document
+
+
+def _top_up(
+    deps: SpendDeps, hook: HookInput, call: TranscriptCall, first: dict[str, Any], tally: _Tally
+) -> tuple[int, int]:  # fmt: skip
+    """Record what a call's fullest line holds beyond what its records hold already.
+
+    Top-ups are numbered from 1 under ``cc:<message id>:<n>``; a number
+    already used is a duplicate whose tokens count as recorded, so the
+    records of a call always add up to its fullest usage, however often the
+    transcript is read. Returns the micro-USD of the call's records, all and
+    new ones.
+    """
+    recorded = tokens_from_payload(first.get("tokens"))
+    micros = [first.get("actual_micros")]
+    new = 0
+    number = 1
+    while recorded is not None and (owed := still_owed(call.tokens, recorded)) is not None:
+        document = _record(
+            deps, hook, call, top_up_key(call.message_id, number), usage_object(owed), None
+        )
+        micros.append(document.get("actual_micros"))
+        if document.get("duplicate"):
+            found = tokens_from_payload(document.get("tokens"))
+            recorded = (
+                None if found is None else TokenCounts(*map(sum, zip(recorded, found, strict=True)))
+            )
+        else:
+            tally.recorded += 1
+            new += int(micros[-1] or 0)
+            break
+        number += 1
+    return sum(int(m or 0) for m in micros), new
+
+
 def _record_calls(
     deps: SpendDeps, hook: HookInput, scan: _Scan, cursor: dict[str, Any], tally: _Tally,
     *, fresh: bool,
 ) -> None:  # fmt: skip
     """Record each call in order, each settling the oldest waiting verdict ref.
+
+    A call recorded before (its key is a duplicate) is topped up when its
+    fullest line holds more than was recorded.
 
     Raises:
         _Stopped: a call could not be recorded (the ones before it were).
@@ -216,38 +225,53 @@ def _record_calls(
     for start, call in scan.calls:
         ref = pending.pop(0) if pending else None
         try:
-            document, _warning = calls.record(
-                deps, None, PROVIDER, verdict_ref=ref, model=call.model,
-                cycle_id=clip(hook.session_id), idempotency_key_value=call_key(call.message_id),
-                usage_object=call.usage,
-            )  # fmt: skip
+            document = _record(deps, hook, call, call_key(call.message_id), call.usage, ref)
+            duplicate = bool(document.get("duplicate"))
+            if duplicate and ref is not None:
+                pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
+                ref = None
+            all_micros, new_micros = (
+                _top_up(deps, hook, call, document, tally) if duplicate else (0, 0)
+            )
         except LedgerError as exc:
             if ref is not None:
                 pending.insert(0, ref)
             raise _Stopped(start, str(exc)) from exc
-        duplicate = bool(document.get("duplicate"))
+        micros = document.get("actual_micros")
         if duplicate:
             tally.duplicates += 1
-            if ref is not None:
-                pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
         else:
             tally.recorded += 1
-        micros = document.get("actual_micros")
         if micros is None:
             tally.unpriced.append(call.model)
-        elif fresh or not duplicate:
-            # Read from the start, every call of the session counts once;
-            # otherwise only calls recorded now are new to the cursor's figures.
+        elif not duplicate:
             cursor["calls"] += 1
             cursor["micros"] += int(micros)
+        elif fresh:
+            # Read from the start, every call of the session counts once, whole.
+            cursor["calls"] += 1
+            cursor["micros"] += all_micros
+        else:
+            cursor["micros"] += new_micros
 
 
 def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: TranscriptReader) -> None:
-    """Move the cursor to ``stop`` (a line start, or the end of the lines read)."""
+    """Move the cursor to ``stop`` (a line start, or the end of the lines read).
+
+    A too-long last line without ``\\n`` at ``stop`` is remembered with how
+    far it was read, so the next read goes on from there.
+    """
+    partial = scan.partial
+    if stop == scan.end and partial is not None and partial[0] == stop and partial[2]:
+        cursor["partial"] = {"start": stop, "scanned": partial[1]}
+    else:
+        cursor["partial"] = None
     index = bisect_left(scan.starts, stop)
     if index == 0:
         return  # nothing before ``stop`` was read in this pass: the cursor stays
-    tail_start = scan.starts[index - 1]
+    # The end of the line before ``stop`` (at most TAIL_BYTES of it) tells a
+    # transcript rewritten in place from the one that was read.
+    tail_start = max(scan.starts[index - 1], stop - TAIL_BYTES)
     cursor["offset"] = stop
     cursor["tail"] = {
         "start": tail_start,
@@ -255,117 +279,73 @@ def _advance(cursor: dict[str, Any], scan: _Scan, stop: int, transcript: Transcr
     }
 
 
-def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
-    """Record every call of the hook's transcript not recorded yet.
+class _FileOutcome(NamedTuple):
+    skipped: list[str]
+    problem: str | None = None
+    unrecorded: bool = False
 
-    ``final`` (Stop) also records the newest call; otherwise a call with
-    nothing written after it waits for the next read, as its usage may still
-    grow. Never raises a ``LedgerError``: what could not be read or recorded
-    is the report's ``problem``, and nothing is guessed.
-    """
-    path = hook.transcript_path
-    if not path:
-        return SpendReport(problem="the hook input names no transcript_path")
-    tally = _Tally()
+
+def _record_file(
+    deps: SpendDeps, hook: HookInput, path: str, tally: _Tally, *, final: bool
+) -> _FileOutcome:
+    """Record the calls of one transcript file from where its cursor stopped."""
     try:
         store = deps.transcripts
         with store.locked(path):
             cursor = cursor_from(store.load_cursor(path))
             with store.open(path) as transcript:
                 start = _resume_at(cursor, transcript)
-                scan = _scan(transcript, start, final=final)
+                scan = _scan(transcript, start, _oversized_from(cursor, start), final=final)
                 stop = scan.end if scan.held is None else scan.held
-                problem = None
+                outcome = _FileOutcome(scan.skipped)
                 try:
                     _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0)
                 except _Stopped as stopped:
                     stop = min(stop, stopped.start)
                     problem = f"could not record a call of {path}: {stopped.reason}"
+                    outcome = _FileOutcome(scan.skipped, problem, unrecorded=True)
                 _advance(cursor, scan, stop, transcript)
             store.save_cursor(path, cursor)
+    except InputDataError as exc:  # the transcript itself: nothing to record from it
+        return _FileOutcome([], str(exc))
     except LedgerError as exc:
-        return SpendReport(tally.recorded, tally.duplicates, (), tuple(tally.unpriced), str(exc))
-    return SpendReport(
-        tally.recorded, tally.duplicates, tuple(scan.skipped), tuple(tally.unpriced), problem
-    )
+        return _FileOutcome([], str(exc), unrecorded=True)
+    return outcome
 
 
-def _cursor_key(hook: HookInput) -> str | None:
-    if hook.transcript_path:
-        return hook.transcript_path
-    return f"session:{hook.session_id}" if hook.session_id else None
+def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
+    """Record every call of the hook's transcript, and its subagents', not recorded yet.
 
-
-def _update_cursor(deps: SpendDeps, key: str, change: Any) -> None:
-    store = deps.transcripts
-    with store.locked(key):
-        cursor = cursor_from(store.load_cursor(key))
-        change(cursor)
-        store.save_cursor(key, cursor)
-
-
-def session_verdict(deps: SpendDeps, hook: HookInput, agent: str | None) -> SessionVerdict:
-    """A USD verdict for the session's next call (PreToolUse).
-
-    ``halt-100`` and ``halt-uncertainty`` deny, ``warn-90`` warns. Without
-    ``usd.daily_cap`` USD gating is off, which the first answer of a session
-    says. Never raises a ``LedgerError``: a configuration or verdict that
-    cannot be read denies (fail-closed).
+    Subagents (the Task tool) write their own transcripts in
+    ``<session>/subagents/`` beside the session's; each is read the same way,
+    with its own cursor. ``final`` (Stop) also records each file's newest
+    call; otherwise a call with nothing written after it waits for the next
+    read, as its usage may still grow. Never raises a ``LedgerError``: what
+    could not be read or recorded is the report's ``problem``, and nothing is
+    guessed.
     """
-    key = _cursor_key(hook)
+    path = hook.transcript_path
+    if not path:
+        return SpendReport(problem="the hook input names no transcript_path")
+    tally = _Tally()
+    skipped: list[str] = []
+    problems: list[str] = []
+    unrecorded = False
     try:
-        cap = deps.config.daily_cap_micros
-    except ConfigError as exc:
-        reason = f"ledger: configuration error ({exc}); tool call refused (fail-closed)"
-        return SessionVerdict(deny=reason, errors=(str(exc),))
-    if cap is None:
-        return _gating_off(deps, key)
-    store = deps.transcripts
-    cursor = cursor_from(store.load_cursor(key) if key else None)
-    try:
-        document, admitted = calls.verdict(
-            deps, _usd_text(estimate_micros(cursor)), PROVIDER,
-            cycle_id=clip(hook.session_id), agent=agent,
-        )  # fmt: skip
+        paths = [path, *deps.transcripts.subagents(path)]
     except LedgerError as exc:
-        reason = f"ledger: USD verdict failed ({exc}); tool call refused (fail-closed)"
-        return SessionVerdict(deny=reason, errors=(f"USD verdict failed: {exc}",))
-    errors: tuple[str, ...] = ()
-    if document.get("recording_error"):
-        errors = (f"verdict not recorded: {document['recording_error']}",)
-    ref = document.get("verdict_ref")
-    if admitted and key is not None and isinstance(ref, str):
-        try:
-            _update_cursor(
-                deps, key, lambda c: c.update(pending=[*c["pending"], ref][-MAX_PENDING:])
-            )
-        except LedgerError as exc:  # the reservation then expires by its TTL
-            errors = (*errors, f"cannot remember verdict {ref[:16]} for settling: {exc}")
-    verdict = document.get("verdict")
-    if verdict in HALTS:
-        return SessionVerdict(usd_verdict_reason(document), (), ref, errors)
-    warnings = (usd_verdict_reason(document),) if verdict == "warn-90" else ()
-    return SessionVerdict(None, warnings, ref, errors)
-
-
-GATING_OFF = (
-    "ledger: USD gating is off: no usd.daily_cap is configured (`ledger init --daily-cap-usd X` "
-    "or LEDGER_USD_DAILY_CAP); this session's spend is recorded, not capped"
-)
-
-
-def _gating_off(deps: SpendDeps, key: str | None) -> SessionVerdict:
-    """Say once per session (when it can be remembered) that USD gating is off."""
-    if key is None:
-        return SessionVerdict(warnings=(GATING_OFF,))
-    noted: list[bool] = []
-
-    def note(cursor: dict[str, Any]) -> None:
-        noted.append(cursor["gating_off_noted"])
-        cursor["gating_off_noted"] = True
-
-    try:
-        _update_cursor(deps, key, note)
-    except LedgerError as exc:
-        return SessionVerdict(warnings=(GATING_OFF,), errors=(str(exc),))
-    return SessionVerdict(warnings=() if noted[0] else (GATING_OFF,))
+        paths = [path]
+        problems.append(str(exc))
+    for each in paths:
+        outcome = _record_file(deps, hook, each, tally, final=final)
+        where = "" if each == path else f"{each}: "
+        skipped.extend(f"{where}{line}" for line in outcome.skipped)
+        if outcome.problem is not None:
+            problems.append(outcome.problem)
+        if outcome.unrecorded:
+            unrecorded = True
+            break  # the chain refuses: the next files would fail the same way
+    return SpendReport(
+        tally.recorded, tally.duplicates, tuple(skipped), tuple(tally.unpriced),
+        "; ".join(problems) or None, unrecorded,
+    )  # fmt: skip

@@ -18,11 +18,12 @@ from ledger.core.budgets import CallScope
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
+from ledger.core.refs import FULL_REF_DIGITS
 from ledger.core.spend import ScopeState, unpriced_problem
 from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, UsageError
 from ledger.services.gate import _scopes
 from ledger.services.ports import CounterDeps
 from ledger.services.state import Counter, counter_problem, schema_lookup
@@ -92,34 +93,60 @@ class Explanation:
         }
 
 
+class AmbiguousRefError(UsageError):
+    """A ref prefix matches more than one entry (exit 2: give more digits)."""
+
+
 def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int, str | None]:
-    """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts)."""
+    """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts).
+
+    ``ref`` is a whole entry hash or a prefix of one (``MIN_REF_PREFIX`` hex
+    digits or more, as messages print them). A prefix is looked for in the
+    whole verified chain, so one that names two entries is refused, never
+    silently taken to mean the first.
+    """
     zone, budgets = deps.config.day_zone, deps.config.budgets
     data = empty_state(budgets)
     schema_for = schema_lookup(deps)
-    found: list[ParsedEntry] = []
+    found: list[tuple[ParsedEntry, int, str | None]] = []
+    others: list[int] = []
     last_ts: list[str] = []
+    current_line = [0]
+    whole = len(ref) == FULL_REF_DIGITS
 
     def fold(parsed: ParsedEntry) -> None:
+        if not parsed.entry_hash.startswith(ref):
+            if not found:
+                apply_parsed(data, parsed, schema_for, zone, budgets)
+                last_ts[:] = [parsed.ts_utc]
+            return
         if found:
-            return
-        if parsed.entry_hash == ref:
-            found.append(parsed)
-            return
-        apply_parsed(data, parsed, schema_for, zone, budgets)
-        last_ts[:] = [parsed.ts_utc]
+            others.append(current_line[0])
+        else:
+            found.append((parsed, current_line[0], last_ts[0] if last_ts else None))
 
     verifier = ChainVerifier(deps.keys.load_trust(), on_entry=fold)
     for line, raw in enumerate(deps.chain.iter_lines(), start=1):
+        current_line[0] = line
         if not verifier.feed(raw):
+            if found:
+                break  # past the entry: a later break is not this explanation's to report
             report = verifier.report()
             raise UnknownVerdictError(
                 f"the chain does not verify at line {report.line} ({report.reason}) "
                 f"before {ref} was found"
             )
-        if found:
-            return data, found[0], line, last_ts[0] if last_ts else None
-    raise UnknownVerdictError(f"no entry {ref} in the chain")
+        if found and (whole or others):
+            break
+    if others:
+        lines = ", ".join(str(line) for line in (found[0][1], *others))
+        raise AmbiguousRefError(
+            f"VERDICT_REF: {ref} matches more than one entry (lines {lines}): give more digits"
+        )
+    if not found:
+        raise UnknownVerdictError(f"no entry {ref} in the chain")
+    entry, at_line, prev_ts = found[0]
+    return data, entry, at_line, prev_ts
 
 
 def _reading(scope: ScopeState, now: dt.datetime, day: str, zone: dt.tzinfo) -> dict[str, Any]:
@@ -140,13 +167,19 @@ def _reading(scope: ScopeState, now: dt.datetime, day: str, zone: dt.tzinfo) -> 
 def explain(deps: ExplainDeps, ref: str) -> Explanation:
     """Recompute the verdict ``ref`` from the chain and compare it with what was sealed.
 
+    Args:
+        deps: the chain, its trust and the configuration.
+        ref: the verdict's entry hash, or a prefix of it that names one entry.
+
     Raises:
         UnknownVerdictError: no such entry, not a verdict, or the chain breaks first.
+        AmbiguousRefError: ``ref`` is a prefix of more than one entry's hash.
         ConfigError: the configuration is invalid or has no daily cap.
         ChainIOError: the chain cannot be read.
     """
     config = deps.config
     data, entry, line, prev_ts = _find(deps, ref)
+    ref = entry.entry_hash  # a prefix names this entry
     if entry.event_type not in VERDICT_EVENTS:
         raise UnknownVerdictError(
             f"entry {ref} (line {line}) is a {entry.event_type}, not a verdict"

@@ -166,7 +166,9 @@ def enroll(
             signer = keys.unenrolled_key(None)
             created = signer is None
             signer = signer or keys.generate()
-            keys.save_trust(TrustStore(keys=(TrustedKey(signer.key_id, signer.public_raw),)), root)
+            first = TrustedKey(signer.key_id, signer.public_raw)
+            # From the fleet's first enrolment on, every entry must be signed.
+            keys.save_trust(TrustStore(keys=(first,), strict_after=deps.clock.now()), root)
             return EnrollResult(signer.key_id, created, True, False, root is not None)
         trust = keys.load_trust()
         signed = _root_signed(stored)

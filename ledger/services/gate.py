@@ -16,7 +16,7 @@ from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
 from ledger.core.state import empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts, utc_day
-from ledger.core.verdict import Decision, Uncertainty, decide, usage_pct
+from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
 from ledger.errors import (
     CanonicalizationError,
     ChainIOError,
@@ -364,6 +364,7 @@ class UsageOutcome(NamedTuple):
     uncertainty: Uncertainty | None
     diagnostic: str | None
     budget_day: str | None = None
+    verdict: Verdict | None = None  # what a verdict for $0 more would say
 
 
 def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
@@ -403,4 +404,5 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     return UsageOutcome(
         aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
         utc_day(now), now, reason, decision.diagnostic, budget_day=day,
+        verdict=decision.verdict,
     )  # fmt: skip

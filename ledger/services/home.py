@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
-from ledger.core.timefmt import parse_ts
+from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.trust import Revocation, TrustedKey, TrustStore
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
@@ -76,9 +76,42 @@ def init_home(deps: HomeDeps, daily_cap_usd: str | None) -> InitResult:
         return InitResult(str(home), signer.key_id, False, created_config)
     signer = keys.generate()
     # The first key is valid from the beginning of time: entries replayed with
-    # LEDGER_NOW before the moment of init must still verify.
-    keys.save_trust(TrustStore(keys=(TrustedKey(signer.key_id, signer.public_raw),)))
+    # LEDGER_NOW before the moment of init must still verify. From init on,
+    # every entry must be signed: an unsigned line appended by anyone who can
+    # write the file would otherwise verify and be folded.
+    keys.save_trust(
+        TrustStore(
+            keys=(TrustedKey(signer.key_id, signer.public_raw),),
+            strict_after=deps.clock.now(),
+        )
+    )
     return InitResult(str(home), signer.key_id, True, created_config)
+
+
+def ensure_strict_after(deps: WriterDeps, root: Signer | None = None) -> str | None:
+    """Give a trust store without ``strict_after`` (an older home) one: now.
+
+    Returns a note for the operator when the trust store changed, or could not
+    be changed because it needs the offline root; ``None`` when there was
+    nothing to do.
+
+    Raises:
+        InputDataError: the trust store is unreadable.
+        ChainIOError: the trust store could not be written.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    if trust.strict_after is not None:
+        return None
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        return (
+            "the trust store accepts unsigned entries (no strict_after); "
+            "give --root-key to any keys command to refuse them from now on"
+        )
+    now = deps.clock.now()
+    keys.save_trust(trust.with_strict_after(now), root)
+    return f"the trust store now refuses unsigned entries from {format_ts(now)} (strict_after)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,5 +233,11 @@ def trust_foreign_key(
     pinned = keys.pinned_root()
     if pinned is not None and (root is None or root.public_raw != pinned):
         raise KeyFileError("this home pins an offline root key: pass --root-key")
-    keys.save_trust(trust.with_key(TrustedKey(key_id, public_raw, signs=False)), root)
+    trusted = trust.with_key(TrustedKey(key_id, public_raw, signs=False))
+    # Taking over another writer's log: its entries up to now were written
+    # under its own rules, so unsigned entries are refused from the takeover on.
+    now = deps.clock.now()
+    if trusted.strict_after is None or trusted.strict_after < now:
+        trusted = trusted.with_strict_after(now)
+    keys.save_trust(trusted, root)
     return True

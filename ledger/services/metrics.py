@@ -10,6 +10,7 @@ rest are counted by their bytes, so the pass costs little more than reading the
 file.
 """
 
+import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -42,6 +43,7 @@ class ScopeFigures:
     cap_micros: int
     usage_pct: float | None
     drift_pct: float | None
+    billing_age_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +60,10 @@ class Metrics:
     budgets: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _figures(scope: ScopeState) -> ScopeFigures:
+def _figures(scope: ScopeState, now: dt.datetime) -> ScopeFigures:
     pct = usage_pct(scope)
     drift = scope.reconcile_drift_pct
+    reading = scope.reading
     return ScopeFigures(
         scope.key,
         scope.used_micros,
@@ -68,6 +71,9 @@ def _figures(scope: ScopeState) -> ScopeFigures:
         scope.cap_micros,
         None if pct is None else float(pct),
         None if drift is None else float(drift),
+        # Operators alert on this: a bill not read for long means the gate
+        # halts near the cap (billing_stale) for want of a reading.
+        None if reading is None else max((now - reading.fetched_at).total_seconds(), 0.0),
     )
 
 
@@ -115,11 +121,11 @@ def gather(deps: GateDeps) -> Metrics:
     """
     config = deps.config
     first = usage(deps, None)
-    scopes = [_figures(first.aggregate)] if first.daily_cap_micros is not None else []
+    scopes = [_figures(first.aggregate, first.now)] if first.daily_cap_micros is not None else []
     for provider in sorted(config.provider_caps_micros):
         outcome = usage(deps, provider)
         if outcome.provider_scope is not None:
-            scopes.append(_figures(outcome.provider_scope))
+            scopes.append(_figures(outcome.provider_scope, outcome.now))
     trusted = first.uncertainty is None or first.uncertainty.value != "counter_inconsistent"
     lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
     day = first.budget_day or first.utc_day

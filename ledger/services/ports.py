@@ -189,3 +189,55 @@ class TrustSource(Protocol):
     def load_trust(self) -> "TrustStore":
         """The trust store."""
         ...
+
+
+class TranscriptReader(Protocol):
+    """An open transcript."""
+
+    @property
+    def size(self) -> int:
+        """Its length in bytes when it was opened."""
+        ...
+
+    def read_at(self, start: int, length: int) -> bytes:
+        """Bytes from ``start``."""
+        ...
+
+    @property
+    def partial(self) -> tuple[int, int, bool] | None:
+        """After ``lines``: a last line without ``\\n``: (its start, end read, too long)."""
+        ...
+
+    def lines(
+        self, offset: int, oversized_from: int | None = None
+    ) -> Iterator[tuple[int, int, bytes | None]]:
+        """Each complete line from ``offset``: (its start, its end, its bytes or ``None``).
+
+        ``None``: a line too long to hold, skipped. ``oversized_from``: the
+        line at ``offset`` is known too long, with no ``\\n`` before there.
+        """
+        ...
+
+
+class TranscriptStore(Protocol):
+    """Transcripts and the cursor kept for each."""
+
+    def open(self, path: str) -> AbstractContextManager[TranscriptReader]:
+        """The transcript at ``path``."""
+        ...
+
+    def load_cursor(self, key: str) -> dict[str, Any] | None:
+        """The stored cursor, or ``None``."""
+        ...
+
+    def save_cursor(self, key: str, cursor: dict[str, Any]) -> None:
+        """Replace the stored cursor."""
+        ...
+
+    def locked(self, key: str) -> AbstractContextManager[None]:
+        """The cursor of ``key`` held for one reader or writer."""
+        ...
+
+    def subagents(self, path: str) -> list[str]:
+        """The subagent transcripts of the session transcript at ``path``, in name order."""
+        ...

@@ -9,6 +9,7 @@ from ledger.core.seal import chain_time
 from ledger.core.spend import scope_state
 from ledger.core.timefmt import budget_day, utc_day
 from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
+from ledger.services.findings import describe_finding, stored_finding
 from ledger.services.gate import GateDeps
 from ledger.services.poll import PollDeps, billing_lock
 from ledger.services.state import Counter, fold_sealed, load_counter, save_counter
@@ -145,12 +146,17 @@ def rebuild_state(deps: GateDeps) -> RebuildOutcome:
     """Rebuild derived state from the verified chain and record that it was done.
 
     Raises:
-        LedgerError: the chain does not verify (run ``ledger recover`` first).
+        LedgerError: the chain does not verify, or a full verification found it
+            broken (run ``ledger recover`` first).
         ChainIOError, LockTimeoutError: the chain cannot be read or locked.
     """
     writer = Writer(deps)
     writer.signer()  # fail before the lock when there is no usable key
     with deps.chain.transaction() as tx:
+        stored = stored_finding(deps.states)
+        if stored is not None:
+            # Only recover clears what a full verification found (it checks the chain first).
+            raise LedgerError(f"cannot rebuild derived state: {describe_finding(stored)}")
         previous = _previous_state(deps, tx)
         deps.states.delete()
         counter = load_counter(tx, deps)
@@ -178,7 +184,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
     counter stays a fold of the chain alone; a model still unpriced stays so.
     """
     from ledger.core.envelope import parse_line
-    from ledger.core.prices import TokenCounts, cost_micros
+    from ledger.core.prices import TokenCounts, quote_cost_micros
     from ledger.services.prices import find_price
 
     unpriced = usd.get("unpriced") or {}
@@ -199,15 +205,16 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
         if found is None:
             continue
         counts = TokenCounts(**{k: int(v) for k, v in tokens.items() if k in TokenCounts._fields})
+        micros, rates = quote_cost_micros(counts, found)
         priced.append(
             {
                 "entry_hash": entry.entry_hash,
                 "provider": record["provider"],
                 "utc_day": record["utc_day"],
                 "model": record["model"],
-                "actual_micros": cost_micros(counts, found.rates),
+                "actual_micros": micros,
                 "price_source": found.source,
-                "rates": found.rates.as_text(),
+                "rates": rates.as_text(),
             }
         )
     return priced

@@ -7,6 +7,7 @@ kept in the home's spool and sealed later, exactly once.
 
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from ledger.core.refs import short_ref
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
 from ledger.errors import StoreUnreachableError
@@ -107,11 +108,11 @@ def _seal_record(deps: "GateDeps", request: dict[str, Any]) -> RecordOutcome:
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
             if reservation is None:
                 warning = (
-                    f"verdict_ref {verdict_ref[:16]}… is unknown, expired or already settled; "
-                    "recorded anyway"
+                    f"verdict_ref {short_ref(verdict_ref)}… is unknown, expired or already "
+                    "settled; recorded anyway"
                 )
             elif reservation["expires_at"] <= format_ts(now):
-                warning = f"verdict_ref {verdict_ref[:16]}… has expired; recorded anyway"
+                warning = f"verdict_ref {short_ref(verdict_ref)}… has expired; recorded anyway"
             else:
                 settled = True
                 # SPEC §4: a settled record counts on its reservation's budget

@@ -46,6 +46,7 @@ from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
+from ledger.services.findings import stored_finding
 from ledger.services.ports import ChainTx
 from ledger.services.proofs import tree_root_of_lines
 from ledger.services.snapshot import SnapshotDeps, SnapshotStore, load_snapshot, read_manifests
@@ -213,7 +214,13 @@ def recover(
     if dry_run:
         return _recover(deps, files, trust, explicit, None)
     with deps.chain.transaction() as tx:
-        return _recover(deps, files, trust, explicit, tx)
+        report = _recover(deps, files, trust, explicit, tx)
+        if report.action == "none" and stored_finding(deps.states) is not None:
+            # The chain verifies again: the finding a full verification left
+            # for the gate is cleared with the state, rebuilt from this chain.
+            cleared = tuple(files.relative(path) for path in files.clear_state())
+            report = replace(report, state_cleared=cleared)
+        return report
 
 
 def _nothing_there(files: SnapshotStore, explicit: tuple[Path, Manifest] | None) -> bool:

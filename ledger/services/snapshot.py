@@ -31,6 +31,7 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
+from ledger.services.ports import StateStore
 from ledger.services.proofs import tree_root_of_lines
 from ledger.services.verify import CheckpointDeps
 from ledger.services.writer import Writer
@@ -122,6 +123,11 @@ class SnapshotDeps(CheckpointDeps, Protocol):
 
     def snapshot_files(self) -> SnapshotStore:
         """The home's snapshot, evidence and state files."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived state (where a full verification's finding is kept)."""
         ...
 
     def newest_checkpoint(self) -> Checkpoint | None:

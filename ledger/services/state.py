@@ -23,6 +23,7 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
+from ledger.services.findings import FINDING_KEY, finding_problem
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
@@ -158,6 +159,8 @@ def _load_counter(
         stored = states.load()
     except StateMismatchError as exc:
         return Counter(empty_state(), head, f"{exc}; run `ledger rebuild-state`")
+    # A full verification's finding survives every rebuild; only recover clears it.
+    finding = None if stored is None else stored.data["meta"].get(FINDING_KEY)
     try:
         fingerprint = trust_fingerprint(trust())
         if stored is not None and stored.data["meta"].get("trust") != fingerprint:
@@ -190,6 +193,8 @@ def _load_counter(
                 data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
             data["meta"]["trust"] = fingerprint
             data["meta"]["day_zone"] = zone_name
+            if finding is not None:
+                data["meta"][FINDING_KEY] = finding
             return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
         if head is None:
             if stored.head_hash is None:
@@ -268,6 +273,9 @@ def counter_problem(counter: Counter, config: "Config") -> str | None:
     """
     if counter.problem is not None:
         return counter.problem
+    finding = finding_problem(counter.data)
+    if finding is not None:
+        return finding
     unfoldable = unfoldable_problem(counter.data)
     if unfoldable is not None:
         return unfoldable

@@ -25,6 +25,10 @@ each base payload as it is, and every entry of the other namespace, leave the ga
 normally. Other valid-but-unusual entries (zero amounts, deep junk in the free-form
 ``reading`` object) may fold or halt.
 
+Each base payload is also appended unsigned after the trust store's ``strict_after``
+(which ``ledger init`` sets to its own time), and loa's forced reconcile to a $0 bill with
+it: ``verify-chain`` must report it BROKEN and the gate must not admit anything.
+
 By default each (event type x mutation kind) is tried once, on a field picked with a fixed
 seed (plus one or two of the fields the gate reads inside ``reading``), and besides
 ``verdict 1``, ``tokens check`` and ``tools use`` one more command is sampled per entry;
@@ -289,6 +293,7 @@ class Hostile:
     kind: str
     where: str
     payload: Any
+    signed: bool = True  # False: appended with no signature, after the trust store's strict_after
 
     @property
     def label(self) -> str:
@@ -534,6 +539,38 @@ def judge_result(
             tally.refused[name] += 1
 
 
+def append_unsigned(home: Path, event_type: str, payload: Any, moment: dt.datetime) -> None:
+    """What anyone who can append to the file can write: a line with no signature.
+
+    ``ledger init`` set ``strict_after`` before ``moment``, so the line must be refused.
+    """
+    import rfc8785
+
+    from ledger.core.envelope import parse_line, unsigned_entry
+
+    chain = home / "events.jsonl"
+    prev = parse_line(chain.read_bytes().splitlines()[-1]).entry_hash
+    with chain.open("ab") as handle:
+        handle.write(rfc8785.dumps(unsigned_entry(event_type, payload, iso(moment), prev)) + b"\n")
+
+
+def unsigned_entries() -> list[Hostile]:
+    """Every event type's valid payload, and loa's forced reconcile to a $0 bill, unsigned."""
+    loa_forced_reconcile = {
+        "verdict": "reconcile", "counter_usd": 0.75, "billing_usd": 0, "drift_pct": 100,
+        "drift_threshold_pct": 5, "blocker": False, "provider": "aggregate", "utc_day": DAY,
+        "billing_api_unreachable": False, "force_reconcile": True, "operator_reason": "zero",
+    }  # fmt: skip
+    entries = [
+        Hostile(event_type, "unsigned", "-", payload, signed=False)
+        for event_type, payload in sorted(BASES.items())
+    ]
+    entries.append(
+        Hostile("budget.reconcile", "unsigned-loa-forced", "-", loa_forced_reconcile, signed=False)
+    )
+    return entries
+
+
 def chain_verifies(home: Path) -> bool:
     """Whether every line of the home's chain verifies against its trust store."""
     from ledger.core.chain import ChainVerifier
@@ -556,14 +593,23 @@ def run_case(
     as_process: bool,
 ) -> None:
     shutil.copytree(base, home, copy_function=shutil.copy)  # modes kept, times not
-    forge_entry(home, {"LEDGER_NOW": iso(HOSTILE_AT)}, hostile.event_type, hostile.payload,
-                HOSTILE_AT)  # fmt: skip
+    if hostile.signed:
+        forge_entry(home, {"LEDGER_NOW": iso(HOSTILE_AT)}, hostile.event_type, hostile.payload,
+                    HOSTILE_AT)  # fmt: skip
+    else:
+        append_unsigned(home, hostile.event_type, hostile.payload, HOSTILE_AT)
     must_refuse = verdict.startswith("invalid")
     control = (hostile.kind == "as-is" and verdict == "valid") or verdict == "foreign"
     verifies = chain_verifies(home)
     if not verifies:  # the chain is broken: the gate must halt whatever the entry says
         tally.broken += 1
         must_refuse, control = True, False
+    if not hostile.signed:  # after strict_after: refused, whatever its payload
+        must_refuse, control = True, False
+        if verifies:
+            tally.cases += 1
+            tally.failed_cases += 1
+            tally.fail(hostile, "chain", Result(0, "", ""), "unsigned entry verifies")
     tally.entries[verdict.split(":", maxsplit=1)[0]] += 1
     for name in names:
         args, stdin = COMMANDS[name]
@@ -608,6 +654,8 @@ def test_hostile_entries_battery(run_inproc, tmp_path, capsys):
             # no schema states, are tried every time; elsewhere one field per kind unless LONG.
             free = [h for h in group if h.where in READING_FIELDS]
             entries.extend(group if LONG else [rng.choice(group), *free[: rng.randint(1, 2)]])
+    unsigned = unsigned_entries()
+    entries.extend(unsigned)
     optional = [name for name in COMMANDS if name not in ALWAYS]
     process_every = max(1, len(entries) // PROCESS_CASES)
     tally = Tally()
@@ -622,6 +670,9 @@ def test_hostile_entries_battery(run_inproc, tmp_path, capsys):
         )  # fmt: skip
 
     failed = tally.failed_cases
+    admitted_unsigned = sum(
+        1 for line in tally.failures if any(line.startswith(h.label + " |") for h in unsigned)
+    )
     summary(
         capsys, "hostile-entries", tally.cases - failed, failed,
         f"{tally.cases} entry x command cases over {len(entries)} entries: "
@@ -629,6 +680,7 @@ def test_hostile_entries_battery(run_inproc, tmp_path, capsys):
         f"cannot fold {tally.entries['invalid']}, valid {tally.entries['valid']}, "
         f"other namespace {tally.entries['foreign']}; chain BROKEN after {tally.broken}; "
         f"refused {sum(tally.refused.values())} decisions on unfoldable entries; "
+        f"unsigned after strict_after {len(unsigned)} entries, {admitted_unsigned} failures; "
         f"real processes {tally.processes}",
     )  # fmt: skip
     assert not tally.failures, tally.report()

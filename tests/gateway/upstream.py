@@ -78,14 +78,17 @@ def chat_completion(model: str, completion_id: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def chat_chunks(model: str, completion_id: str) -> list[dict[str, Any]]:
+def chat_chunks(model: str, completion_id: str, *, with_usage: bool) -> list[dict[str, Any]]:
+    """A chat stream; its usage comes only when asked for (``stream_options.include_usage``)."""
     base = {"id": completion_id, "object": "chat.completion.chunk", "created": 1, "model": model}
-    return [
+    chunks = [
         {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"},
                               "finish_reason": None}]},
         {**base, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
-        {**base, "choices": [], "usage": CHAT_USAGE},
     ]  # fmt: skip
+    if with_usage:
+        chunks.append({**base, "choices": [], "usage": CHAT_USAGE})
+    return chunks
 
 
 def response_document(model: str, response_id: str) -> dict[str, Any]:
@@ -162,7 +165,9 @@ class Handler(BaseHTTPRequestHandler):
         elif parts.path == "/v1/chat/completions":
             completion_id = f"chatcmpl-{number:06d}"
             if request.get("stream"):
-                chunks = [f"data: {json.dumps(c)}\n\n" for c in chat_chunks(model, completion_id)]
+                with_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+                found = chat_chunks(model, completion_id, with_usage=with_usage)
+                chunks = [f"data: {json.dumps(c)}\n\n" for c in found]
                 self._sse([*chunks, "data: [DONE]\n\n"])
             else:
                 self._json(200, chat_completion(model, completion_id))

@@ -29,7 +29,8 @@ def test_status_shows_every_budget(home, run_inproc):
     assert document["time"]["message"] == "BUDGET: 20m remaining"
     table = cli(run_inproc, home, "status", env=NOW_ENV)
     assert table.code == 0
-    assert "USD 2026-11-22: $0.00 used + $2.50 reserved of $100.00" in table.stdout
+    assert "USD, budget day 2026-11-22:" in table.stdout
+    assert "aggregate  day     $100.00  $0.00  $2.50     2.5%   $97.50" in table.stdout
     for text in (
         "Token budgets",
         "Turn budgets",
@@ -76,3 +77,42 @@ def test_derived_state_is_a_replay_of_the_chain(home, run_inproc):
     rebuilt = cli(run_inproc, home, "rebuild-state", env=NOW_ENV)
     assert rebuilt.code == 0, rebuilt.stderr
     assert cli(run_inproc, home, "status", "--json", env=NOW_ENV).json() == before
+
+
+def test_status_shows_every_cap_to_the_cent_and_never_a_negative_amount_left(home, run_inproc):
+    """Aggregate and each provider cap are rows; $ to the cent, % to one decimal, no $-0.05."""
+    env = NOW_ENV | {"LEDGER_USD_PROVIDER_CAPS": '{"openai": 5, "anthropic": 3}'}
+    recorded = cli(run_inproc, home, "record", "5.051234", "--provider", "openai", env=env)
+    assert recorded.code == 0, recorded.stderr
+    table = cli(run_inproc, home, "status", env=env)
+    assert table.code == 0, table.stderr
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines()[2:5]}
+    assert rows["aggregate"][:7] == [
+        "aggregate",
+        "day",
+        "$100.00",
+        "$5.05",
+        "$0.00",
+        "5.1%",
+        "$94.94",
+    ]
+    assert rows["provider:openai"][:10] == [
+        "provider:openai",
+        "day",
+        "$5.00",
+        "$5.05",
+        "$0.00",
+        "101.0%",
+        "$0.00",
+        "(over",
+        "by",
+        "$0.05)",
+    ]
+    assert rows["provider:anthropic"][2:7] == ["$3.00", "$0.00", "$0.00", "0.0%", "$3.00"]
+    assert "$-" not in table.stdout
+    exact = cli(run_inproc, home, "status", "--json", env=env).json()["usd"]["caps"]
+    openai = next(cap for cap in exact if cap["scope"] == "provider:openai")
+    assert openai["usd_remaining_micros"] == -51_234
+    assert openai["usd_used_micros"] == 5_051_234
+    assert openai["usage_pct"] == 101.0247
+    assert [cap["scope"] for cap in exact] == ["aggregate", "provider:anthropic", "provider:openai"]

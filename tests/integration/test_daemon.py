@@ -36,6 +36,10 @@ class Lines:
         for line in stream:
             self.lines.append(line.rstrip("\n"))
 
+    def join(self, timeout: float = 10) -> None:
+        """Wait for the reader to see the end of the stream."""
+        self._thread.join(timeout)
+
     def wait_for(self, needle: str, count: int = 1, timeout: float = 30) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -70,6 +74,9 @@ def test_daemon_runs_reconcile_and_snapshot_then_stops_on_sigterm(home: Path, tm
         lines = Lines(proc.stderr)
         assert listener.recv(64) == b"READY=1"
         assert lines.wait_for("reconcile aggregate: ok", count=2), lines.lines
+        # Money in the log is in dollars, never bare micro-dollars.
+        reconciled = next(line for line in lines.lines if "reconcile aggregate: ok" in line)
+        assert " counter=$0.50 billing=$" in reconciled, reconciled
         assert lines.wait_for("snapshot: "), lines.lines
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -124,3 +131,60 @@ def test_daemon_rejects_bad_cron(home: Path):
     )
     assert result.code == 78
     assert "snapshot.cron" in result.stderr
+
+
+def _start_daemon(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Lines]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "--home", str(home), "daemon", "--no-serve"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    return proc, Lines(proc.stderr)
+
+
+def _stop_daemon(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr is not None
+    proc.stderr.close()
+
+
+def _edit_a_record_in_place(home: Path) -> int:
+    for _ in range(3):
+        assert run_process(["--home", str(home), "record", "0.5", "--provider", "openai"]).code == 0
+    chain = home / "events.jsonl"
+    lines = chain.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace('"actual_micros":500000', '"actual_micros":400000')
+    chain.write_text("".join(lines))
+    return 2
+
+
+def test_daemon_verifies_the_chain_at_start_and_its_finding_halts_the_gate(home: Path):
+    """A BROKEN finding of the daemon's own full verification halts every verdict."""
+    line = _edit_a_record_in_place(home)
+    admitted = run_process(["--home", str(home), "verdict", "0.1"], env=clean_env())
+    assert admitted.json()["verdict"] == "allow"  # the incremental gate cannot see the edit
+    proc, lines = _start_daemon(home, clean_env())
+    try:
+        assert lines.wait_for(f"verify: BROKEN line {line}: "), lines.lines
+        assert lines.wait_for("verify every 24 h"), lines.lines
+    finally:
+        _stop_daemon(proc)
+    halted = run_process(["--home", str(home), "verdict", "0.1"], env=clean_env())
+    assert halted.code == 1
+    assert halted.json()["uncertainty_reason"] == "counter_inconsistent"
+    assert f"line {line}" in halted.json()["diagnostic"]
+
+
+def test_daemon_verification_off_at_zero(home: Path):
+    """chain.verify_interval_hours = 0 schedules no verification."""
+    _edit_a_record_in_place(home)
+    proc, lines = _start_daemon(home, clean_env(LEDGER_CHAIN_VERIFY_INTERVAL_HOURS="0"))
+    try:
+        assert lines.wait_for("verify off"), lines.lines
+    finally:
+        _stop_daemon(proc)
+    assert not any("verify:" in line for line in lines.lines)

@@ -83,14 +83,14 @@ def test_out_of_band_spend_halts_the_next_verdict_within_one_poll(home: Path, tm
         assert lines.wait_for("reconcile aggregate: ok"), lines.lines
         # Another tool spends $49 on the same account: only the bill knows.
         bill.write_text(json.dumps({"usd_used": 49, "billing_ts": iso(utc_now())}))
-        assert lines.wait_for("poll aggregate: recorded billing=49000000"), lines.lines
+        assert lines.wait_for("poll aggregate: recorded billing=$49.00"), lines.lines
         result = verdict(home, env, "2")
         observed = of_type(home, "budget.observation")[-1]["payload"]
         if result.json()["utc_day"] != observed["fetched_at"][:10]:
             # The poll was fetched before UTC midnight and counts for that day; the
             # next poll is the new day's reading.
-            count = sum("billing=49000000" in line for line in lines.lines)
-            assert lines.wait_for("poll aggregate: recorded billing=49000000", count + 1)
+            count = sum("billing=$49.00" in line for line in lines.lines)
+            assert lines.wait_for("poll aggregate: recorded billing=$49.00", count + 1)
             result = verdict(home, env, "2")
     assert result.code == 1, result.stderr
     body = result.json()

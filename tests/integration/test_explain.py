@@ -79,7 +79,7 @@ def test_table_for_people(home, run_inproc):
     sealed = verdict(run_inproc, home, "10")
     result = run_inproc(["--home", str(home), "explain", sealed["verdict_ref"]], env=NOW)
     assert result.code == 0
-    assert "SPEC §4 rows" in result.stdout
+    assert "verdict table rows, in order:" in result.stdout
     assert "* 8 allow: matched" in result.stdout
 
 
@@ -102,3 +102,46 @@ def test_unknown_malformed_and_non_verdict_refs(home, run_inproc):
     assert not_verdict.code == 1
     assert "not a verdict" in not_verdict.stderr
     assert json.loads(lines[-1])["event_type"] == "budget.record_call"
+
+
+def test_a_unique_prefix_of_twelve_digits_or_more_is_explained(home, run_inproc):
+    """The short refs messages print (16 digits) and any unique 12-digit prefix explain it."""
+    verdict(run_inproc, home, "1")
+    sealed = verdict(run_inproc, home, "2")
+    ref = sealed["verdict_ref"]
+    for prefix in (ref[:12], ref[:16], ref):
+        result = explain(run_inproc, home, prefix)
+        assert result.code == 0, result.stderr
+        assert result.json()["verdict_ref"] == ref
+    too_short = explain(run_inproc, home, ref[:11])
+    assert too_short.code == 2
+    assert too_short.stderr.count("\n") == 1
+    unknown = explain(run_inproc, home, "0" * 12 if not ref.startswith("0" * 12) else "f" * 12)
+    assert unknown.code == 1
+
+
+def test_an_ambiguous_prefix_is_a_bad_command_line_naming_it(home, run_inproc, monkeypatch):
+    """Two entries under one prefix: exit 2 naming the prefix and both lines, nothing printed.
+
+    Two real entries sharing 12 hex digits cannot be made on purpose, so the
+    verifier here reports every entry's hash with the same first 12 digits.
+    """
+    import ledger.services.explain as service
+    from ledger.core.chain import ChainVerifier
+
+    def shared_prefix_verifier(trust, on_entry):
+        def renamed(parsed):
+            on_entry(parsed._replace(entry_hash="abcdef012345" + parsed.entry_hash[12:]))
+
+        return ChainVerifier(trust, on_entry=renamed)
+
+    verdict(run_inproc, home, "1")
+    verdict(run_inproc, home, "2")
+    monkeypatch.setattr(service, "ChainVerifier", shared_prefix_verifier)
+    result = explain(run_inproc, home, "abcdef012345")
+    assert result.code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "ledger: VERDICT_REF: abcdef012345 matches more than one entry (lines 1, 2): "
+        "give more digits\n"
+    )

@@ -72,7 +72,7 @@ class TestAnthropicThroughTheGateway:
         (record,) = records(gateway_home)
         assert record["actual_micros"] == micros("anthropic/claude-test", 1000, 700) == 13500
         assert record["verdict_ref"] == raw.headers["x-ledger-verdict-ref"]
-        assert record["idempotency_key"] == f"gw:{message.id}"
+        assert record["idempotency_key"] == f"anthropic:{message.id}"
         (verdict,) = verdicts(gateway_home)
         assert verdict["payload"]["agent"] == "research"
         assert verdict["payload"]["provider"] == "anthropic"
@@ -141,6 +141,20 @@ class TestOpenAIThroughTheGateway:
         spent = [r["actual_micros"] for r in records(gateway_home)]
         assert spent == [micros("openai/gpt-test", 2000, 500)] * 2 == [8000, 8000]
 
+    def test_a_chat_stream_without_usage_is_recorded_at_its_estimate(self, proxy, gateway_home):
+        """No include_usage: the call completed but reported nothing, so its upper bound counts."""
+        with _openai(proxy) as client:
+            raw = client.chat.completions.with_raw_response.create(
+                model="gpt-test", max_completion_tokens=100, stream=True,
+                messages=[{"role": "user", "content": "hi"}],
+            )  # fmt: skip
+            chunks = list(raw.parse())
+        assert all(chunk.usage is None for chunk in chunks)
+        (record,) = records(gateway_home)
+        (verdict,) = verdicts(gateway_home)
+        assert record["actual_micros"] == verdict["payload"]["estimated_micros"] > 0
+        assert record["verdict_ref"] == raw.headers["x-ledger-verdict-ref"]
+
     def test_responses_json_and_stream_are_recorded(self, proxy, gateway_home):
         """The Responses API is gated and recorded from response.completed's usage."""
         with _openai(proxy) as client:
@@ -196,8 +210,8 @@ class TestRefusals:
         assert body["type"] == "error"
         assert body["error"]["type"] == "budget_exceeded"
         message = body["error"]["message"]
-        for part in ("halt-100", "deciding cap aggregate", "used $0.00", "reserved $0.00",
-                     "cap $0.01", "estimate $0.015"):  # fmt: skip
+        for part in ("halt-100", "deciding cap aggregate of $0.01", "$0.00 used",
+                     "$0.00 reserved", "estimate is $0.015", "the request was not sent"):  # fmt: skip
             assert part in message, message
         assert caught.value.response.headers["x-ledger-verdict"] == "halt-100"
         assert oai_caught.value.status_code == 402
@@ -299,7 +313,7 @@ class TestStartup:
         """Listening where other machines reach it needs gateway keys: exit 78, one line."""
         result = self._run(home, "--listen", "0.0.0.0:8787")
         assert result.returncode == 78
-        assert result.stderr.startswith("ledger: proxy.listen: 0.0.0.0:8787")
+        assert result.stderr.startswith("ledger: --listen: 0.0.0.0:8787 is reachable")
         assert len(result.stderr.splitlines()) == 1
 
     def test_a_malformed_proxy_key_is_exit_78_naming_it(self, home):

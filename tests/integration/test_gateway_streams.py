@@ -217,3 +217,53 @@ def test_an_upstream_that_stops_answering_times_out_and_records_what_it_used(hom
     assert "message_stop" not in text
     (record,) = records(home)
     assert record["actual_micros"] == RECEIVED_AT_START
+
+
+def test_a_stream_that_cannot_be_recorded_never_shows_its_end(proxy, upstream, gateway_home):
+    """The chain tears mid-stream: the record fails, so the final event is withheld."""
+    with _stream(proxy, "pause:torn") as response:
+        lines = response.iter_lines()
+        _read_until(lines, "message_start")
+        with (gateway_home / "events.jsonl").open("a") as log:
+            log.write('{"schema_version": "1.1.0", "prim')
+        upstream.release("torn", EVENTS_AFTER_FIRST)
+        rest = "\n".join(lines)
+    assert "message_delta" in rest
+    assert "message_stop" not in rest
+    assert "budget.record_call" not in (gateway_home / "events.jsonl").read_text()
+    proxy.wait_for("could not record")
+
+
+def _sealed_verdicts(home: Path) -> int:
+    """Admitting verdicts in the complete lines of the chain (one may be mid-write)."""
+    text = (home / "events.jsonl").read_text()
+    complete = text[: text.rfind("\n") + 1]
+    return complete.count('"event_type":"budget.allow"')
+
+
+def test_upstream_connections_are_bounded(home, upstream):
+    """With proxy.max_upstream_connections = 1, an admitted call waits for the open stream."""
+    write_config(home, upstream.url, extra="[proxy]\nmax_upstream_connections = 1\n")
+    proxy = start_proxy(home, "--listen", "127.0.0.1:0")
+    answers: list[int] = []
+    try:
+        with _stream(proxy, "pause:bounded") as response:
+            lines = response.iter_lines()
+            _read_until(lines, "message_start")
+            second = threading.Thread(
+                target=lambda: answers.append(
+                    httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(),
+                               headers=ANTHROPIC_HEADERS, timeout=60).status_code
+                )
+            )  # fmt: skip
+            second.start()
+            while _sealed_verdicts(home) < 2:  # the second call was admitted
+                time.sleep(0.02)
+            assert len(upstream.requests()) == 1  # and waits for the one connection
+            upstream.release("bounded", EVENTS_AFTER_FIRST)
+            _read_until(lines, "message_stop")
+        second.join(timeout=60)
+    finally:
+        assert proxy.stop() == 0, proxy.lines
+    assert answers == [200]
+    assert len(upstream.requests()) == 2

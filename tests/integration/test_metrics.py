@@ -69,3 +69,26 @@ def test_unwritable_output_is_one_error_line(home, run_inproc, tmp_path: Path):
     assert result.code == 74
     assert result.stderr.startswith("ledger: ")
     assert result.stderr.count("\n") == 1
+
+
+def test_billing_reading_age_per_scope(home, run_inproc, tmp_path: Path):
+    """The age of the newest bill reading, which operators alert on; absent before any reading."""
+    import json
+    import sys
+
+    bill = tmp_path / "bill.json"
+    bill.write_text(json.dumps({"usd_used": 1, "billing_ts": "2026-03-02T10:00:00Z"}))
+    observer = [
+        sys.executable,
+        str(Path(__file__).resolve().parents[2] / "observers" / "file_observer.py"),
+        "--file",
+        str(bill),
+    ]
+    env = {**NOW, "LEDGER_OBSERVER_COMMAND": json.dumps(observer)}
+    h = ["--home", str(home)]
+    before = samples(run_inproc([*h, "metrics"], env=env).stdout)
+    assert not any(name == "ledger_billing_reading_age_seconds" for name, _ in before)
+    assert run_inproc([*h, "poll"], env=env).code == 0
+    later = {**env, "LEDGER_NOW": "2026-03-02T10:07:30Z"}
+    got = samples(run_inproc([*h, "metrics"], env=later).stdout)
+    assert got["ledger_billing_reading_age_seconds", (("scope", "aggregate"),)] == 450.0

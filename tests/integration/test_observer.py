@@ -288,3 +288,31 @@ def test_shipped_observers_are_executable():
         path = FILE_OBSERVER.parent / name
         assert os.access(path, os.X_OK), name
         assert path.read_text().startswith("#!/usr/bin/env python3\n")
+
+
+def test_observer_env_passes_the_named_variables_through(home, tmp_path):
+    """``observer.env`` names variables an observer needs (a proxy, a CA bundle); others stay out."""
+    from tests.conftest import clean_env, run_process
+
+    envfile = tmp_path / "env.json"
+    base = clean_env(
+        LEDGER_OBSERVER_COMMAND=json.dumps([sys.executable, str(FAKE), "env"]),
+        LEDGER_OBSERVER_ENVFILE=str(envfile),
+        HTTPS_PROXY="http://proxy.internal:3128",
+        SSL_CERT_FILE="/etc/ssl/corp.pem",
+    )
+    run_process(["--home", str(home), "reconcile"], env=base)
+    assert "HTTPS_PROXY" not in json.loads(envfile.read_text())["env"]
+    config = home / "ledger.toml"
+    config.write_text(
+        config.read_text().replace("[observer]\n", '[observer]\nenv = ["HTTPS_PROXY"]\n')
+    )
+    run_process(["--home", str(home), "reconcile"], env=base)
+    env = json.loads(envfile.read_text())["env"]
+    assert env["HTTPS_PROXY"] == "http://proxy.internal:3128"
+    assert "SSL_CERT_FILE" not in env
+    bad = run_process(
+        ["--home", str(home), "reconcile"], env={**base, "LEDGER_OBSERVER_ENV": '["A B"]'}
+    )
+    assert bad.code == 78
+    assert bad.stderr.startswith("ledger: LEDGER_OBSERVER_ENV: ")

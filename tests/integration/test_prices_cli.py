@@ -255,7 +255,7 @@ class TestPricesCommands:
         assert result.json() == {
             "provider": "anthropic", "model": "test-model", "input_per_mtok": "3",
             "output_per_mtok": "15", "cache_read_per_mtok": "0.3", "cache_write_per_mtok": "3.75",
-            "cache_write_1h_per_mtok": "6", "price_source": "config",
+            "cache_write_1h_per_mtok": "6", "price_source": "config", "tiers": [],
         }  # fmt: skip
         library = ledger("prices", "show", "claude-opus-4-1").json()
         assert library["provider"] == "anthropic"
@@ -287,6 +287,63 @@ class TestPricesCommands:
                         "--input-tokens", "1", "--max-output-tokens", "1")  # fmt: skip
         assert result.code == 2
         assert "no price snapshot" in one_error_line(result)
+
+
+# claude-sonnet-4-5 as genai-prices lists it: $3 in / $15 out, and above 200k
+# input tokens $6 / $22.50, cache reads $0.30 → $0.60, 5-minute writes $3.75 → $7.50.
+SONNET = ("--provider", "anthropic", "--model", "claude-sonnet-4-5")
+
+
+class TestLongContextTiers:
+    def test_show_lists_the_tiers(self, ledger):
+        shown = ledger("prices", "show", "claude-sonnet-4-5", "--provider", "anthropic").json()
+        assert (shown["input_per_mtok"], shown["output_per_mtok"]) == ("3", "15")
+        assert shown["tiers"] == [
+            {"above_input_tokens": 200_000, "input_per_mtok": "6", "output_per_mtok": "22.5",
+             "cache_read_per_mtok": "0.6", "cache_write_per_mtok": "7.5",
+             "cache_write_1h_per_mtok": "12"},
+        ]  # fmt: skip
+
+    @pytest.mark.parametrize(
+        ("input_tokens", "micros"),
+        [
+            (200_000, 200_000 * 3 + 1000 * 15),  # at the threshold: still the base tier
+            (200_001, 200_001 * 6 + 1000 * 45 // 2),  # past it: every token at the tier rate
+        ],
+    )
+    def test_estimate_is_priced_at_the_tier_its_input_reaches(self, ledger, input_tokens, micros):
+        result = ledger("verdict", *SONNET, "--input-tokens", str(input_tokens),
+                        "--max-output-tokens", "1000")  # fmt: skip
+        assert result.code == 0, result.stderr
+        assert result.json()["estimated_micros"] == micros
+
+    def test_record_counts_cached_input_toward_the_tier(self, ledger, home):
+        """100k uncached + 60k cache writes + 50k cache reads = 210k input: the long tier."""
+        usage = {"input_tokens": 100_000, "cache_creation_input_tokens": 60_000,
+                 "cache_read_input_tokens": 50_000, "output_tokens": 2_000}  # fmt: skip
+        result = ledger("record", *SONNET, "--usage-json", json.dumps(usage))
+        assert result.code == 0, result.stderr
+        # 100,000×6 + 60,000×7.5 + 50,000×0.6 + 2,000×22.5
+        assert result.json()["actual_micros"] == 600_000 + 450_000 + 30_000 + 45_000
+        payload = events_of(home, "budget.record_call")[0]["payload"]
+        assert (payload["rates"]["input"], payload["rates"]["output"]) == ("6", "22.5")
+
+    def test_record_below_the_threshold_pays_the_base_rates(self, ledger):
+        usage = {"input_tokens": 150_000, "cache_read_input_tokens": 50_000, "output_tokens": 10}
+        result = ledger("record", *SONNET, "--usage-json", json.dumps(usage))
+        assert result.json()["actual_micros"] == 150_000 * 3 + 50_000 * 3 // 10 + 150
+
+    def test_snapshot_of_the_format_without_tiers_is_refused(self, ledger, home):
+        """An old snapshot would price long requests at the base rate: it is not used."""
+        path = home / "prices" / "anthropic.json"
+        document = json.loads(path.read_text())
+        path.write_text(json.dumps({**document, "format": "ledger-prices/1"}))
+        result = ledger("verdict", *SONNET, "--input-tokens", "1", "--max-output-tokens", "1")
+        assert result.code == 2
+        assert "ledger prices sync" in one_error_line(result)
+        assert ledger("prices", "sync").code == 0
+        assert ledger("verdict", *SONNET, "--input-tokens", "1",
+                      "--max-output-tokens", "1").code == 0  # fmt: skip
 
 
 class TestPriceConfig:

@@ -224,12 +224,12 @@ def test_a_malformed_day_is_a_usage_error(home, run_inproc, bad):
 
 
 def test_html_without_the_extra_says_which_to_install(home, run_inproc, monkeypatch, tmp_path):
-    """--html when matplotlib cannot be imported: exit 1, one line naming ledger[report]."""
+    """--html when matplotlib cannot be imported: exit 1, one line naming spend-ledger[report]."""
     monkeypatch.setitem(sys.modules, "ledger.integrations.report_html", None)
     page = tmp_path / "r.html"
     result = run_inproc(["--home", str(home), "report", "--html", str(page)], env=at("10:00:00"))
     assert result.code == 1
-    assert "ledger[report]" in result.stderr
+    assert "spend-ledger[report]" in result.stderr
     assert not page.exists()
 
 

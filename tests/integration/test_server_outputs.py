@@ -118,6 +118,12 @@ SESSION: list[tuple[tuple[str, ...], dict[str, str], str | None]] = [
     (("hook", "pre-tool-use"), {}, (HOOKS / "malformed_not_json.txt").read_text()),
     (("hook", "pre-tool-use"), {}, ""),
     (("hook", "stop"), {}, None),
+    (("hook", "user-prompt-submit"), {}, (HOOKS / "user_prompt_submit.json").read_text()),
+    (
+        ("hook", "user-prompt-submit"),
+        {"LEDGER_USD_DAILY_CAP": "lots"},
+        (HOOKS / "user_prompt_submit.json").read_text(),
+    ),
     (("tools", "use", "agent-x"), {}, None),
     (("tools", "use", "agent-x"), {}, None),
     (("tools", "use", "agent-x"), {}, None),

@@ -1,6 +1,10 @@
 """A local HTTP server that answers like the Anthropic and OpenAI APIs (JSON and SSE)."""
 
+import contextlib
+import gzip
+import itertools
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -88,24 +92,60 @@ def _response_events(model: str) -> list[tuple[str, dict[str, Any]]]:
     """A Responses API stream: usage arrives only in ``response.completed``."""
     done = _response(model)
     started = {**done, "status": "in_progress", "output": [], "usage": None}
-    return [
-        ("response.created", {"type": "response.created", "sequence_number": 0,
-                              "response": started}),
-        ("response.output_text.delta", {"type": "response.output_text.delta",
-                                        "sequence_number": 1, "item_id": "m1",
-                                        "output_index": 0, "content_index": 0,
-                                        "delta": "hello", "logprobs": []}),
-        ("response.completed", {"type": "response.completed", "sequence_number": 2,
-                                "response": done}),
+    item = done["output"][0]
+    part = item["content"][0]
+    at = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": started}),
+        ("response.output_item.added", {"output_index": 0,
+                                        "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.content_part.added", {**at, "part": {**part, "text": ""}}),
+        ("response.output_text.delta", {**at, "delta": "hello", "logprobs": []}),
+        ("response.output_text.done", {**at, "text": "hello", "logprobs": []}),
+        ("response.content_part.done", {**at, "part": part}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": done}),
     ]  # fmt: skip
+    return [
+        (name, {"type": name, "sequence_number": number, **data})
+        for number, (name, data) in enumerate(events)
+    ]
+
+
+def _sse_events(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    return [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events]
+
+
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def _status_error(path: str, status: int) -> dict[str, Any]:
+    if path.endswith("/messages"):
+        kind = "overloaded_error" if status == 529 else "api_error"
+        return {"type": "error", "error": {"type": kind, "message": f"status {status}"}}
+    return {"error": {"message": f"status {status}", "type": "server_error", "code": None}}
 
 
 class ProviderServer:
-    """Serves on 127.0.0.1 in a thread; ``requests`` counts what reached it."""
+    """Serves on 127.0.0.1 in a thread; ``requests`` lists (path, body) of what reached it.
+
+    Each model request takes the next of ``scenarios`` (default ``"ok"``):
+    ``"ok"`` answers as the provider does (JSON, or SSE when the body streams);
+    ``"overloaded"`` streams message_start then an ``overloaded_error`` event;
+    ``"cut"`` sends part of the body and drops the connection; ``"hold"`` sends
+    part of a stream and waits for ``release`` before the rest; ``"529"`` and
+    ``"500"`` answer that status with the provider's error body; ``"gzip"``
+    answers JSON compressed with gzip; ``"bad-usage"`` reports a negative count.
+    Every response has its own id.
+    """
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.scenarios: list[str] = []
+        self.release = threading.Event()
         self.clients: list[Any] = []  # SDK clients to close with the server
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,38 +157,94 @@ class ProviderServer:
             def log_message(self, *_args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:
+                server.requests.append((self.path, {}))
+                self._json({"data": [], "has_more": False, "object": "list"})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append((self.path, body))
+                path = self.path.split("?")[0]
+                with server._lock:
+                    server.requests.append((self.path, body))
+                    scenario = server.scenarios.pop(0) if server.scenarios else "ok"
+                    number = next(server._ids)
+                if path.endswith("/count_tokens"):
+                    self._json({"input_tokens": 7})
+                    return
+                if scenario in {"529", "500"}:
+                    self._json(_status_error(path, int(scenario)), status=int(scenario))
+                    return
                 model = body.get("model", "m")
-                if self.path.endswith("/messages"):
-                    if body.get("stream"):
-                        self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n"
-                                   for name, data in _anthropic_events(model)])  # fmt: skip
-                    else:
-                        self._json(_anthropic_message(model, ANTHROPIC_USAGE))
-                elif self.path.endswith("/chat/completions"):
-                    if body.get("stream"):
-                        include = bool((body.get("stream_options") or {}).get("include_usage"))
-                        events = [
-                            f"data: {json.dumps(c)}\n\n" for c in _chat_chunks(model, include)
-                        ]
-                        self._sse([*events, "data: [DONE]\n\n"])
-                    else:
-                        self._json(_chat(model))
-                elif self.path.endswith("/responses"):
-                    if body.get("stream"):
-                        self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n"
-                                   for name, data in _response_events(model)])  # fmt: skip
-                    else:
-                        self._json(_response(model))
+                stream = bool(body.get("stream"))
+                if path.endswith("/messages"):
+                    usage = {"input_tokens": -1} if scenario == "bad-usage" else ANTHROPIC_USAGE
+                    message = {**_anthropic_message(model, usage), "id": f"msg_{number}"}
+                    events = _anthropic_events(model)
+                    events[0][1]["message"]["id"] = f"msg_{number}"
+                    if scenario == "overloaded":
+                        events = [events[0], ("error", OVERLOADED)]
+                    self._answer(scenario, stream, message, _sse_events(events))
+                elif path.endswith("/chat/completions"):
+                    include = bool((body.get("stream_options") or {}).get("include_usage"))
+                    chunks = [
+                        {**c, "id": f"chatcmpl-{number}"} for c in _chat_chunks(model, include)
+                    ]
+                    sse = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+                    self._answer(
+                        scenario, stream, {**_chat(model), "id": f"chatcmpl-{number}"}, sse
+                    )
+                elif path.endswith("/responses"):
+                    events = _response_events(model)
+                    for _name, data in events:
+                        if "response" in data:
+                            data["response"] = {**data["response"], "id": f"resp_{number}"}
+                    whole = {**_response(model), "id": f"resp_{number}"}
+                    self._answer(scenario, stream, whole, _sse_events(events))
                 else:
                     self.send_error(404)
 
-            def _json(self, document: dict[str, Any]) -> None:
+            def _answer(
+                self, scenario: str, stream: bool, document: dict[str, Any], events: list[str]
+            ) -> None:
+                if scenario == "cut":
+                    data = "".join(events).encode() if stream else json.dumps(document).encode()
+                    kind = "text/event-stream" if stream else "application/json"
+                    # Promise the whole body, send the first part, drop the connection.
+                    part = "".join(events[:2]).encode() if stream else data[: len(data) // 2]
+                    self.send_response(200)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(part)
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                elif stream and scenario == "hold":
+                    data = "".join(events).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    head = "".join(events[:2]).encode()
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                    server.release.wait(timeout=60)
+                    with contextlib.suppress(OSError):
+                        self.wfile.write(data[len(head) :])
+                elif stream:
+                    self._sse(events)
+                else:
+                    self._json(document, gzipped=scenario == "gzip")
+
+            def _json(
+                self, document: dict[str, Any], status: int = 200, gzipped: bool = False
+            ) -> None:
                 data = json.dumps(document).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if gzipped:
+                    data = gzip.compress(data)
+                    self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -166,6 +262,14 @@ class ProviderServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
+    def model_requests(self) -> list[tuple[str, dict[str, Any]]]:
+        """The requests that reached a model endpoint."""
+        return [
+            (path, body) for path, body in self.requests
+            if path.split("?")[0].endswith(("/messages", "/chat/completions", "/responses"))
+        ]  # fmt: skip
+
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()

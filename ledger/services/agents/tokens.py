@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from ledger.core.agents import tokens as agent_tokens
 from ledger.core.agents.ids import UnknownBudgetError, display_number, pct_value
 from ledger.core.agents.tokens import TokenReason
+from ledger.core.refs import short_ref
 from ledger.core.timefmt import format_ts
 from ledger.errors import (
     ChainIOError,
@@ -244,7 +245,7 @@ def tokens_record(
                     settled = check_ref
                 else:
                     warning = (
-                        f"check_ref {check_ref[:16]}… is unknown, expired, already settled "
+                        f"check_ref {short_ref(check_ref)}… is unknown, expired, already settled "
                         f"or not {agent}'s in {convoy}; recorded anyway"
                     )
             elif live:

@@ -52,6 +52,44 @@ class TestPollSeconds:
         assert raised.value.exit_code == 78
 
 
+class TestExpectedProviders:
+    def test_default_is_none_listed(self):
+        """usd.providers is optional: by default only caps and prices name providers."""
+        assert from_mapping({}, {}).expected_providers == ()
+
+    def test_a_list_of_provider_ids(self):
+        """The file's list, or the environment's JSON list, is kept in order."""
+        assert from_mapping({"usd": {"providers": ["inhouse", "openai"]}}, {}).expected_providers == (
+            "inhouse", "openai",
+        )  # fmt: skip
+        config = from_mapping({}, {"LEDGER_USD_PROVIDERS": '["acme"]'})
+        assert config.expected_providers == ("acme",)
+
+    @pytest.mark.parametrize("value", ["openai", ["Open AI"], [1], [], {"openai": 1}])
+    def test_anything_else_names_the_key(self, value):
+        """Not a list of provider ids: a ConfigError naming usd.providers."""
+        with pytest.raises(ConfigError, match=r"usd\.providers"):
+            from_mapping({"usd": {"providers": value}}, {})
+
+
+class TestVerifyInterval:
+    def test_default_is_a_day(self):
+        """chain.verify_interval_hours defaults to 24."""
+        assert from_mapping({}, {}).verify_interval_hours == 24
+
+    @pytest.mark.parametrize("value", [0, 0.5, 24, "6"])
+    def test_numbers_at_or_above_zero(self, value):
+        """Any number ≥ 0; 0 turns the daemon's full verification off."""
+        config = from_mapping({"chain": {"verify_interval_hours": value}}, {})
+        assert config.verify_interval_hours == Fraction(str(value))
+
+    @pytest.mark.parametrize("value", [-1, "soon", True, [1]])
+    def test_anything_else_names_the_key(self, value):
+        """A negative or non-numeric value is a ConfigError naming the key."""
+        with pytest.raises(ConfigError, match=r"chain\.verify_interval_hours"):
+            from_mapping({"chain": {"verify_interval_hours": value}}, {})
+
+
 class TestOverrides:
     def test_env_beats_file(self):
         """LEDGER_<SECTION>_<KEY> overrides the file."""

@@ -1,16 +1,21 @@
 """Claude Code hook JSON: parsing real samples and the output shapes."""
 
+import datetime as dt
 import json
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from ledger.core.hook_protocol import (
     HookInputError,
+    fail_closed_output,
+    halt_lift,
     parse_hook_input,
     post_tool_use_output,
     pre_tool_use_output,
     usd_verdict_reason,
+    user_prompt_submit_output,
 )
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hooks"
@@ -142,8 +147,7 @@ class TestUsdVerdictReason:
         assert usd_verdict_reason(VERDICT_DOCUMENT) == (
             "ledger: USD budget halt-100 for 2026-11-22: aggregate cap $20.0000, "
             "used $19.9950, reserved $0.0123, next call ~$0.0400 (100.2% projected); "
-            "tool call refused, spend stops until the budget day ends "
-            "(verdict abababababababab)"
+            "tool call refused (verdict abababababababab)"
         )
 
     def test_halt_uncertainty_names_the_reason_and_fails_closed(self):
@@ -159,3 +163,61 @@ class TestUsdVerdictReason:
         assert usd_verdict_reason(document).startswith(
             "ledger: USD budget warn-90: aggregate cap $20.0000, used $19.9950"
         )
+
+
+class TestHaltLift:
+    def test_halt_100_lifts_at_the_next_budget_days_midnight_in_its_zone(self):
+        document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22"}
+        assert halt_lift(document, ZoneInfo("Europe/Berlin"), "Europe/Berlin") == (
+            "spend resumes when the next budget day begins (2026-11-23 00:00 Europe/Berlin)"
+        )
+
+    @pytest.mark.parametrize(
+        ("reason", "diagnostic", "command"),
+        [
+            ("counter_inconsistent", "torn last line at byte 9", "`ledger recover`"),
+            ("counter_inconsistent", "recorded spend whose price is unknown (1 call)",
+             "pricing the model in ledger.toml, then `ledger rebuild-state`"),
+            ("counter_inconsistent", "derived state matches no prefix", "`ledger rebuild-state`"),
+            ("counter_drift", "drift 9%", "`ledger reconcile --force-reason TEXT`"),
+            ("billing_stale", "no reading", "`ledger reconcile`"),
+        ],
+    )  # fmt: skip
+    def test_an_uncertainty_names_the_operator_command(self, reason, diagnostic, command):
+        document = {"verdict": "halt-uncertainty", "uncertainty_reason": reason,
+                    "diagnostic": diagnostic}  # fmt: skip
+        lift = halt_lift(document, dt.UTC, "UTC")
+        assert lift.startswith("this halt stays until ")
+        assert command in lift
+        # Only a fresh bill's uncertainty also waits for the day when spend is over a cap.
+        assert ("budget day" in lift) == (reason == "billing_stale")
+
+
+class TestStopping:
+    def test_a_halted_pre_tool_use_denies_and_stops(self):
+        output = pre_tool_use_output("halted", ["w"], "halted")
+        assert output["continue"] is False
+        assert output["stopReason"] == "halted"
+        assert output["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+    def test_post_tool_use_stops_with_or_without_lines(self):
+        assert post_tool_use_output([], "halted") == {"continue": False, "stopReason": "halted"}
+        assert post_tool_use_output(["a"], "halted")["continue"] is False
+
+    def test_user_prompt_submit_blocks_or_warns(self):
+        assert user_prompt_submit_output("halted", []) == {"decision": "block", "reason": "halted"}
+        assert user_prompt_submit_output(None, ["near"]) == {"systemMessage": "near"}
+        assert user_prompt_submit_output(None, []) == {}
+
+    @pytest.mark.parametrize(
+        ("event", "expected"),
+        [
+            ("PreToolUse", {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+             "permissionDecision": "deny", "permissionDecisionReason": "no home"}}),
+            ("UserPromptSubmit", {"decision": "block", "reason": "no home"}),
+            ("PostToolUse", {"continue": False, "stopReason": "no home"}),
+            ("Stop", {"continue": False, "stopReason": "no home"}),
+        ],
+    )  # fmt: skip
+    def test_fail_closed_uses_each_events_lever(self, event, expected):
+        assert fail_closed_output(event, "no home") == expected

@@ -16,6 +16,8 @@ from ledger.core.prices import (
     match,
     parse_provider_file,
     quote,
+    quote_cost_micros,
+    quote_estimate_micros,
     rates_from,
 )
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
@@ -200,7 +202,7 @@ class TestRates:
 def _provider_file(models, provider="anthropic", fallback=()):
     return json.dumps(
         {
-            "format": "ledger-prices/1",
+            "format": "ledger-prices/2",
             "provider": provider,
             "source": "genai-prices 9.9",
             "taken_at": "2026-03-01T00:00:00.000000Z",
@@ -266,3 +268,80 @@ class TestSnapshotLookup:
             parse_provider_file(_provider_file([], provider="openai"), "anthropic")
         with pytest.raises(PriceError):
             match({"glob": "x"}, "x")
+
+
+SONNET_BASE = Rates(Fraction(3), Fraction(15), Fraction(3, 10), Fraction(15, 4), Fraction(6))
+SONNET_LONG = Rates(Fraction(6), Fraction(45, 2), Fraction(3, 5), Fraction(15, 2), Fraction(12))
+TIERED_MODELS = [
+    {
+        "id": "claude-sonnet-4-5",
+        "match": {"starts_with": "claude-sonnet-4-5"},
+        "rates": {"input": "3", "output": "15", "cache_read": "0.3", "cache_write": "3.75",
+                  "cache_write_1h": "6"},
+        "tiers": [{"above": 200_000, "rates": {"input": "6", "output": "22.5", "cache_read": "0.6",
+                                               "cache_write": "7.5", "cache_write_1h": "12"}}],
+    },
+]  # fmt: skip
+
+
+class TestTiers:
+    def sonnet(self, overrides=None):
+        load = TestSnapshotLookup().loader({"anthropic": _provider_file(TIERED_MODELS)})
+        found = quote("anthropic", "claude-sonnet-4-5-20250929", overrides or {}, load)
+        assert found is not None
+        return found
+
+    def test_tier_starts_above_its_threshold(self):
+        """genai-prices' cliff: more than 200,000 input tokens, not 200,000 itself."""
+        found = self.sonnet()
+        assert found.rates_for(0) == SONNET_BASE
+        assert found.rates_for(200_000) == SONNET_BASE
+        assert found.rates_for(200_001) == SONNET_LONG
+
+    def test_every_input_kind_counts_toward_the_tier(self):
+        """Cache reads and writes are input: 150k + 30k + 20k + 1 crosses 200k."""
+        tokens = TokenCounts(input=150_000, cache_write_5m=30_000, cache_read=20_001, output=10)
+        assert tokens.total_input == 200_001
+        micros, rates = quote_cost_micros(tokens, self.sonnet())
+        assert rates == SONNET_LONG
+        # 150,000×6 + 30,000×7.5 + 20,001×0.6 + 10×22.5 = 900,000 + 225,000 + 12,000.6 + 225
+        assert micros == 1_137_226
+
+    def test_estimate_uses_the_tier_of_its_input(self):
+        """1000 output tokens of a 250k-token request: every token at the long rates."""
+        micros, _rates = quote_estimate_micros(250_000, 1000, self.sonnet())
+        assert micros == 250_000 * 6 + 22_500
+
+    def test_an_override_is_one_flat_price(self):
+        """The operator's price replaces the library's tiers too."""
+        own = Rates(*(Fraction(1),) * 5)
+        found = self.sonnet({"anthropic/claude-sonnet-4-5": own})
+        assert found.tiers == ()
+        assert found.rates_for(10**6) == own
+
+    @pytest.mark.parametrize(
+        ("tiers", "message"),
+        [
+            ("x", "tiers: must be a list"),
+            ([{"rates": {"input": "1", "output": "1"}}], "above: must be an integer"),
+            ([{"above": -1, "rates": {"input": "1", "output": "1"}}], "above: must be an integer"),
+            ([{"above": 5}], "rates: must be an object"),
+            ([{"above": 5, "rates": {"output": "1"}}], "input: required"),
+            (
+                [{"above": 5, "rates": {"input": "1", "output": "1"}},
+                 {"above": 5, "rates": {"input": "2", "output": "2"}}],
+                "tiers must ascend",
+            ),
+        ],
+    )  # fmt: skip
+    def test_malformed_tiers_are_refused(self, tiers, message):
+        models = [{**TIERED_MODELS[0], "tiers": tiers}]
+        load = TestSnapshotLookup().loader({"anthropic": _provider_file(models)})
+        with pytest.raises(PriceError, match=message):
+            quote("anthropic", "claude-sonnet-4-5", {}, load)
+
+    def test_format_1_snapshot_is_refused(self):
+        """A snapshot written before tiers existed would under-price long requests."""
+        raw = _provider_file(MODELS).replace(b"ledger-prices/2", b"ledger-prices/1")
+        with pytest.raises(PriceError, match="not in format ledger-prices/2"):
+            parse_provider_file(raw, "anthropic")

@@ -16,7 +16,12 @@ from ledger.core.transcript import (
     fresh_cursor,
     fuller,
     read_line,
+    still_owed,
+    tokens_from_payload,
+    top_up_key,
+    usage_object,
 )
+from ledger.core.usage_objects import anthropic_tokens
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "claude_code" / "session_part1.jsonl"
 KEY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -113,8 +118,10 @@ class TestCursor:
 
     def test_a_good_cursor_is_kept(self):
         raw = {"format": 1, "offset": 120, "tail": {"start": 40, "sha256": "00"},
-               "calls": 2, "micros": 9, "pending": [], "gating_off_noted": False}  # fmt: skip
+               "calls": 2, "micros": 9, "pending": [], "gating_off_noted": False,
+               "partial": {"start": 120, "scanned": 9000}}  # fmt: skip
         assert cursor_from(raw) == raw
+        assert cursor_from({**raw, "partial": {"start": -1}})["partial"] is None
 
 
 @pytest.mark.parametrize(
@@ -124,3 +131,27 @@ class TestCursor:
 def test_the_estimate_is_the_mean_rounded_up_at_least_a_cent(calls, micros, estimate):
     cursor = {**fresh_cursor(), "calls": calls, "micros": micros}
     assert estimate_micros(cursor) == estimate
+
+
+class TestTopUps:
+    def test_the_key_numbers_the_top_up_and_stays_within_the_key_alphabet(self):
+        assert top_up_key("msg_01A", 2) == "cc:msg_01A:2"
+        long_id = "m" * 125
+        key = top_up_key(long_id, 12)
+        assert len(key) <= 128
+        assert key.endswith(":12")
+        assert key.startswith("cc:sha256:")
+
+    def test_only_what_grew_is_owed(self):
+        recorded = TokenCounts(input=4, cache_read=100, output=10)
+        full = TokenCounts(input=4, cache_read=100, output=110)
+        assert still_owed(full, recorded) == TokenCounts(output=100)
+        assert still_owed(recorded, recorded) is None
+        # A kind that shrank stays as recorded: never counted twice.
+        assert still_owed(TokenCounts(input=4, output=5), recorded) is None
+
+    def test_the_usage_object_of_a_top_up_reads_back_as_its_tokens(self):
+        owed = TokenCounts(input=1, cache_write_5m=2, cache_write_1h=3, cache_read=4, output=5)
+        assert anthropic_tokens(usage_object(owed)) == owed
+        assert tokens_from_payload(owed.as_payload()) == owed
+        assert tokens_from_payload(None) is None

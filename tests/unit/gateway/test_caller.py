@@ -78,7 +78,7 @@ def test_a_halt_message_gives_verdict_reason_cap_and_figures():
         }
     )
     assert message == (
-        "ledger: halt-uncertainty (billing_stale): deciding cap provider:openai: used $4.50, "
-        "reserved $0.12, cap $5.00, estimate $0.0354; the request was not sent "
-        "(verdict abababababab)"
+        "ledger: halt-uncertainty (billing_stale): the deciding cap provider:openai of $5.00 "
+        "has $4.50 used and $0.12 reserved, and this call's estimate is $0.0354; "
+        "the request was not sent (verdict abababababab)"
     )

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ledger.providers import Route, error_body, route
+from ledger.providers import Route, client_route, error_body, route
 
 
 class TestRoute:
@@ -57,3 +57,36 @@ class TestErrorBody:
         assert error_body("openai", "budget_exceeded", "halt-100") == {
             "error": {"type": "budget_exceeded", "code": "budget_exceeded", "message": "halt-100"}
         }
+
+
+class TestClientRoute:
+    @pytest.mark.parametrize(
+        ("provider", "path", "kind"),
+        [
+            ("anthropic", "/v1/messages", "messages"),
+            ("anthropic", "/gateway/v1/messages", "messages"),
+            ("openai", "/v1/chat/completions", "chat_completions"),
+            ("openai", "/openai/deployments/d/chat/completions", "chat_completions"),
+            ("openai", "/v1/responses", "responses"),
+        ],
+    )
+    def test_model_endpoints_under_any_prefix(self, provider, path, kind):
+        """A base URL with a path of its own still reaches the gate."""
+        assert client_route(provider, "POST", path) == Route(provider, kind)
+
+    @pytest.mark.parametrize(
+        ("provider", "method", "path"),
+        [
+            ("anthropic", "POST", "/v1/messages/count_tokens"),
+            ("anthropic", "POST", "/v1/messages/batches"),
+            ("anthropic", "GET", "/v1/messages"),
+            ("anthropic", "POST", "/v1/chat/completions"),
+            ("openai", "POST", "/v1/threads/t/messages"),
+            ("openai", "POST", "/v1/responses/input_tokens"),
+            ("openai", "POST", "/v1/responses/r/cancel"),
+            ("openai", "GET", "/v1/chat/completions"),
+        ],
+    )
+    def test_other_requests_are_not_model_calls(self, provider, method, path):
+        """Free endpoints and the other provider's paths pass ungated."""
+        assert client_route(provider, method, path) is None

@@ -62,3 +62,19 @@ class TestDecoder:
     def test_empty_chunk_keeps_a_pending_cr(self):
         """An empty chunk between CR and LF does not turn them into two line endings."""
         assert decode(b"data: a\r", b"", b"\ndata: b\n\n")[0].data == "a\nb"
+
+
+class TestLimits:
+    def test_an_overlong_line_drops_its_event_only(self):
+        """A line past the limit is dropped whole; the stream goes on."""
+        decoder = SSEDecoder(max_event_bytes=16)
+        chunks = [b"data: " + b"x" * 10, b"y" * 10 + b"\n\n", b"data: ok\n\n"]
+        assert [event for chunk in chunks for event in decoder.feed(chunk)] == [
+            ServerSentEvent("message", "ok", "")
+        ]
+
+    def test_an_event_of_many_lines_past_the_limit_is_dropped(self):
+        """Many short data lines cannot add up past the limit either."""
+        decoder = SSEDecoder(max_event_bytes=16)
+        stream = b"data: 123456789\n" * 3 + b"\n" + b"data: ok\n\n"
+        assert decoder.feed(stream) == [ServerSentEvent("message", "ok", "")]

@@ -189,3 +189,17 @@ class TestJson:
         """count_tokens and the model list report no usage."""
         with pytest.raises(ValueError, match="no usage"):
             UsageReader.for_route(Route("anthropic", "free"))
+
+
+class TestIdempotencyKey:
+    def test_key_names_the_provider_and_response(self):
+        """The gateway and the SDK guards key a record by the same text."""
+        reader = read_stream(RESPONSES, [fixture("responses_stream.sse")])
+        assert reader.idempotency_key == f"openai:{RESPONSE_ID}"
+
+    def test_no_or_unusable_id_gives_no_key(self):
+        """Without a response id (or one the chain cannot hold as a key), there is none."""
+        assert UsageReader.for_route(MESSAGES).idempotency_key is None
+        reader = UsageReader.for_route(MESSAGES)
+        reader.feed_json(b'{"id": "msg 1/2", "usage": {"input_tokens": 1, "output_tokens": 1}}')
+        assert reader.idempotency_key is None

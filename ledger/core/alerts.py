@@ -1,0 +1,211 @@
+"""Alerts: which chain entries put a scope into a state an operator should hear about.
+
+Pure functions over parsed entries. The daemon follows the chain and asks, for
+each new entry, whether it is an alert; an alert is sent once per
+``(event, scope, period)`` key, so a gate that halts a hundred calls in one
+budget day produces one ``halt`` message for that day, and the next day's first
+halt produces another.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.units import usd_text
+from ledger.errors import ConfigError
+
+ALERT_EVENTS = ("warn", "halt", "uncertainty", "broken", "drift")
+_VERDICT_EVENTS = {
+    "budget.warn_90": "warn",
+    "budget.halt_100": "halt",
+    "budget.halt_uncertainty": "uncertainty",
+}
+_URL_RE = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+_URL_MAX = 4096
+_REF_CHARS = 12
+
+# What lifts each uncertainty, in the words the operator acts on.
+_UNCERTAINTY_ACTION = {
+    "counter_inconsistent": "run `ledger verify-chain`, then `ledger recover` or "
+    "`ledger rebuild-state` as it says",
+    "counter_drift": "run `ledger reconcile` (or `ledger reconcile --force-reason TEXT`)",
+    "billing_stale": "check the observer and run `ledger poll`",
+    "provider_lag": "the provider's bill is behind; run `ledger poll` once it catches up",
+    "clock_drift": "check the host's clock (NTP)",
+}
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    """One ``[[alerts]]`` table: where to POST, and for which events."""
+
+    url: str
+    on: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One message for people, and the key that keeps it from repeating."""
+
+    event: str
+    scope: str
+    period: str
+    verdict_ref: str | None
+    at: str
+    text: str
+
+    @property
+    def key(self) -> str:
+        """Sent once per state, scope and period."""
+        return f"{self.event}|{self.scope}|{self.period}"
+
+    def body(self) -> dict[str, Any]:
+        """The JSON object POSTed to the webhook."""
+        return {
+            "text": self.text,
+            "event": self.event,
+            "scope": self.scope,
+            "verdict_ref": self.verdict_ref,
+            "at": self.at,
+        }
+
+
+def parse_rules(value: Any, name: str) -> tuple[AlertRule, ...]:
+    """Validate the ``[[alerts]]`` array of tables.
+
+    Raises:
+        ValueError: the message names the table and key at fault.
+    """
+    if not isinstance(value, list):
+        raise ValueError(f"{name}: must be an array of tables ([[alerts]])")
+    rules = []
+    for index, table in enumerate(value):
+        where = f"{name}[{index}]"
+        if not isinstance(table, dict):
+            raise ValueError(f"{where}: must be a table")
+        unknown = sorted(set(table) - {"url", "on", "check_seconds"})
+        if unknown:
+            raise ValueError(f"{where}: unknown key {unknown[0]}")
+        url = table.get("url")
+        if not isinstance(url, str) or len(url) > _URL_MAX or not _URL_RE.match(url):
+            raise ValueError(f"{where}.url: must be an http:// or https:// URL")
+        events = table.get("on", list(ALERT_EVENTS))
+        if (
+            not isinstance(events, list)
+            or not events
+            or not all(isinstance(e, str) and e in ALERT_EVENTS for e in events)
+        ):
+            raise ValueError(f"{where}.on: must be a non-empty list of {', '.join(ALERT_EVENTS)}")
+        rules.append(AlertRule(url=url, on=frozenset(events)))
+    return tuple(rules)
+
+
+def check_seconds_of(value: Any, name: str) -> int | None:
+    """The smallest ``check_seconds`` given in any ``[[alerts]]`` table, if any.
+
+    Raises:
+        ValueError: a value that is not an integer ≥ 1.
+    """
+    found: list[int] = []
+    for index, table in enumerate(value if isinstance(value, list) else []):
+        if isinstance(table, dict) and "check_seconds" in table:
+            seconds = table["check_seconds"]
+            if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+                raise ValueError(f"{name}[{index}].check_seconds: must be an integer ≥ 1")
+            found.append(seconds)
+    return min(found) if found else None
+
+
+def alert_settings(value: Any, name: str) -> dict[str, Any]:
+    """``[[alerts]]`` as ``Config`` fields: the webhooks, and the smallest ``check_seconds``.
+
+    TOML cannot hold both an array ``[[alerts]]`` and a table ``[alerts]``, so
+    ``check_seconds`` is written inside an ``[[alerts]]`` table (or given as
+    ``LEDGER_ALERTS_CHECK_SECONDS``).
+
+    Raises:
+        ConfigError: the message names the table and key at fault.
+    """
+    try:
+        found: dict[str, Any] = {"alert_rules": parse_rules(value, name)}
+        seconds = check_seconds_of(value, name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    if seconds is not None:
+        found["alert_check_seconds"] = seconds
+    return found
+
+
+def _short(ref: str | None) -> str:
+    return "" if ref is None else f" (verdict {ref[:_REF_CHARS]})"
+
+
+def _period_of(payload: dict[str, Any], scope: str) -> str:
+    """The period an alert is once per: the budget's period, else the budget day."""
+    if scope.startswith("budget:"):
+        for budget in payload.get("budgets") or []:
+            if isinstance(budget, dict) and scope.startswith(f"budget:{budget.get('name')}"):
+                start = budget.get("period_start")
+                if isinstance(start, str):
+                    return start
+    day = payload.get("budget_day") or payload.get("utc_day")
+    return str(day) if day is not None else "?"
+
+
+def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, ref: str) -> str:
+    used = usd_text(int(payload.get("usd_used_micros") or 0))
+    reserved = usd_text(int(payload.get("usd_reserved_micros") or 0))
+    cap_micros = payload.get("cap_micros")
+    cap = "no cap" if cap_micros is None else f"cap {usd_text(int(cap_micros))}"
+    figures = f"{used} used + {reserved} reserved of {cap}"
+    if payload.get("estimated_micros") is not None:
+        figures += f"; this call {usd_text(int(payload['estimated_micros']))}"
+    where = f"{scope} on {period}" + (f", agent {payload['agent']}" if payload.get("agent") else "")
+    if event == "uncertainty":
+        reason = str(payload.get("uncertainty_reason") or "unknown")
+        action = _UNCERTAINTY_ACTION.get(reason, "see `ledger explain`")
+        return f"ledger: spend halted ({reason}) for {where}; {figures}; {action}{_short(ref)}"
+    if event == "halt":
+        return f"ledger: spend halted at the cap for {where}; {figures}{_short(ref)}"
+    return f"ledger: spend near the cap for {where}; {figures}{_short(ref)}"
+
+
+def alert_for_entry(
+    event_type: str, payload: dict[str, Any], entry_hash: str, ts_utc: str
+) -> Alert | None:
+    """The alert one sealed entry raises, if any (verdict halts and warnings, blocking drift)."""
+    event = _VERDICT_EVENTS.get(event_type)
+    if event is not None:
+        scope = str(payload.get("deciding_cap") or "aggregate")
+        period = _period_of(payload, scope)
+        return Alert(
+            event=event,
+            scope=scope,
+            period=period,
+            verdict_ref=entry_hash,
+            at=ts_utc,
+            text=_verdict_text(event, payload, scope, period, entry_hash),
+        )
+    if event_type == "budget.reconcile" and payload.get("blocking") is True:
+        provider = str(payload.get("provider") or "aggregate")
+        scope = "aggregate" if provider == "aggregate" else f"provider:{provider}"
+        period = str(payload.get("utc_day") or "?")
+        counter = usd_text(int(payload.get("counter_micros") or 0))
+        billing = payload.get("billing_micros")
+        bill = "unknown" if billing is None else usd_text(int(billing))
+        text = (
+            f"ledger: counter and bill disagree for {scope} on {period}: drift "
+            f"{payload.get('drift_pct')}% (counter {counter}, bill {bill}); spend halts until "
+            "a reconcile agrees or `ledger reconcile --force-reason TEXT`"
+        )
+        return Alert("drift", scope, period, None, ts_utc, text)
+    return None
+
+
+def broken_alert(line: int, reason: str, at: str, day: str) -> Alert:
+    """The alert for a chain that no longer verifies (once per budget day)."""
+    text = (
+        f"ledger: the chain is BROKEN at line {line} ({reason}); every verdict halts "
+        "until `ledger recover` restores a verifying chain"
+    )
+    return Alert("broken", "chain", day, None, at, text)

@@ -1,0 +1,138 @@
+"""Claude Code ``settings.json`` with ledger's hooks merged in, as pure translation.
+
+Claude Code reads hooks from ``settings.json``: ``hooks.<Event>`` is a list of
+groups ``{"matcher": "<tool pattern>", "hooks": [{"type": "command",
+"command": "…", "timeout": N}]}`` (events without tools take no matcher).
+Each hook command names the absolute path of ``ledger`` and ``--home`` with
+the absolute home, so neither a missing ``PATH`` entry (exit 127, after which
+Claude Code runs the tool anyway) nor a changed working directory can turn
+the guard off.
+
+Merging keeps every other hook and setting. A ledger hook already there for
+the same event is replaced (a reinstall with another home or launcher leaves
+one, not two); the same command already there is left as it is, so
+installing twice changes nothing.
+"""
+
+import shlex
+from typing import Any, NamedTuple
+
+TIMEOUT_SECONDS = 15
+
+
+class HookSpec(NamedTuple):
+    """One event's hook: Claude Code's event name, the ``ledger hook`` action, its matcher."""
+
+    event: str
+    action: str
+    matcher: str | None
+
+
+HOOKS = (
+    HookSpec("PreToolUse", "pre-tool-use", "*"),
+    HookSpec("PostToolUse", "post-tool-use", "*"),
+    HookSpec("Stop", "stop", None),
+    HookSpec("UserPromptSubmit", "user-prompt-submit", None),
+)
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be merged into without losing something; the message says why."""
+
+
+class Merged(NamedTuple):
+    """The settings to write, whether they changed, and each event's command."""
+
+    settings: dict[str, Any]
+    changed: bool
+    commands: dict[str, str]
+    replaced: list[str]
+
+
+def hook_command(launcher: list[str], home: str, action: str) -> str:
+    """The shell command of one hook: the launcher's argv, ``--home HOME``, ``hook ACTION``."""
+    return shlex.join([*launcher, "--home", home, "hook", action])
+
+
+def _runs_ledger(words: list[str]) -> bool:
+    for index, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] == "ledger":
+            return True
+        if word == "-m" and index + 1 < len(words) and words[index + 1] == "ledger":
+            return True
+    return False
+
+
+def is_ledger_hook(command: object, action: str) -> bool:
+    """Whether ``command`` runs ``ledger … hook ACTION`` (an earlier install of this hook)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return words[-2:] == ["hook", action] and _runs_ledger(words[:-2])
+
+
+def _groups(hooks: dict[str, Any], event: str) -> list[Any]:
+    groups = hooks.get(event, [])
+    if not isinstance(groups, list) or not all(
+        isinstance(group, dict) and isinstance(group.get("hooks", []), list) for group in groups
+    ):
+        raise SettingsError(f"hooks.{event} is not a list of hook groups")
+    return groups
+
+
+def _merge_event(
+    groups: list[Any], spec: HookSpec, command: str, replaced: list[str]
+) -> tuple[list[Any], bool]:
+    """``groups`` with ``command`` as the event's one ledger hook; whether it changed."""
+    found = False
+    kept_groups = []
+    for group in groups:
+        kept = []
+        for hook in group.get("hooks", []):
+            text = hook.get("command") if isinstance(hook, dict) else None
+            if text == command and not found:
+                found = True
+                kept.append(hook)
+            elif is_ledger_hook(text, spec.action):
+                replaced.append(str(text))
+            else:
+                kept.append(hook)
+        if kept or not group.get("hooks"):
+            kept_groups.append({**group, "hooks": kept} if "hooks" in group else group)
+    if not found:
+        entry = {"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}
+        group = {"hooks": [entry]}
+        if spec.matcher is not None:
+            group = {"matcher": spec.matcher, **group}
+        kept_groups.append(group)
+    return kept_groups, kept_groups != groups
+
+
+def merge_hooks(settings: object, launcher: list[str], home: str) -> Merged:
+    """``settings`` (a parsed ``settings.json``; ``None`` for none) with ledger's hooks.
+
+    Raises:
+        SettingsError: the settings, or their ``hooks``, are not what Claude
+            Code reads (not an object, an event that is not a list of groups).
+    """
+    if settings is None:
+        settings = {}
+    if not isinstance(settings, dict):
+        raise SettingsError("not a JSON object")
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsError("hooks is not an object")
+    merged_hooks = dict(hooks)
+    commands: dict[str, str] = {}
+    replaced: list[str] = []
+    changed = "hooks" not in settings
+    for spec in HOOKS:
+        command = hook_command(launcher, home, spec.action)
+        commands[spec.event] = command
+        groups, event_changed = _merge_event(_groups(hooks, spec.event), spec, command, replaced)
+        merged_hooks[spec.event] = groups
+        changed = changed or event_changed
+    return Merged({**settings, "hooks": merged_hooks}, changed, commands, replaced)

@@ -1,0 +1,94 @@
+"""Rendering the shipped systemd units for one installation (``ledger deploy systemd``).
+
+The units in ``deploy/systemd`` are written for a system install: the launcher
+at ``/usr/local/bin/ledger``, the home at ``/var/lib/ledger``, a ``ledger``
+user. Rendering puts in the real launcher and the absolute home, points
+``Documentation=`` at a file that exists (or drops it), and for ``--user``
+turns each unit into one a user's own systemd manager can run: no ``User=``,
+no settings only the system manager may apply, ``default.target``.
+Pure text in, text out: the files are read and written by the caller.
+"""
+
+from typing import NamedTuple
+
+SYSTEM_LAUNCHER = "/usr/local/bin/ledger"
+SYSTEM_HOME = "/var/lib/ledger"
+USER_LAUNCHER = "%h/.local/bin/ledger"
+USER_HOME = "%h/.ledger"
+SYSTEM_OBSERVER_ENV = "-/etc/ledger/observer.env"
+USER_OBSERVER_ENV = "-%h/.config/ledger/observer.env"
+# Written for the agents' own user: the system daemon serves its home itself.
+USER_ONLY_UNITS = frozenset({"ledger-serve.service"})
+# Settings a user's systemd manager cannot apply (they need privileges or
+# namespaces it may not have), and the system user the units run as.
+_SYSTEM_ONLY_SETTINGS = frozenset(
+    {
+        "User", "Group", "StateDirectory", "StateDirectoryMode", "ProtectSystem",
+        "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateNetwork",
+        "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+        "ProtectControlGroups", "ProtectClock", "ProtectHostname", "ProtectProc",
+        "ProcSubset", "RestrictNamespaces", "RestrictRealtime", "RestrictSUIDSGID",
+        "LockPersonality", "RemoveIPC", "CapabilityBoundingSet", "AmbientCapabilities",
+        "SystemCallFilter", "SystemCallArchitectures", "RestrictAddressFamilies",
+        "ReadWritePaths", "IOSchedulingClass",
+    }
+)  # fmt: skip
+# The network-online target is the system manager's; a user manager has none.
+_SYSTEM_TARGET_SETTINGS = {("After", "network-online.target"), ("Wants", "network-online.target")}
+_HOME_PREFIXES = ("/home/", "/root/", "/run/user/")
+_TMP_PREFIXES = ("/tmp/", "/var/tmp/")  # noqa: S108 - paths compared, never written
+
+
+class Installation(NamedTuple):
+    """Where this installation's parts are, as absolute paths."""
+
+    launcher: str
+    home: str
+    runbook: str | None
+    user: bool
+
+
+def wanted(name: str, user: bool) -> bool:
+    """Whether the unit ``name`` is rendered for a user (``True``) or the system."""
+    return user or name not in USER_ONLY_UNITS
+
+
+def render_unit(text: str, where: Installation) -> str:
+    """``text`` (a shipped unit) for the installation ``where``."""
+    out = [f"# Rendered by `ledger deploy systemd` for the home {where.home}."]
+    for line in text.splitlines():
+        rendered = line if line.startswith("#") else _setting(line, where)
+        if rendered is not None:
+            out.append(_placed(rendered, where))
+    return "\n".join(out) + "\n"
+
+
+def _setting(line: str, where: Installation) -> str | None:
+    """A unit's line for ``where``; ``None`` drops it."""
+    key, sep, value = line.partition("=")
+    if not sep:
+        return line
+    if key == "Documentation":
+        return None if where.runbook is None else f"Documentation=file://{where.runbook}"
+    if where.user and (key in _SYSTEM_ONLY_SETTINGS or (key, value) in _SYSTEM_TARGET_SETTINGS):
+        return None
+    if key.startswith("StateDirectory") and where.home != SYSTEM_HOME:
+        return None  # it would make /var/lib/ledger, which is not the home
+    if key == "PrivateTmp" and where.home.startswith(_TMP_PREFIXES):
+        return None  # a private /tmp would hide a home kept there
+    if key == "ProtectHome" and where.home.startswith(_HOME_PREFIXES):
+        return "ProtectHome=read-only"  # ReadWritePaths opens the home itself
+    if key == "WantedBy" and where.user:
+        return "WantedBy=default.target"
+    return line
+
+
+def _placed(line: str, where: Installation) -> str:
+    """``line`` with the shipped launcher, home and observer file put where they are."""
+    for launcher in (SYSTEM_LAUNCHER, USER_LAUNCHER):
+        line = line.replace(launcher, where.launcher)
+    for home in (SYSTEM_HOME, USER_HOME):
+        line = line.replace(home, where.home)
+    if where.user:
+        line = line.replace(SYSTEM_OBSERVER_ENV, USER_OBSERVER_ENV)
+    return line

@@ -1,0 +1,194 @@
+"""What every guarded request goes through: a verdict before, one record after.
+
+``CallGate.admit`` runs the verdict on the request's estimate (see
+``ledger.providers.estimate_request``): a halt raises ``BudgetHalted`` and the
+request is never sent; ``warn-90`` emits a ``BudgetWarning`` and a log record
+on the ``ledger`` logger. The admitted ``Call`` is then fed the response's
+bytes as they pass and records exactly once, whichever comes first of the
+response's end, its early close, or a failure:
+
+- usage received (a JSON body, or a stream's usage events so far) → recorded
+  and priced from the provider's usage object;
+- a successful response that reported no usage, or usage that cannot be read
+  (a chat stream without ``stream_options.include_usage``, a body in an
+  encoding not read here) → recorded at the verdict's estimate, an upper
+  bound: spend is never taken as $0;
+- a failure with no usage (an error status, an error event, a connection
+  error) → recorded at $0, which settles the reservation at once instead of
+  holding budget until it expires.
+
+Each record carries the verdict's ref and an idempotency key from the
+response id (else from the verdict), so a retried record never counts twice.
+"""
+
+import logging
+import warnings
+import zlib
+from decimal import Decimal
+from typing import Any
+
+from ledger.api import Ledger
+from ledger.errors import BudgetHalted, BudgetWarning, LedgerError, UsageObjectInvalidError
+from ledger.providers import Route, UsageReader, client_route, estimate_request
+
+log = logging.getLogger("ledger")
+
+# A JSON body larger than this is not kept for reading its usage (the call is
+# then recorded at its estimate); the response itself is passed on whole.
+MAX_JSON_BODY = 32 * 1024 * 1024
+FIRST_ERROR_STATUS = 400
+
+
+class CallGate:
+    """The verdict side of one guarded SDK client."""
+
+    def __init__(
+        self, book: Ledger, provider: str, *, session: str | None, agent: str | None
+    ) -> None:
+        self.book = book
+        self.provider = provider
+        self.session = session
+        self.agent = agent
+
+    def route(self, method: str, path: str) -> Route | None:
+        """The model route of a request, or ``None`` for one that is not gated."""
+        return client_route(self.provider, method, path)
+
+    def admit(self, route: Route, body: bytes) -> "Call":
+        """Decide one request and reserve its estimate.
+
+        Raises:
+            RequestRefused: the request has no model or no output limit.
+            BudgetHalted: the verdict halts; nothing may be sent.
+            BudgetWarning: ``warn-90`` while warnings are errors; nothing may be sent.
+            LedgerError: the verdict could not be run (configuration, price, chain).
+        """
+        estimate = estimate_request(route, body)
+        verdict = self.book.verdict(
+            provider=estimate.provider, model=estimate.model,
+            input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
+            cycle_id=self.session, agent=self.agent,
+        )  # fmt: skip
+        if not verdict.allowed:
+            raise BudgetHalted(verdict)
+        call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
+        if verdict.verdict == "warn-90":
+            message = (
+                f"ledger: {estimate.provider}/{estimate.model} call admitted at warn-90: "
+                f"{verdict.usage_pct}% of the {verdict.deciding_cap} cap would be used"
+            )
+            log.warning("%s (verdict %s)", message, verdict.verdict_ref)
+            try:
+                warnings.warn(message, BudgetWarning, stacklevel=2)
+            except BudgetWarning:
+                # Warnings made errors by the caller's filters: the call is not sent.
+                call.finish(failure=RuntimeError("not sent"))
+                raise
+        return call
+
+
+class Call:
+    """One admitted request: reads its response as it passes and records it once."""
+
+    def __init__(
+        self, gate: CallGate, route: Route, model: str, verdict_ref: str, estimate_micros: int
+    ) -> None:
+        self._gate = gate
+        self.model = model
+        self.verdict_ref = verdict_ref
+        self._estimate_micros = estimate_micros
+        self.reader = UsageReader.for_route(route)
+        self._status = 0
+        self._sse = False
+        self._body: bytearray | None = bytearray()  # a JSON body so far; None: not kept
+        self._readable = True
+        self._inflate: Any = None
+        self.complete = False
+        self.recorded = False
+
+    def response_started(self, status: int, headers: Any) -> None:
+        """Note the response's status and how its body is framed and encoded."""
+        self._status = status
+        self._sse = headers.get("content-type", "").startswith("text/event-stream")
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if encoding in {"gzip", "deflate"}:
+            # The transport sees the body as sent; usage is read from it decoded.
+            self._inflate = zlib.decompressobj(wbits=47 if encoding == "gzip" else 15)
+        elif encoding not in {"", "identity"}:
+            self._readable = False  # an encoding not read here: the usage stays unknown
+
+    @property
+    def reads_whole_body(self) -> bool:
+        """Whether the usage is in the body's end (JSON), so an early close should drain it."""
+        return self._readable and not self._sse and self._body is not None and not self.complete
+
+    def feed(self, chunk: bytes) -> None:
+        """Read the next bytes of the body as sent."""
+        if not self._readable:
+            return
+        if self._inflate is not None:
+            try:
+                chunk = self._inflate.decompress(chunk)
+            except zlib.error:
+                self._readable = False
+                return
+        if self._sse:
+            self.reader.feed_sse(chunk)
+        elif self._body is not None:
+            self._body += chunk
+            if len(self._body) > MAX_JSON_BODY:
+                self._body = None
+
+    def finish(self, failure: BaseException | None = None) -> None:
+        """Record the call once: its usage, or its estimate, or $0 for a failure without usage.
+
+        Raises:
+            LedgerError: the record could not be sealed (raised only when no
+                other failure is already on its way to the caller).
+        """
+        if self.recorded:
+            return
+        self.recorded = True
+        if self._readable and not self._sse and self._body is not None and self.complete:
+            self.reader.feed_json(bytes(self._body))
+        try:
+            self._record(failure)
+        except LedgerError:
+            log.exception("ledger: could not record %s (verdict %s)", self.model, self.verdict_ref)
+            if failure is None:
+                raise
+
+    def _record(self, failure: BaseException | None) -> None:
+        reader, book, gate = self.reader, self._gate.book, self._gate
+        key = reader.idempotency_key or f"guard:{self.verdict_ref}"
+        common: dict[str, Any] = {
+            "provider": gate.provider, "verdict_ref": self.verdict_ref, "model": self.model,
+            "cycle_id": gate.session, "idempotency_key": key,
+        }  # fmt: skip
+        if reader.usage is not None:
+            try:
+                book.record(usage=reader.usage, **common)
+            except UsageObjectInvalidError:
+                log.warning(
+                    "ledger: %s response's usage cannot be read; recorded at its estimate "
+                    "(verdict %s)", self.model, self.verdict_ref, exc_info=True,
+                )  # fmt: skip
+            else:
+                return
+            book.record(self._estimate_usd, **common)
+            return
+        failed = (
+            failure is not None or self._status >= FIRST_ERROR_STATUS or reader.error is not None
+        )
+        if failed:
+            book.record("0", **common)
+            return
+        log.warning(
+            "ledger: %s response reported no usage; recorded at its estimate (verdict %s)",
+            self.model, self.verdict_ref,
+        )  # fmt: skip
+        book.record(self._estimate_usd, **common)
+
+    @property
+    def _estimate_usd(self) -> str:
+        return str(Decimal(self._estimate_micros) / 1_000_000)

@@ -1,0 +1,202 @@
+"""The daemon's alert follower: read the chain's new entries, POST what people must hear.
+
+Run every ``alerts.check_seconds`` by the daemon, never on the per-call path: a
+verdict never waits for a webhook. Each run reads the entries sealed since the
+last run (the position is kept in the home), turns halts, warnings, blocking
+reconciles and a chain that no longer links into alerts (``ledger.core.alerts``),
+queues each alert once per state, scope and period for every webhook that asked
+for its event, and delivers the queue. A delivery that fails is retried with
+backoff (1 s, 2 s, 4 s … at most 5 min between tries) and given up after
+``MAX_ATTEMPTS`` tries, with a log line.
+
+The first run on a home starts at the chain's current head: old halts are history,
+not news.
+"""
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.core.alerts import Alert, alert_for_entry, broken_alert
+from ledger.core.config import Config
+from ledger.core.envelope import EnvelopeFormatError, parse_line
+from ledger.core.timefmt import budget_day, format_ts, parse_ts
+from ledger.services.ports import ChainStore
+
+MAX_ATTEMPTS = 12
+_MAX_BACKOFF_SECONDS = 300
+_MAX_PENDING = 1000
+_KEEP_SENT_DAYS = 45
+
+
+class AlertState(Protocol):
+    """Where the follower keeps its position, the keys it sent and what is pending."""
+
+    def load(self) -> dict[str, Any]:
+        """The saved state, or an empty one."""
+        ...
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Replace the saved state durably."""
+        ...
+
+
+@dataclass
+class AlertRun:
+    """What one run did: alerts queued, deliveries made, deliveries that failed."""
+
+    queued: int = 0
+    delivered: int = 0
+    failed: int = 0
+
+
+def run_alerts(
+    chain: ChainStore,
+    config: Config,
+    store: AlertState,
+    now: dt.datetime,
+    post: Callable[[str, dict[str, Any]], None],
+    log: Callable[[str], None],
+) -> AlertRun:
+    """Follow the chain from the saved position, queue new alerts, deliver the queue."""
+    run = AlertRun()
+    if not config.alert_rules:
+        return run
+    state = store.load()
+    if "position" not in state or not _still_there(chain, state):
+        state = _start_at_head(chain, state)
+    else:
+        for alert in _follow(chain, state, now, config):
+            run.queued += _queue(state, alert, config, now)
+    _prune_sent(state, now)
+    store.save(state)
+    _deliver(state, now, post, log, run)
+    store.save(state)
+    return run
+
+
+def _start_at_head(chain: ChainStore, old: dict[str, Any]) -> dict[str, Any]:
+    """A position at the chain's end (counting its lines once); sent keys kept."""
+    state: dict[str, Any] = {
+        "position": 0,
+        "line": 0,
+        "last_start": None,
+        "last_hash": None,
+        "sent": old.get("sent", {}),
+        "pending": old.get("pending", []),
+    }
+    if not chain.exists():
+        return state
+    for line in chain.iter_lines(0):
+        if not line.endswith(b"\n"):
+            break
+        _advance(state, line, _hash_or_none(line))
+    return state
+
+
+def _hash_or_none(line: bytes) -> str | None:
+    try:
+        return parse_line(line.rstrip(b"\n")).entry_hash
+    except EnvelopeFormatError:
+        return None
+
+
+def _advance(state: dict[str, Any], line: bytes, entry_hash: str | None) -> None:
+    state["last_start"] = state["position"]
+    state["position"] += len(line)
+    state["line"] += 1
+    state["last_hash"] = entry_hash
+
+
+def _still_there(chain: ChainStore, state: dict[str, Any]) -> bool:
+    """Whether the last line read is still where it was (a recover rewrites the chain)."""
+    start = state.get("last_start")
+    if start is None:
+        return state.get("position") == 0
+    lines = list(chain.iter_lines(int(start), int(state["position"])))
+    return len(lines) == 1 and _hash_or_none(lines[0]) == state.get("last_hash")
+
+
+def _follow(
+    chain: ChainStore, state: dict[str, Any], now: dt.datetime, config: Config
+) -> list[Alert]:
+    """The alerts of the complete lines after the position; stops at a line that breaks."""
+    alerts: list[Alert] = []
+    for line in chain.iter_lines(int(state["position"])):
+        if not line.endswith(b"\n"):
+            break  # still being written, or torn: the gate halts on a torn tail itself
+        number = state["line"] + 1
+        try:
+            parsed = parse_line(line.rstrip(b"\n"))
+        except EnvelopeFormatError as exc:
+            alerts.append(_broken(number, str(exc), now, config))
+            break
+        expected = state["last_hash"] or "GENESIS"
+        if parsed.prev_hash != expected:
+            alerts.append(_broken(number, "prev_hash does not match", now, config))
+            break
+        _advance(state, line, parsed.entry_hash)
+        alert = alert_for_entry(parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc)
+        if alert is not None:
+            alerts.append(alert)
+    return alerts
+
+
+def _broken(number: int, reason: str, now: dt.datetime, config: Config) -> Alert:
+    return broken_alert(number, reason, format_ts(now), budget_day(now, config.day_zone))
+
+
+def _queue(state: dict[str, Any], alert: Alert, config: Config, now: dt.datetime) -> int:
+    """Queue ``alert`` for every webhook that asked for its event, once per key."""
+    sent: dict[str, str] = state.setdefault("sent", {})
+    if alert.key in sent:
+        return 0
+    sent[alert.key] = format_ts(now)
+    pending: list[dict[str, Any]] = state.setdefault("pending", [])
+    queued = 0
+    for rule in config.alert_rules:
+        if alert.event in rule.on and len(pending) < _MAX_PENDING:
+            pending.append(
+                {"url": rule.url, "body": alert.body(), "attempts": 0, "next_try": format_ts(now)}
+            )
+            queued += 1
+    return queued
+
+
+def _deliver(
+    state: dict[str, Any],
+    now: dt.datetime,
+    post: Callable[[str, dict[str, Any]], None],
+    log: Callable[[str], None],
+    run: AlertRun,
+) -> None:
+    """Try every delivery that is due; reschedule failures with backoff."""
+    kept: list[dict[str, Any]] = []
+    for item in state.get("pending", []):
+        if parse_ts(item["next_try"]) > now:
+            kept.append(item)
+            continue
+        try:
+            post(item["url"], item["body"])
+        except Exception as exc:  # noqa: BLE001 - any failure is retried, never raised
+            item["attempts"] += 1
+            run.failed += 1
+            if item["attempts"] >= MAX_ATTEMPTS:
+                log(f"alert to {item['url']} given up after {item['attempts']} tries: {exc}")
+                continue
+            delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
+            item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
+            log(f"alert to {item['url']} failed ({exc}); retrying in {delay} s")
+            kept.append(item)
+            continue
+        run.delivered += 1
+        log(f"alert sent to {item['url']}: {item['body']['event']} {item['body']['scope']}")
+    state["pending"] = kept
+
+
+def _prune_sent(state: dict[str, Any], now: dt.datetime) -> None:
+    """Forget sent keys older than any period they could still repeat in."""
+    horizon = now - dt.timedelta(days=_KEEP_SENT_DAYS)
+    sent: dict[str, str] = state.get("sent", {})
+    state["sent"] = {key: at for key, at in sent.items() if parse_ts(at) >= horizon}

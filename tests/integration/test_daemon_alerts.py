@@ -1,0 +1,170 @@
+"""`ledger daemon` sends alerts: a real daemon process, a real local webhook server.
+
+The daemon runs on the real clock, so verdicts here run on it too; the tests
+hold for any date and time (no ``LEDGER_NOW``, nothing compared with a date).
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import clean_env, run_process
+from tests.integration.test_daemon import Lines
+
+
+class Webhook:
+    """A local HTTP endpoint that records each POSTed JSON body; may fail the first tries."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        self.failures = failures
+        self.received = threading.Condition()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                body = json.loads(self.rfile.read(length))
+                with hook.received:
+                    status = 500 if hook.failures > 0 else 200
+                    hook.failures -= 1
+                    hook.bodies.append(body)
+                    hook.statuses.append(status)
+                    hook.received.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count: int, timeout: float = 30) -> list[dict[str, Any]]:
+        with self.received:
+            self.received.wait_for(lambda: len(self.bodies) >= count, timeout)
+            return list(self.bodies)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextmanager
+def webhook(failures: int = 0) -> Iterator[Webhook]:
+    hook = Webhook(failures)
+    try:
+        yield hook
+    finally:
+        hook.close()
+
+
+@contextmanager
+def daemon(home: Path, env: dict[str, str]) -> Iterator[Lines]:
+    """A real ``ledger daemon --no-serve`` (no child holds its stderr); SIGTERM on the way out."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "--home", str(home), "daemon", "--no-serve"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines = Lines(proc.stderr)
+    try:
+        assert lines.wait_for("started"), lines.lines
+        yield lines
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0, lines.lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        lines.join()
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def alert_env(url: str, on: list[str] | None = None) -> dict[str, str]:
+    rule: dict[str, Any] = {"url": url}
+    if on is not None:
+        rule["on"] = on
+    return clean_env(
+        LEDGER_USD_DAILY_CAP="10",
+        LEDGER_BILLING_STALE_HALT_PCT="100",
+        LEDGER_ALERTS=json.dumps([rule]),
+        LEDGER_ALERTS_CHECK_SECONDS="1",
+        LEDGER_NO_SERVER="1",
+    )
+
+
+def verdict(home: Path, env: dict[str, str], usd: str) -> int:
+    return run_process(["--home", str(home), "verdict", usd], env).code
+
+
+def test_a_halt_and_a_warning_are_each_sent_once_per_budget_day(home: Path):
+    with webhook() as hook:
+        env = alert_env(hook.url)
+        with daemon(home, env) as lines:
+            # The first run starts at the head: nothing before the daemon is news.
+            assert lines.wait_for("started")
+            assert verdict(home, env, "9.5") == 0  # warn-90
+            first = hook.wait_for(1)
+            assert first[0]["event"] == "warn"
+            assert verdict(home, env, "1") == 1  # halt-100
+            assert verdict(home, env, "2") == 1  # halt-100 again, same day: no new alert
+            bodies = hook.wait_for(2)
+            assert [b["event"] for b in bodies] == ["warn", "halt"]
+            assert bodies[1]["scope"] == "aggregate"
+            assert "$0.00 used + $9.50 reserved of cap $10.00; this call $1.00" in bodies[1]["text"]
+            assert len(bodies[1]["verdict_ref"]) == 64
+            # One more check interval or two: still nothing new.
+            assert lines.wait_for("alert sent", count=2)
+            assert verdict(home, env, "3") == 1
+            assert not lines.wait_for("alert sent", count=3, timeout=3)
+        assert len(hook.bodies) == 2
+        # A restarted daemon remembers what it sent.
+        with daemon(home, env) as lines:
+            assert verdict(home, env, "4") == 1
+            assert not lines.wait_for("alert sent", timeout=3)
+        assert len(hook.bodies) == 2
+
+
+def test_a_failed_delivery_is_retried_until_it_is_taken(home: Path):
+    with webhook(failures=1) as hook:
+        env = alert_env(hook.url, on=["halt"])
+        with daemon(home, env) as lines:
+            assert verdict(home, env, "9.5") == 0  # a warning: not asked for
+            assert verdict(home, env, "1") == 1
+            bodies = hook.wait_for(2)
+            assert lines.wait_for("alert sent")
+        assert hook.statuses[:2] == [500, 200]
+        assert bodies[0] == bodies[1]
+        assert bodies[0]["event"] == "halt"
+        assert any("retrying in 1 s" in line for line in lines.lines)
+
+
+def test_an_edited_chain_is_sent_as_broken(home: Path):
+    with webhook() as hook:
+        env = alert_env(hook.url, on=["broken"])
+        assert verdict(home, env, "1") == 0
+        with daemon(home, env) as lines:
+            assert lines.wait_for("started")
+            assert verdict(home, env, "1") == 0
+            chain = home / "events.jsonl"
+            lines_now = chain.read_bytes().splitlines(keepends=True)
+            # Append a copy of an earlier line: its prev_hash no longer links.
+            with chain.open("ab") as handle:
+                handle.write(lines_now[0])
+            bodies = hook.wait_for(1)
+        assert bodies[0]["event"] == "broken"
+        assert f"line {len(lines_now) + 1}" in bodies[0]["text"]

@@ -1,0 +1,47 @@
+"""Merging ledger's hooks into Claude Code settings, pure."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ledger.core.hook_settings import SettingsError, is_ledger_hook, merge_hooks
+
+DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "claude-code" / "settings.json"
+
+
+def test_the_shipped_settings_are_what_install_writes():
+    deployed = json.loads(DEPLOYED.read_text())
+    merged = merge_hooks({"env": deployed["env"]}, ["/usr/local/bin/ledger"],
+                         "/var/lib/ledger/agents")  # fmt: skip
+    assert merged.settings == deployed
+    assert (
+        merge_hooks(deployed, ["/usr/local/bin/ledger"], "/var/lib/ledger/agents").changed is False
+    )
+
+
+def test_paths_with_spaces_are_quoted_for_the_shell():
+    merged = merge_hooks(None, ["/opt/my tools/ledger"], "/srv/ledger home")
+    assert merged.commands["Stop"] == "'/opt/my tools/ledger' --home '/srv/ledger home' hook stop"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ledger hook stop", True),
+        ("/venv/bin/ledger --home /x hook stop", True),
+        ("/usr/bin/python3 -m ledger --home /x hook stop", True),
+        ("ledger hook pre-tool-use", False),
+        ("other-ledger hook stop", False),
+        ("echo 'unclosed", False),
+        (None, False),
+    ],
+)
+def test_an_earlier_ledger_hook_is_recognised(command, expected):
+    assert is_ledger_hook(command, "stop") is expected
+
+
+@pytest.mark.parametrize("settings", [[], {"hooks": []}, {"hooks": {"Stop": {}}}])
+def test_settings_claude_code_would_not_read_are_refused(settings):
+    with pytest.raises(SettingsError):
+        merge_hooks(settings, ["/l"], "/h")
