@@ -28,6 +28,7 @@ from ledger.core.budgets import (
     fingerprint,
     period_bounds,
     period_key,
+    start_key,
 )
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import format_ts, parse_ts
@@ -71,8 +72,12 @@ def _drop_old_items(counter: dict[str, Any], cutoff: str) -> None:
 
 
 def _prune_rolling(table: dict[str, Any], budget: Budget, ts_utc: str) -> None:
+    """Drop the items that left the window, and counters left empty; once a minute."""
     window = budget.window_seconds
     assert window is not None  # noqa: S101 - called for rolling budgets only
+    if table.get("swept") == ts_utc[:16]:
+        return  # a verdict reads its own cutoff: sweeping more often only costs time
+    table["swept"] = ts_utc[:16]
     cutoff = format_ts(parse_ts(ts_utc) - dt.timedelta(seconds=window))
     for value in list(table["values"]):
         counter = table["values"][value]
@@ -199,20 +204,25 @@ def figures(
     Costs the counter's open reservations and, for a rolling window, the items
     that left the window since the last entry was folded; never a chain scan.
     """
+    return _figures(state, found, now, format_ts(now), zone)
+
+
+def _figures(
+    state: dict[str, Any], found: Applicable, now: dt.datetime, now_text: str, zone: dt.tzinfo
+) -> BudgetFigures:
     budget = found.budget
     start, end = period_bounds(budget, now, zone)
     table = state["by_name"].get(budget.name)
     counter = None
     if table is not None:
-        key = period_key(budget, now, zone)
+        key = None if budget.window_seconds is not None else start_key(budget, now, zone)
         if key is None or table["period"] == key:
             counter = table["values"].get(found.per_value or NO_VALUE)
     if counter is None:
         return BudgetFigures(found, start, end, 0, 0, None)
-    now_text = format_ts(now)
     reserved = sum(micros for micros, expires in counter["open"].values() if expires > now_text)
     used = counter["used"]
-    if budget.window_seconds is not None:
+    if budget.window_seconds is not None and counter["items"]:
         cutoff = format_ts(start)
         for ts, micros in counter["items"]:
             if ts > cutoff:
@@ -250,9 +260,10 @@ def budget_checks(
     per-agent view, so the uncertainty rows stay with the caps.
     """
     checks = []
+    now_text = format_ts(now)
     for found in applicable(budgets, call):
         seen = (
-            figures(state, found, now, zone)
+            _figures(state, found, now, now_text, zone)
             if state is not None
             else BudgetFigures(found, *period_bounds(found.budget, now, zone), 0, 0, None)
         )

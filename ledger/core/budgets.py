@@ -41,14 +41,8 @@ class Budget(NamedTuple):
     match: tuple[tuple[str, str], ...] = ()
     per: str | None = None
     warn_pct: Fraction | None = None
-
-    @property
-    def window_seconds(self) -> int | None:
-        """A rolling window's length in seconds; ``None`` for a calendar period."""
-        found = _ROLLING_RE.fullmatch(self.period)
-        if found is None:
-            return None
-        return int(found.group(1)) * (3600 if found.group(2) == "h" else 86_400)
+    # A rolling window's length in seconds (from ``period``); ``None`` for a calendar period.
+    window_seconds: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The definition as plain JSON (what the derived state is keyed by)."""
@@ -147,8 +141,15 @@ def _budget(table: dict[str, Any], name: str, label: str) -> Budget:
         raise ConfigError(f'{label}.per: must be "session", "agent" or "key"')
     return Budget(
         name, micros, period, _match(table.get("match"), label), per,
-        _warn_pct(table.get("warn_pct"), label),
+        _warn_pct(table.get("warn_pct"), label), _window_seconds(period),
     )  # fmt: skip
+
+
+def _window_seconds(period: str) -> int | None:
+    found = _ROLLING_RE.fullmatch(period)
+    if found is None:
+        return None
+    return int(found.group(1)) * (3600 if found.group(2) == "h" else 86_400)
 
 
 def _valid_period(period: str) -> bool:
@@ -251,7 +252,10 @@ def _local_midnight(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
 
 def calendar_start_day(period: str, moment: dt.datetime, zone: dt.tzinfo) -> dt.date:
     """The local date a calendar period containing ``moment`` starts on."""
-    local = moment.astimezone(zone).date()
+    return _start_day(period, moment.astimezone(zone).date())
+
+
+def _start_day(period: str, local: dt.date) -> dt.date:
     if period == "week":
         return local - dt.timedelta(days=local.weekday())
     if period == "month":
@@ -277,9 +281,22 @@ def period_bounds(
     window = budget.window_seconds
     if window is not None:
         return moment - dt.timedelta(seconds=window), moment
-    start = calendar_start_day(budget.period, moment, zone)
-    end = _next_start_day(budget.period, start)
+    return _calendar_bounds(budget.period, moment.astimezone(zone).date(), zone)
+
+
+@functools.lru_cache(maxsize=64)
+def _calendar_bounds(
+    period: str, local_day: dt.date, zone: dt.tzinfo
+) -> tuple[dt.datetime, dt.datetime]:
+    # Every verdict asks for the same few periods: the zone arithmetic is done once a day.
+    start = _start_day(period, local_day)
+    end = _next_start_day(period, start)
     return _local_midnight(start, zone), _local_midnight(end, zone)
+
+
+def start_key(budget: Budget, moment: dt.datetime, zone: dt.tzinfo) -> str:
+    """A calendar budget's period key at ``moment`` (see ``period_key``)."""
+    return _start_day(budget.period, moment.astimezone(zone).date()).isoformat()
 
 
 def period_key(budget: Budget, moment: dt.datetime, zone: dt.tzinfo) -> str | None:

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ledger.core.timefmt import format_ts
-from ledger.core.units import micros_to_usd
+from ledger.core.units import MICROS_PER_USD
 from ledger.core.verdict import usage_pct
 from ledger.errors import UsageError
 
@@ -18,8 +18,12 @@ KEY_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
 def usd(micros: int | None) -> float | None:
-    """Micro-USD as USD for the JSON document (display only)."""
-    return None if micros is None else micros_to_usd(micros)
+    """Micro-USD as USD for the JSON document (display only).
+
+    The same float ``micros_to_usd`` gives (an int quotient is correctly
+    rounded), without building a Fraction for each of a verdict's figures.
+    """
+    return None if micros is None else micros / MICROS_PER_USD
 
 
 def tag_list(values: object) -> tuple[str, ...]:
