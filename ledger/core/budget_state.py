@@ -15,6 +15,7 @@ The state remembers the fingerprint of the definitions it was folded under; a
 state folded under other definitions is rebuilt from the chain, never trusted.
 """
 
+import bisect
 import datetime as dt
 from collections.abc import Sequence
 from fractions import Fraction
@@ -121,7 +122,9 @@ def _add_spend(
     if budget.window_seconds is not None:
         items = counter["items"]
         same = 16 if len(items) >= EXACT_ITEMS else 19  # the minute, or the second
-        if items and items[-1][0][:same] == ts[:same]:
+        if items and ts < items[-1][0]:
+            bisect.insort(items, [ts, micros])  # a price sealed later for an older record
+        elif items and items[-1][0][:same] == ts[:same]:
             # Records of one second (of one minute, in a busy window) count together
             # as the latest of them: they leave the window a little late, never early.
             items[-1] = [ts, items[-1][1] + micros]
@@ -178,11 +181,35 @@ def apply_budget_event(
                 for found in applicable(budgets, CallScope.from_payload(payload))
             ]  # fmt: skip
         if not isinstance(actual, int):
-            return  # unpriced: the gate halts on it until it is priced or re-based
+            # Unpriced: the gate halts on it until it is priced (rebuild-state seals
+            # the price, and ``apply_budget_prices`` counts it here) or re-based.
+            state.setdefault("unpriced", {})[entry_hash] = {"ts": ts_utc, "counts": counts}
+            return
         by_name = {b.name: b for b in budgets}
         for name, value, admitted_in in counts:
             if name in by_name:
                 _add_spend(state, by_name[name], value, admitted_in, actual, ts_utc)
+
+
+def apply_budget_prices(
+    state: dict[str, Any], budgets: Sequence[Budget], priced: list[dict[str, Any]]
+) -> None:
+    """Count the prices ``rebuild-state`` sealed for records that had none.
+
+    Each counts where its record would have: on the counters it matched, in
+    the period it was admitted in (a rolling window: when it was recorded).
+    Only a record still unpriced is counted, so nothing is counted twice.
+    """
+    unpriced = state.get("unpriced") or {}
+    by_name = {b.name: b for b in budgets}
+    for item in priced:
+        record = unpriced.pop(item.get("entry_hash"), None)
+        if record is None or not isinstance(item.get("actual_micros"), int):
+            continue
+        for name, value, admitted_in in record["counts"]:
+            if name in by_name:
+                _add_spend(state, by_name[name], value, admitted_in, item["actual_micros"],
+                           record["ts"])  # fmt: skip
 
 
 class BudgetFigures(NamedTuple):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
-from ledger.core.budget_state import apply_budget_event, empty_budget_state
+from ledger.core.budget_state import apply_budget_event, apply_budget_prices, empty_budget_state
 from ledger.core.budgets import Budget
 from ledger.core.envelope import ParsedEntry
 from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
@@ -67,6 +67,8 @@ def apply_entry(
         priced = payload.get("priced")
         if isinstance(priced, list):
             apply_priced(state["usd"], priced)
+            if budgets and "budgets" in state:
+                apply_budget_prices(state["budgets"], budgets, priced)
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)

@@ -256,3 +256,21 @@ def test_budgets_hold_on_both_stores(home, run_inproc):
     book("2026-11-26T10:01:00Z", "record", "4", "--provider", "anthropic", "--verdict-ref", ref)
     halted = book.verdict("2026-11-26T10:02:00Z", "1", "--cycle-id", "s")
     assert (halted["verdict"], shown(halted)["claude-session[s]"]) == ("halt-100", (4.0, 0.0))
+
+
+def test_spend_priced_by_rebuild_state_counts_on_the_budgets(home, run_inproc):
+    """A record of an unpriced model counts on its budgets once rebuild-state prices it."""
+    with_budgets(home, '[[budgets]]\nname = "team"\nusd = 1\nperiod = "day"\n'
+                       'match = { agent = "team-*" }\n')  # fmt: skip
+    book = Book(run_inproc, home)
+    usage = '{"input_tokens": 100000, "output_tokens": 0}'
+    book("2026-11-26T10:00:00Z", "record", "--provider", "anthropic", "--model",
+         "claude-unpriced-x", "--usage-json", usage, "--agent", "team-a")  # fmt: skip
+    halted = book.verdict("2026-11-26T10:01:00Z", "0.01", "--agent", "team-a")
+    assert halted["uncertainty_reason"] == "counter_inconsistent"
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + '\n[prices."anthropic/claude-unpriced-x"]\n'
+                      "input_per_mtok = 9\noutput_per_mtok = 9\n")  # fmt: skip
+    book("2026-11-26T10:02:00Z", "rebuild-state")
+    priced = book.verdict("2026-11-26T10:03:00Z", "0.2", "--agent", "team-a")
+    assert (priced["verdict"], shown(priced)["team"]) == ("halt-100", (0.9, 0.0))
