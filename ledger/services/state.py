@@ -10,6 +10,7 @@ import copy
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from ledger.core.budget_state import empty_budget_state
 from ledger.core.budgets import Budget
 from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS
@@ -170,8 +171,12 @@ def _load_counter(
         if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
             # Folded with its days in another zone: every day is keyed afresh.
             stored = None
+        if stored is not None and "budgets" not in stored.data and not budgets:
+            # Kept before budgets existed, and none are defined: nothing to count.
+            stored.data["budgets"] = empty_budget_state()
         kept_for = (stored.data.get("budgets") or {}).get("fingerprint") if stored else None
         if stored is not None and kept_for != budgets_fingerprint(budgets):
+            # Kept for other budget definitions: counted afresh from the chain.
             stored = None
         if stored is None:
             data = empty_state(budgets)

@@ -274,3 +274,32 @@ def test_spend_priced_by_rebuild_state_counts_on_the_budgets(home, run_inproc):
     book("2026-11-26T10:02:00Z", "rebuild-state")
     priced = book.verdict("2026-11-26T10:03:00Z", "0.2", "--agent", "team-a")
     assert (priced["verdict"], shown(priced)["team"]) == ("halt-100", (0.9, 0.0))
+
+
+def _state_kept_before_budgets(home):
+    from ledger.runtime import Runtime
+
+    runtime = Runtime(home, {})
+    stored = runtime.states.load()
+    assert stored is not None
+    del stored.data["budgets"]
+    runtime.states.save_state(stored.head_hash, stored.size, stored.data)
+
+
+@pytest.mark.parametrize(("defined", "rebuilt"), [("", False), (FIVE_TOML, True)])
+def test_a_state_kept_before_budgets_is_rebuilt_only_when_budgets_are_defined(
+    home, run_inproc, defined, rebuilt
+):
+    """Upgrading a home without budgets costs no rebuild; one that defines them counts afresh."""
+    from ledger.runtime import Runtime
+    from ledger.services.state import load_counter
+
+    Book(run_inproc, home)("2026-11-26T10:00:00Z", "record", "1", "--provider", "openai")
+    _state_kept_before_budgets(home)
+    with_budgets(home, defined)
+    runtime = Runtime(home, {})
+    with runtime.chain.read_transaction() as tx:
+        counter = load_counter(tx, runtime)
+    assert counter.problem is None
+    assert counter.rebuilt is rebuilt
+    assert "budgets" in counter.data
