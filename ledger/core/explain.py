@@ -78,7 +78,7 @@ def table_rows(
     local_now: dt.datetime,
     budget_scopes: Sequence[tuple[ScopeState, Fraction]] = (),
 ) -> list[RowCheck]:
-    """Every row of SPEC §4 in order, each tested on its own (budgets on rows 6 and 7)."""
+    """Every row of the verdict table in order, each tested on its own (budgets on rows 6, 7)."""
     drift = [s for s in scopes if s.reconcile_blocking]
     stale = [s for s in scopes if _stale(s, config, now)]
     lag = [s for s in scopes if _lagging(s, config)]
