@@ -28,7 +28,8 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   verdicts/s through the server >= 3x the same 8 in-process and >= 1x the bare loop;
 * ``ledger proxy``: non-streaming latency added over a direct call to the same local
   upstream p50 <= 3 ms; RSS after 10k calls <= 1.25x after 1k; the runaway loop (8 agent
-  loops against a $1 cap) halts with the spend between 90 % and 100 % of the cap.
+  loops against a $1 cap) halts with the spend between 90 % and 100 % of the cap;
+* budgets: a warm verdict with 10 budgets that all apply p50 <= 1.3x with none (100 beside).
 
 The parsers of the scripts' output are in ``run_all_figures.py``; the table's rows and
 its printer are in ``run_all_table.py``.
@@ -46,6 +47,7 @@ from run_all_figures import PARSERS, Figures
 from run_all_table import (
     Row,
     append_rows,
+    budgets_rows,
     calls_rows,
     gate_rows,
     gateway_rows,
@@ -66,6 +68,7 @@ SCRIPTS = {
     "calls": "bench_calls.py",
     "server": "bench_server.py",
     "gateway": "bench_gateway.py",
+    "budgets": "bench_budgets.py",
 }
 
 
@@ -168,6 +171,7 @@ def main() -> int:
     for name, build in (
         ("gate", gate_rows), ("merkle", merkle_rows), ("pg", pg_rows), ("calls", calls_rows),
         ("server", server_rows), ("gateway", gateway_rows),
+        ("budgets", budgets_rows),
     ):  # fmt: skip
         if name in results:
             rows += build(results[name])

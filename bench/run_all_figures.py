@@ -148,6 +148,11 @@ def parse_gateway(f: Figures) -> None:
     f.grab("runaway_pct", rf"runaway loop\s*:.*= {NUM} % of the \$1 cap")
 
 
+def parse_budgets(f: Figures) -> None:
+    for count in (0, 10, 100):
+        f.grab(f"budgets_{count}_ms", rf"budgets\s+{count}: verdict p50\s+{NUM} ms")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
@@ -157,4 +162,5 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "calls": parse_calls,
     "server": parse_server,
     "gateway": parse_gateway,
+    "budgets": parse_budgets,
 }

@@ -223,3 +223,17 @@ def gateway_rows(f: Figures) -> list[Row]:
         Row("  runaway loop: spend at the halt, 8 loops, $1 cap", fmt(pct, " %", 2), "cap 100 %",
             "", "90-100 %", status(None if pct is None else 90 <= pct <= 100)),
     ]  # fmt: skip
+
+
+def budgets_rows(f: Figures) -> list[Row]:
+    v = f.values
+    none, ten, hundred = v.get("budgets_0_ms"), v.get("budgets_10_ms"), v.get("budgets_100_ms")
+    ratio = ten / none if ten and none else None
+    return [
+        Row("verdict p50 with 10 budgets that all apply (warm, fsync'd)", fmt(ten, " ms", 2),
+            f"no budgets {fmt(none, ' ms', 2)}", fmt(ratio, "x", 2), "<= 1.3x",
+            status(None if ratio is None else ratio <= 1.3)),
+        Row("verdict p50 with 100 budgets that all apply", fmt(hundred, " ms", 2),
+            f"no budgets {fmt(none, ' ms', 2)}",
+            fmt(hundred / none if hundred and none else None, "x", 2), "", ""),
+    ]  # fmt: skip

@@ -16,7 +16,7 @@ Every answer carries the fields the CLI prints as JSON, as attributes. Errors
 are ``ledger.LedgerError`` subclasses whose ``exit_code`` is the CLI's.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -94,6 +94,8 @@ class Ledger:
         max_output_tokens: int | None = None,
         cycle_id: str | None = None,
         agent: str | None = None,
+        tags: Sequence[str] | None = None,
+        key: str | None = None,
     ) -> Verdict:
         """Decide and reserve one call, as ``ledger verdict`` does.
 
@@ -104,6 +106,7 @@ class Ledger:
         document, _admitted = calls.verdict(
             self._runtime, estimate_usd, provider, model=model, input_tokens=input_tokens,
             max_output_tokens=max_output_tokens, cycle_id=cycle_id, agent=agent,
+            tags=None if tags is None else list(tags), gateway_key=key,
         )  # fmt: skip
         return Verdict(document)
 
@@ -119,6 +122,9 @@ class Ledger:
         output_tokens: int | None = None,
         idempotency_key: str | None = None,
         usage: Any = None,
+        agent: str | None = None,
+        tags: Sequence[str] | None = None,
+        key: str | None = None,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
 
@@ -130,6 +136,7 @@ class Ledger:
             self._runtime, actual_usd, provider, verdict_ref=verdict_ref, model=model,
             cycle_id=cycle_id, input_tokens=input_tokens, output_tokens=output_tokens,
             idempotency_key_value=idempotency_key, usage_object=usage_mapping(usage),
+            agent=agent, tags=None if tags is None else list(tags), gateway_key=key,
         )  # fmt: skip
         if warning:
             document = {**document, "warning": warning}
@@ -154,11 +161,14 @@ class Ledger:
         estimate_usd: float | str | None = None,
         cycle_id: str | None = None,
         agent: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> "Guard":
         """A block that runs only when the verdict admits it (``BudgetHalted`` otherwise)."""
-        return Guard(
+        guard = Guard(
             self, provider, model, input_tokens, max_output_tokens, estimate_usd, cycle_id, agent
         )
+        guard.tags = None if tags is None else list(tags)
+        return guard
 
 
 class Guard:
@@ -183,6 +193,7 @@ class Guard:
         self.provider = provider
         self.model = model
         self._request = (input_tokens, max_output_tokens, estimate_usd, cycle_id, agent)
+        self.tags: list[str] | None = None  # what budgets matching tags see
         self.verdict: Verdict | None = None
         self.recorded: Record | None = None
 
@@ -190,7 +201,7 @@ class Guard:
         input_tokens, max_output_tokens, estimate_usd, cycle_id, agent = self._request
         self.verdict = self.book.verdict(
             estimate_usd, provider=self.provider, model=self.model, input_tokens=input_tokens,
-            max_output_tokens=max_output_tokens, cycle_id=cycle_id, agent=agent,
+            max_output_tokens=max_output_tokens, cycle_id=cycle_id, agent=agent, tags=self.tags,
         )  # fmt: skip
         if not self.verdict.allowed:
             raise BudgetHalted(self.verdict)
@@ -223,6 +234,7 @@ class Guard:
         self.recorded = self.book.record(
             actual_usd, provider=self.provider, verdict_ref=self.verdict.verdict_ref,
             model=self.model, cycle_id=self._request[3], idempotency_key=key, usage=usage,
+            agent=self._request[4], tags=self.tags,
         )  # fmt: skip
         return self.recorded
 

@@ -138,6 +138,10 @@ class UsageObjectInvalidError(UsageError):
     """A provider's usage object is malformed or of another provider's shape."""
 
 
+class GatewayKeyError(LedgerError):
+    """A presented gateway key is unknown, revoked or expired (the gateway answers 401)."""
+
+
 def usd_text(micros: int) -> str:
     """Micro-USD for people: whole cents, or more digits when the cents would hide the amount."""
     whole, fraction = divmod(abs(micros), 1_000_000)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
     from ledger.edges.fleetsecret import FleetSecret
+    from ledger.edges.gatewaykeyfile import GatewayKeyFile
     from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.pgdb import PgDatabase
     from ledger.edges.pgstate import PgStateStore
@@ -108,6 +109,14 @@ class Runtime:
 
             return PgKeyDir(self.home, self.database)
         return KeyDir(self.home)
+
+    @cached_property
+    def gateway_keys(self) -> "GatewayKeyFile":
+        """The gateway keys issued on this home (digests only, mode 0600)."""
+        from ledger.edges.gatewaykeyfile import GatewayKeyFile
+
+        lock_timeout = float(self.config.lock_timeout_seconds)
+        return GatewayKeyFile(self.home / "gateway_keys.json", lock_timeout)
 
     @cached_property
     def states(self) -> "StateFile | PgStateStore":

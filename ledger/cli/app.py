@@ -379,6 +379,8 @@ _register_fast_commands()
 # Operator commands that live in their own modules; each exposes register(app).
 for _module in (
     "ledger.cli.ops_commands",
+    "ledger.cli.budgets_command",
+    "ledger.cli.gateway_keys_command",
     "ledger.cli.deploy_command",
     "ledger.cli.poll_command",
     "ledger.cli.serve_command",

@@ -40,7 +40,7 @@ def verdict_command(home: str | None, args: argparse.Namespace) -> int:
     document, admitted = verdict(
         _runtime(home), args.estimate, args.provider, model=args.model,
         input_tokens=args.input_tokens, max_output_tokens=args.max_output_tokens,
-        cycle_id=args.cycle_id, agent=args.agent,
+        cycle_id=args.cycle_id, agent=args.agent, tags=args.tag, gateway_key=args.key,
     )  # fmt: skip
     recording_error = document.pop("recording_error", None)
     print_json(document)
@@ -72,6 +72,7 @@ def record_command(home: str | None, args: argparse.Namespace) -> int:
         model=args.model or args.model_id, cycle_id=args.cycle_id,
         input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         idempotency_key_value=args.idempotency_key, usage_object=_usage_json(args.usage_json),
+        agent=args.agent, tags=args.tag, gateway_key=args.key,
     )  # fmt: skip
     if warning:
         print_error(f"warning: {warning}")
@@ -83,8 +84,32 @@ def usage_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger usage [--provider P]``."""
     from ledger.services.calls import usage_view
 
+    if args.budget is not None:
+        from ledger.services.budget_views import budget_rows
+
+        if args.provider is not None:
+            raise UsageError("give --provider or --budget, not both")
+        print_json(budget_rows(_runtime(home), args.budget))
+        return 0
     print_json(usage_view(_runtime(home), args.provider))
     return 0
+
+
+def _scope_options(parser: Any, what: str) -> None:
+    """``--tag`` and ``--key``: what budgets' ``match`` and ``per`` see besides the flags above."""
+    parser.add_argument(
+        "--tag",
+        action="append",
+        metavar="T",
+        help=f"a tag stored with the {what}, for budgets that match tags; repeat it for more "
+        "(each ^[A-Za-z0-9._:/@+-]{1,64}$, at most 32)",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="NAME",
+        help=f"the gateway key (by name) the {what} is made under, for budgets that match or "
+        "count per key",
+    )
 
 
 def register(commands: Any) -> None:
@@ -150,6 +175,7 @@ def register(commands: Any) -> None:
         metavar="A",
         help="the agent asking, stored with the verdict (at most 256 characters)",
     )
+    _scope_options(verdict, "verdict")
     verdict.set_defaults(handler=verdict_command)
 
     record = commands.add_parser(
@@ -232,6 +258,13 @@ def register(commands: Any) -> None:
         help="repeat-safe key; a second record with the same key writes nothing and prints "
         "the first result with duplicate: true; matches ^[A-Za-z0-9._:-]{1,128}$",
     )
+    record.add_argument(
+        "--agent",
+        metavar="A",
+        help="the agent that made the call, stored with the spend (at most 256 characters); "
+        "budgets matching agents count it when no live reservation names its scope",
+    )
+    _scope_options(record, "spend")
     record.set_defaults(handler=record_command)
 
     usage_parser = commands.add_parser(
@@ -242,12 +275,21 @@ def register(commands: Any) -> None:
             "against the daily cap, and any active uncertainty. Writes nothing.\n"
             "Exit 0; 2 bad command line; 78 config error."
         ),
-        epilog="Examples:\n  ledger usage\n  ledger usage --provider anthropic",
+        epilog=(
+            "Examples:\n  ledger usage\n  ledger usage --provider anthropic\n"
+            "  ledger usage --budget research-monthly"
+        ),
     )
     usage_parser.add_argument(
         "--provider",
         metavar="P",
         help="show this provider's scope and cap as well (^[a-z][a-z0-9_-]{0,63}$); "
         "default: the aggregate",
+    )
+    usage_parser.add_argument(
+        "--budget",
+        metavar="NAME",
+        help="show this [[budgets]] entry instead: its current period, used, reserved, cap "
+        "and %% (one row per value of its per key)",
     )
     usage_parser.set_defaults(handler=usage_command)

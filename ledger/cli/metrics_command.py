@@ -62,6 +62,7 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
     )  # fmt: skip
     for (outcome, reason), count in sorted(metrics.verdicts.items()):
         verdicts.labels(outcome, reason).set(count)
+    _budget_gauges(metrics, registry)
     Gauge("ledger_chain_entries", "Entries in the chain.", registry=registry).set(metrics.entries)
     Gauge(
         "ledger_counter_trusted", "1 while the counter can be trusted, else 0.",
@@ -73,6 +74,30 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
             registry=registry,
         ).set(metrics.snapshot_age_seconds)  # fmt: skip
     return registry
+
+
+def _budget_gauges(metrics: "Metrics", registry: "CollectorRegistry") -> None:
+    """Each ``[[budgets]]`` entry in its current period, one series per value of ``per``."""
+    from prometheus_client import Gauge
+
+    if not metrics.budgets:
+        return
+    gauges = {
+        name: Gauge(f"ledger_budget_{name}", text, ["budget", "per"], registry=registry)
+        for name, text in (
+            ("used_usd", "Spend counted in the budget's current period or window, USD."),
+            ("reserved_usd", "Open reservations on the budget, USD."),
+            ("cap_usd", "The budget's cap, USD."),
+            ("usage_pct", "100 x (used + reserved) / cap of the budget."),
+        )
+    }
+    for row in metrics.budgets:
+        labels = (row["name"], row["per_value"] or "")
+        gauges["used_usd"].labels(*labels).set(row["used_micros"] / 1e6)
+        gauges["reserved_usd"].labels(*labels).set(row["reserved_micros"] / 1e6)
+        gauges["cap_usd"].labels(*labels).set(row["cap_micros"] / 1e6)
+        if row["usage_pct"] is not None:
+            gauges["usage_pct"].labels(*labels).set(row["usage_pct"])
 
 
 def metrics_command(
@@ -89,7 +114,9 @@ def metrics_command(
 
     Gauges: ledger_used_usd, ledger_reserved_usd, ledger_cap_usd and
     ledger_usage_pct per scope; ledger_verdicts_today by outcome and reason;
-    ledger_chain_entries; ledger_reconcile_drift_pct; ledger_snapshot_age_seconds.
+    ledger_chain_entries; ledger_reconcile_drift_pct; ledger_snapshot_age_seconds;
+    ledger_budget_used_usd, ledger_budget_reserved_usd, ledger_budget_cap_usd and
+    ledger_budget_usage_pct per budget and value of its per key.
     Needs the metrics extra: pip install 'spend-ledger[metrics]'.
 
     Example: ledger --home /var/lib/ledger metrics --output /var/lib/node_exporter/ledger.prom

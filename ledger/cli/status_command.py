@@ -85,7 +85,12 @@ def agent_view(runtime: Any) -> dict[str, Any]:
 
 def collect(runtime: Any) -> dict[str, Any]:
     """Every budget's figures as one JSON-able document."""
-    return {"usd": _usd_view(runtime), **agent_view(runtime)}
+    from ledger.services.budget_views import budget_rows
+
+    document = {"usd": _usd_view(runtime), **agent_view(runtime)}
+    if runtime.config.budgets:
+        document["budgets"] = budget_rows(runtime)["budgets"]
+    return document
 
 
 def _table(rows: list[list[str]]) -> list[str]:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.core.alerts import AlertRule, alert_settings
+from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
@@ -90,6 +91,7 @@ class Config(NamedTuple):
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
     store_schema: str = "ledger"
+    budgets: tuple[Budget, ...] = ()
     alert_rules: tuple[AlertRule, ...] = ()
     alert_check_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
@@ -305,6 +307,22 @@ def _day_zone(name: str, key: str, zones: ZoneLookup | None) -> dt.tzinfo:
         raise ConfigError(f"{key}: {name!r} is not a known IANA time zone") from exc
 
 
+def _json_overrides(environ: dict[str, str], values: dict[str, Any]) -> None:
+    """The tables and arrays given as JSON in the environment: prices, alerts, budgets."""
+    parsers: tuple[tuple[str, Callable[[Any], dict[str, Any]]], ...] = (
+        ("LEDGER_PRICES", lambda v: {"price_overrides": _price_overrides(v, "LEDGER_PRICES")}),
+        ("LEDGER_ALERTS", lambda v: alert_settings(v, "LEDGER_ALERTS")),
+        ("LEDGER_BUDGETS", lambda v: {"budgets": parse_budgets(v, "LEDGER_BUDGETS")}),
+    )
+    for variable, parse in parsers:
+        if variable in environ:
+            try:
+                parsed = json.loads(environ[variable])
+            except ValueError as exc:
+                raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+            values.update(parse(parsed))
+
+
 def from_mapping(
     document: dict[str, Any], environ: dict[str, str], zones: ZoneLookup | None = None
 ) -> Config:
@@ -328,6 +346,9 @@ def from_mapping(
             continue
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
+            continue
+        if section == "budgets":
+            values["budgets"] = parse_budgets(table, "budgets")
             continue
         if section == "alerts":
             values.update(alert_settings(table, "alerts"))
@@ -353,18 +374,7 @@ def from_mapping(
                 except ValueError as exc:
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
-    if "LEDGER_PRICES" in environ:
-        try:
-            table = json.loads(environ["LEDGER_PRICES"])
-        except ValueError as exc:
-            raise ConfigError(f"LEDGER_PRICES: must be JSON ({exc})") from exc
-        values["price_overrides"] = _price_overrides(table, "LEDGER_PRICES")
-    if "LEDGER_ALERTS" in environ:
-        try:
-            rules = json.loads(environ["LEDGER_ALERTS"])
-        except ValueError as exc:
-            raise ConfigError(f"LEDGER_ALERTS: must be JSON ({exc})") from exc
-        values.update(alert_settings(rules, "LEDGER_ALERTS"))
+    _json_overrides(environ, values)
     if "LEDGER_ALERTS_CHECK_SECONDS" in environ:
         raw_seconds = environ["LEDGER_ALERTS_CHECK_SECONDS"]
         if not raw_seconds.isdigit() or int(raw_seconds) < 1:

@@ -77,6 +77,14 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # [proxy.upstream]
 # anthropic = "https://api.anthropic.com"
 # openai = "https://api.openai.com"
+
+# Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
+# [[budgets]]
+# name = "research-monthly"
+# usd = 200
+# period = "month"                  # day | week | month | rolling:<N>h | rolling:<N>d
+# match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag (globs)
+# per = "session"                   # optional: one cap per session | agent | key
 """
 
 

@@ -7,6 +7,7 @@ them to it.
 """
 
 import datetime as dt
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -75,17 +76,19 @@ def table_rows(
     head_ts: dt.datetime | None,
     counter_problem: str | None,
     local_now: dt.datetime,
+    budget_scopes: Sequence[tuple[ScopeState, Fraction]] = (),
 ) -> list[RowCheck]:
-    """Every row of SPEC §4 in order, each tested on its own."""
+    """Every row of the verdict table in order, each tested on its own (budgets on rows 6, 7)."""
     drift = [s for s in scopes if s.reconcile_blocking]
     stale = [s for s in scopes if _stale(s, config, now)]
     lag = [s for s in scopes if _lagging(s, config)]
     clock = [s for s in scopes if _clock_off(s, config)]
     tolerance = config.clock_tolerance_seconds
     behind = head_ts is not None and _secs(head_ts - local_now) > tolerance
-    projected = {s.key: usage_pct(s, estimate_micros) for s in scopes}
-    full = [s for s in scopes if (p := projected[s.key]) is None or p >= 100]  # noqa: PLR2004
-    warn = [s for s in scopes if (p := projected[s.key]) is not None and p >= config.warn_pct]
+    capped = [(s, config.warn_pct) for s in scopes] + list(budget_scopes)
+    projected = {s.key: usage_pct(s, estimate_micros) for s, _w in capped}
+    full = [s for s, _w in capped if (p := projected[s.key]) is None or p >= 100]  # noqa: PLR2004
+    warn = [s for s, w in capped if (p := projected[s.key]) is not None and p >= w]
     return [
         RowCheck(1, "halt-uncertainty", "counter_inconsistent", counter_problem is not None,
                  counter_problem or "the chain verifies and folds up to this verdict"),

@@ -6,9 +6,12 @@ it reflects so that a stale or edited copy is noticed (SPEC §4 row 1).
 """
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
+from ledger.core.budget_state import apply_budget_event, apply_budget_prices, empty_budget_state
+from ledger.core.budgets import Budget
 from ledger.core.envelope import ParsedEntry
 from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
 from ledger.core.spend import apply_priced, apply_usd_event, empty_usd_state, negative_amount
@@ -18,8 +21,8 @@ STATE_FORMAT = "ledger-state/1"
 OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
 
 
-def empty_state() -> dict[str, Any]:
-    """The state of an empty chain."""
+def empty_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
+    """The state of an empty chain, its budgets' counters keyed by ``budgets``."""
     return {
         "meta": {
             "entries": 0,
@@ -30,6 +33,7 @@ def empty_state() -> dict[str, Any]:
         },
         "usd": empty_usd_state(),
         "agents": empty_agents_state(),
+        "budgets": empty_budget_state(budgets),
     }
 
 
@@ -40,8 +44,12 @@ def apply_entry(
     payload: dict[str, Any],
     entry_hash: str,
     zone: dt.tzinfo = dt.UTC,
+    budgets: Sequence[Budget] = (),
 ) -> None:
     """Fold one entry into ``state`` (in place), budget days taken in ``zone``.
+
+    ``budgets`` are the definitions the state's budget counters are kept for
+    (the state remembers their fingerprint; see ``core.budget_state``).
 
     Records, for the gate, how far any timestamp stepped back from the entry
     before it and whether any amount was negative: both make the counter
@@ -59,9 +67,14 @@ def apply_entry(
         priced = payload.get("priced")
         if isinstance(priced, list):
             apply_priced(state["usd"], priced)
+            if budgets and "budgets" in state:
+                apply_budget_prices(state["budgets"], budgets, priced)
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)
+        if budgets:
+            budget_state = state.setdefault("budgets", empty_budget_state(budgets))
+            apply_budget_event(budget_state, budgets, event_type, ts_utc, payload, entry_hash, zone)
     elif family in AGENT_EVENT_PREFIXES:
         apply_agent_event(state["agents"], event_type, ts_utc, payload, entry_hash)
 
@@ -88,6 +101,7 @@ def fold_verified(
     entry_hash: str,
     schema_for: SchemaFor,
     zone: dt.tzinfo = dt.UTC,
+    budgets: Sequence[Budget] = (),
 ) -> None:
     """Fold an entry read from the chain (verified, but written by anyone holding a key).
 
@@ -102,7 +116,7 @@ def fold_verified(
         checked = f"payload unreadable ({type(exc).__name__})"
     if isinstance(checked, Foldable):
         try:
-            apply_entry(state, event_type, ts_utc, checked.payload, entry_hash, zone)
+            apply_entry(state, event_type, ts_utc, checked.payload, entry_hash, zone, budgets)
         except errors as exc:
             # Checked, yet the fold failed (apply_entry counted it first): a halt,
             # never a crash.
@@ -154,10 +168,14 @@ def idempotency_record(
 
 
 def apply_parsed(
-    state: dict[str, Any], parsed: ParsedEntry, schema_for: SchemaFor, zone: dt.tzinfo = dt.UTC
+    state: dict[str, Any],
+    parsed: ParsedEntry,
+    schema_for: SchemaFor,
+    zone: dt.tzinfo = dt.UTC,
+    budgets: Sequence[Budget] = (),
 ) -> None:
     """Fold a verified chain entry (checked first, see ``fold_verified``)."""
     fold_verified(
         state, parsed.event_type, parsed.ts_utc, parsed.payload, parsed.entry_hash, schema_for,
-        zone,
+        zone, budgets,
     )  # fmt: skip

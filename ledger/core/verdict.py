@@ -7,6 +7,7 @@ configuration and ``now`` — and returns a ``Decision``. It never returns
 """
 
 import datetime as dt
+from collections.abc import Sequence
 from enum import StrEnum
 from fractions import Fraction
 from typing import NamedTuple
@@ -180,6 +181,7 @@ def decide(
     head_ts: dt.datetime | None = None,
     counter_problem: str | None = None,
     local_now: dt.datetime | None = None,
+    budget_scopes: Sequence[tuple[ScopeState, Fraction]] = (),
 ) -> Decision:
     """Answer one pre-call check.
 
@@ -193,8 +195,12 @@ def decide(
         local_now: the local clock itself, when it differs from ``now``: row 5
             compares it with the head (defaults to ``now``).
         counter_problem: why the local counter cannot be trusted, if it cannot.
+        budget_scopes: the applicable ``[[budgets]]``' scopes, each with its
+            warn threshold; they act on rows 6 and 7 only (the bill has no
+            per-budget view, so the uncertainty rows stay with the caps).
     """
-    deciding = deciding_scope(scopes, estimate_micros)
+    capped = [(scope, config.warn_pct) for scope in scopes] + list(budget_scopes)
+    deciding = deciding_scope([scope for scope, _warn in capped], estimate_micros)
     projected = usage_pct(deciding, estimate_micros)
     uncertain = _uncertainty(
         scopes, config, now, head_ts, counter_problem, now if local_now is None else local_now
@@ -205,11 +211,11 @@ def decide(
             Verdict.HALT_UNCERTAINTY, reason, diagnostic, deciding, estimate_micros, projected
         )
     verdict = Verdict.ALLOW
-    for scope in scopes:
+    for scope, warn_pct in capped:
         pct = usage_pct(scope, estimate_micros)
         if pct is None or pct >= 100:  # noqa: PLR2004
             verdict = Verdict.HALT_100
             break
-        if pct >= config.warn_pct:
+        if pct >= warn_pct:
             verdict = Verdict.WARN_90
     return Decision(verdict, None, None, deciding, estimate_micros, projected)

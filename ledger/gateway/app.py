@@ -23,8 +23,13 @@ from starlette.routing import Route as WebRoute
 from starlette.types import Send
 
 from ledger.core.proxy_config import ProxySettings
-from ledger.errors import UsageError
-from ledger.gateway.caller import CallerRefusedError, resolve_caller
+from ledger.errors import GatewayKeyError, LedgerError, UsageError
+from ledger.gateway.caller import (
+    CallerRefusedError,
+    presented_key,
+    provider_credentials,
+    resolve_caller,
+)
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
 from ledger.gateway.relay import (
@@ -39,6 +44,7 @@ from ledger.gateway.relay import (
 from ledger.providers import RequestRefused, UsageReader, estimate_request, route
 from ledger.runtime import Runtime
 from ledger.services import calls
+from ledger.services.gateway_keys import resolve_gateway_key
 
 Log = Callable[[str], None]
 
@@ -90,7 +96,7 @@ class Gateway:
         path = request.url.path
         found = route(request.method, path)
         try:
-            caller = resolve_caller(request.headers, self.settings)
+            caller = await self._caller(request, found)
             if found is not None and found.kind != "free":
                 return await self._gated(request, found, caller)
             if found is not None:
@@ -115,6 +121,27 @@ class Gateway:
             f"ledger: {request.method} {path} is not served by this gateway "
             "(only model calls it can account for, and the paths in proxy.passthrough)",
         )
+
+    async def _caller(self, request: Request, found: Any) -> Any:
+        """The request's caller; a presented gateway key is checked first (401 if refused)."""
+        secret = presented_key(request.headers)
+        if secret is None:
+            return resolve_caller(request.headers, self.settings)
+        if found is not None and found.kind != "free":
+            provider = found.provider
+        elif found is not None and "anthropic-version" in request.headers:
+            provider = "anthropic"
+        else:
+            provider = shape_for(request.url.path, request.headers)
+        runtime = Runtime(self.committer.home, self.committer.environ)
+        try:
+            key = await anyio.to_thread.run_sync(resolve_gateway_key, runtime, secret)
+        except GatewayKeyError as exc:
+            raise CallerRefusedError(401, str(exc)) from exc
+        except LedgerError as exc:  # an unreadable key file: refuse, never pass through
+            raise CallerRefusedError(503, f"gateway keys cannot be read: {exc}") from exc
+        credentials = provider_credentials(provider, self.committer.environ)
+        return resolve_caller(request.headers, self.settings, key, credentials)
 
     async def _body(self, request: Request) -> bytes:
         limit = self.settings.max_request_bytes
@@ -166,7 +193,7 @@ class Gateway:
         cycle_id = caller.session
         if cycle_id is None and provider == "anthropic":
             cycle_id = estimate.metadata_user_id
-        document = await self._decide(provider, estimate, cycle_id, caller.agent)
+        document = await self._decide(provider, estimate, cycle_id, caller)
         if isinstance(document, Response):
             return document
         headers = verdict_headers(document)
@@ -178,6 +205,10 @@ class Gateway:
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
         )  # fmt: skip
+        exchange.scope = {
+            "agent": caller.agent, "tags": list(caller.tags) or None,
+            "gateway_key": caller.key_name,
+        }  # fmt: skip
         outgoing = self.client.build_request(
             request.method,
             self._url(provider, request),
@@ -219,13 +250,14 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, agent: str | None
+        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any
     ) -> dict[str, Any] | Response:
         def job(runtime: Runtime) -> dict[str, Any]:
             document, _admitted = calls.verdict(
                 runtime, None, provider, model=estimate.model,
                 input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
-                cycle_id=cycle_id, agent=agent,
+                cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
+                gateway_key=caller.key_name,
             )  # fmt: skip
             return document
 

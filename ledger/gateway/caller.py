@@ -1,17 +1,20 @@
 """Who is calling: the one place that turns a request's headers into its budget identity.
 
-Today the caller's own provider credentials (``x-api-key`` or
+Without a gateway key the caller's own provider credentials (``x-api-key`` or
 ``Authorization``) are forwarded as they came, and the caller names itself
-with ``x-ledger-agent``, ``x-ledger-session`` and ``x-ledger-tags``. Gateway
-keys (``lk_…``) will be resolved here too: a key fixes the agent and tags,
-names itself, and has the gateway's own provider key forwarded instead of the
-caller's, so everything downstream of ``resolve_caller`` stays as it is.
+with ``x-ledger-agent``, ``x-ledger-session`` and ``x-ledger-tags``. A request
+presenting a gateway key (``lk_…``, in either credential header) is scoped by
+the key: its agent and tags are the key's (a request cannot claim others), the
+key names the call for budgets, and the gateway's own provider key
+(``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``) is forwarded instead, so agents
+never hold it.
 """
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ledger.core.gateway_keys import GatewayKey
 from ledger.core.proxy_config import ProxySettings
 
 CREDENTIAL_HEADERS = ("x-api-key", "authorization")
@@ -19,6 +22,8 @@ LEDGER_HEADER_PREFIX = "x-ledger-"
 _TEXT_MAX = 256
 _TAG_RE = re.compile(r"^[A-Za-z0-9._:/@-]{1,64}$")
 _TAGS_MAX = 16
+GATEWAY_KEY_PREFIX = "lk_"
+PROVIDER_KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
 class CallerRefusedError(Exception):
@@ -64,17 +69,78 @@ def _tags(headers: Mapping[str, str]) -> tuple[str, ...]:
     return tags
 
 
-def resolve_caller(headers: Mapping[str, str], settings: ProxySettings) -> Caller:
-    """The caller of a request, from its (lower-case) headers.
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The gateway key a request presents (``x-api-key: lk_…`` or ``Bearer lk_…``), if any."""
+    direct = headers.get("x-api-key", "").strip()
+    if direct.startswith(GATEWAY_KEY_PREFIX):
+        return direct
+    scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip().startswith(GATEWAY_KEY_PREFIX):
+        return token.strip()
+    return None
+
+
+def provider_credentials(provider: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The gateway's own credentials for ``provider``, from its environment.
 
     Raises:
-        CallerRefusedError: 401 when ``proxy.require_keys`` is set (no gateway
-            key can be checked yet, so none is accepted); 400 for a malformed
-            ``x-ledger-*`` header.
+        CallerRefusedError: 503 when the environment has no key for the provider.
     """
+    variable = PROVIDER_KEY_VARIABLES.get(provider)
+    secret = environ.get(variable, "").strip() if variable else ""
+    if not secret:
+        raise CallerRefusedError(
+            503, f"the gateway has no {variable or provider + ' key'} to call {provider} with"
+        )
+    if provider == "anthropic":
+        return {"x-api-key": secret}
+    return {"authorization": f"Bearer {secret}"}
+
+
+def _keyed(headers: Mapping[str, str], key: GatewayKey, credentials: dict[str, str]) -> Caller:
+    claimed = _text(headers, "x-ledger-agent")
+    if claimed is not None and key.agent is not None and claimed != key.agent:
+        raise CallerRefusedError(
+            403, f"gateway key {key.name!r} is for agent {key.agent!r}, not {claimed!r}"
+        )
+    tags = _tags(headers)
+    foreign = [tag for tag in tags if tag not in key.tags]
+    if foreign:
+        raise CallerRefusedError(
+            403, f"gateway key {key.name!r} does not carry the tag(s) {', '.join(foreign)}"
+        )
+    return Caller(
+        agent=key.agent if key.agent is not None else claimed,
+        session=_text(headers, "x-ledger-session"),
+        tags=key.tags,
+        key_name=key.name,
+        credentials=credentials,
+    )
+
+
+def resolve_caller(
+    headers: Mapping[str, str],
+    settings: ProxySettings,
+    key: GatewayKey | None = None,
+    credentials: dict[str, str] | None = None,
+) -> Caller:
+    """The caller of a request, from its (lower-case) headers and the key it presented.
+
+    ``key`` is the resolved gateway key the request presented, and
+    ``credentials`` the gateway's own provider credentials to use with it.
+
+    Raises:
+        CallerRefusedError: 401 when ``proxy.require_keys`` is set and no key
+            was presented; 403 for a claim the key does not allow; 400 for a
+            malformed ``x-ledger-*`` header.
+    """
+    if key is not None:
+        return _keyed(headers, key, credentials or {})
     if settings.require_keys:
         raise CallerRefusedError(
-            401, "this gateway requires a gateway key (proxy.require_keys), and none was accepted"
+            401,
+            "this gateway requires a gateway key (proxy.require_keys): present one as "
+            "x-api-key or Authorization: Bearer lk_...",
         )
     credentials = {name: headers[name] for name in CREDENTIAL_HEADERS if name in headers}
     return Caller(

@@ -55,6 +55,11 @@ class Committer:
         self.batches = 0
         self.jobs = 0
 
+    @property
+    def environ(self) -> dict[str, str]:
+        """The gateway's environment (its provider keys among it)."""
+        return self._environ
+
     def start(self) -> None:
         """Start the worker thread."""
         self._thread.start()

@@ -47,6 +47,9 @@ class Exchange:
         self.reader = reader
         self._log = log
         self._recorded: bool | None = None  # None: not yet; then whether it is durable
+        # The caller's agent, tags and gateway key, sealed with the record too: a
+        # response that outlives its reservation still counts on the caller's budgets.
+        self.scope: dict[str, Any] = {}
 
     @property
     def verdict_ref(self) -> str:
@@ -72,20 +75,20 @@ class Exchange:
         usage = getattr(self.reader, "usage", None) or None
         model = getattr(self.reader, "model", None) or self.model
         key = self._idempotency_key()
-        ref, provider, cycle = self.verdict_ref, self.provider, self.cycle_id
+        ref, provider, cycle, scope = self.verdict_ref, self.provider, self.cycle_id, self.scope
         fallback = _zero_or_estimate(int(self.verdict["estimated_micros"]), complete=complete)
 
         def by_usage(runtime: Runtime) -> dict[str, Any]:
             document, _warning = calls.record(
                 runtime, None, provider, verdict_ref=ref, model=model, cycle_id=cycle,
-                idempotency_key_value=key, usage_object=usage,
+                idempotency_key_value=key, usage_object=usage, **scope,
             )  # fmt: skip
             return document
 
         def by_amount(runtime: Runtime) -> dict[str, Any]:
             document, _warning = calls.record(
                 runtime, fallback, provider, verdict_ref=ref, model=model, cycle_id=cycle,
-                idempotency_key_value=f"gw:{ref}",
+                idempotency_key_value=f"gw:{ref}", **scope,
             )  # fmt: skip
             return document
 

@@ -11,9 +11,10 @@ import re
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
-from ledger.core.units import micros_to_usd, usd_to_micros
+from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
+from ledger.services.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate import GateDeps, check_verdict, usage
 from ledger.services.prices import PriceDeps, find_price, price_for
 from ledger.services.providers import ProviderDeps, require_known_provider, unknown_provider
@@ -99,6 +100,18 @@ def idempotency_key(value: object) -> str | None:
     return value
 
 
+def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
+    """A record's scope for budgets, sealed only when given."""
+    details: dict[str, Any] = {}
+    if agent is not None:
+        details["agent"] = text_arg(agent, "--agent")
+    if tags:
+        details["tags"] = list(tag_list(tags))
+    if key is not None:
+        details["key"] = key_name(key)
+    return details
+
+
 def count(value: object, what: str) -> int | None:
     """A token count: an integer ≥ 0 within the chain's range.
 
@@ -114,11 +127,6 @@ def count(value: object, what: str) -> int | None:
     if value > MAX_MICROS:
         raise UsageError(f"{what}: larger than the chain can hold (2^53 - 1)")
     return value
-
-
-def usd(micros: int | None) -> float | None:
-    """Micro-USD as USD for the JSON document (display only)."""
-    return None if micros is None else micros_to_usd(micros)
 
 
 def _age(now: dt.datetime, then: dt.datetime | None) -> float | None:
@@ -148,6 +156,8 @@ def verdict(
     max_output_tokens: object = None,
     cycle_id: object = None,
     agent: object = None,
+    tags: object = None,
+    gateway_key: object = None,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
@@ -162,6 +172,7 @@ def verdict(
     name = provider_id(provider)
     require_known_provider(deps, name)
     model_name = text_arg(model, "--model")
+    call_tags, call_key = tag_list(tags), key_name(gateway_key)
     inputs = count(input_tokens, "--input-tokens")
     max_outputs = count(max_output_tokens, "--max-output-tokens")
     details: dict[str, Any] = {}
@@ -186,7 +197,7 @@ def verdict(
         name = None
     outcome = check_verdict(
         deps, micros, name, text_arg(cycle_id, "--cycle-id"), text_arg(agent, "--agent"),
-        details=details or None,
+        details=details or None, tags=call_tags, key=call_key,
     )  # fmt: skip
     decision = outcome.decision
     scope = decision.deciding
@@ -218,6 +229,9 @@ def verdict(
     if details:
         document["model"] = details["model"]
         document["price_source"] = details["price_source"]
+    if deps.config.budgets:
+        # Only homes that define budgets print the list (empty when none applies).
+        document["budgets"] = budgets_document(outcome.budgets, micros)
     if outcome.recording_error is not None:
         document["recording_error"] = outcome.recording_error
     return document, decision.admits and outcome.recording_error is None
@@ -273,6 +287,9 @@ def record(
     output_tokens: object = None,
     idempotency_key_value: object = None,
     usage_object: Any = None,
+    agent: object = None,
+    tags: object = None,
+    gateway_key: object = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
@@ -313,6 +330,7 @@ def record(
         input_count = tokens.input + tokens.cache_write_5m + tokens.cache_write_1h
         input_count += tokens.cache_read
         output_count = tokens.output
+    details.update(_scope_details(agent, tags, gateway_key))
     outcome = record_call(
         deps, micros, name, ref, model_name, text_arg(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,

@@ -13,6 +13,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ledger.core.budget_state import budget_checks
+from ledger.core.budgets import CallScope
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
@@ -103,8 +105,8 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
     whole verified chain, so one that names two entries is refused, never
     silently taken to mean the first.
     """
-    zone = deps.config.day_zone
-    data = empty_state()
+    zone, budgets = deps.config.day_zone, deps.config.budgets
+    data = empty_state(budgets)
     schema_for = schema_lookup(deps)
     found: list[tuple[ParsedEntry, int, str | None]] = []
     others: list[int] = []
@@ -115,7 +117,7 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
     def fold(parsed: ParsedEntry) -> None:
         if not parsed.entry_hash.startswith(ref):
             if not found:
-                apply_parsed(data, parsed, schema_for, zone)
+                apply_parsed(data, parsed, schema_for, zone, budgets)
                 last_ts[:] = [parsed.ts_utc]
             return
         if found:
@@ -192,12 +194,19 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
     scopes = _scopes(data["usd"], config, provider, day, now)
     problem = counter_problem(Counter(data, None), config) or unpriced_problem(data["usd"], day)
     head_ts = parse_ts(prev_ts) if prev_ts else None
+    checks = budget_checks(
+        data.get("budgets"), config.budgets, CallScope.from_payload(payload), now,
+        config.day_zone, config.warn_pct,
+    )  # fmt: skip
+    budget_scopes = [(check.scope, check.warn_pct) for check in checks]
     decision = decide(
-        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
-    )
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem,
+        local_now=local_now, budget_scopes=budget_scopes,
+    )  # fmt: skip
     rows = table_rows(
-        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem, local_now=local_now
-    )
+        scopes, estimate, config, now, head_ts=head_ts, counter_problem=problem,
+        local_now=local_now, budget_scopes=budget_scopes,
+    )  # fmt: skip
     recomputed = {
         "verdict": decision.verdict.value,
         "uncertainty_reason": decision.reason.value if decision.reason else None,
@@ -230,7 +239,7 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         sealed,
         recomputed,
         differences,
-        [scope_figures(scope, estimate) for scope in scopes],
+        [scope_figures(scope, estimate) for scope in scopes + [c.scope for c in checks]],
         rows,
         [_reading(scope, now, day, config.day_zone) for scope in scopes],
         context,

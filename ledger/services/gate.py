@@ -9,6 +9,8 @@ spend that settles a reservation (``record``) is in ``services.recording``.
 import datetime as dt
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ledger.core.budget_state import BudgetCheck, budget_checks
+from ledger.core.budgets import CallScope
 from ledger.core.config import Config
 from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
@@ -70,6 +72,7 @@ class VerdictOutcome(NamedTuple):
     now: dt.datetime
     recording_error: str | None = None
     budget_day: str | None = None
+    budgets: tuple[BudgetCheck, ...] = ()
 
 
 def _daily_cap(config: Config) -> int:
@@ -130,6 +133,34 @@ def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -
     return providers
 
 
+def _budget_payload(call: CallScope, checks: list[BudgetCheck]) -> dict[str, Any]:
+    """What a verdict seals for the budgets: the call's tags and key, each budget's figures.
+
+    Left out when there is nothing to say, so a home without budgets seals
+    the same payload as before budgets existed.
+    """
+    extra: dict[str, Any] = {}
+    if call.tags:
+        extra["tags"] = list(call.tags)
+    if call.key is not None:
+        extra["key"] = call.key
+    if checks:
+        extra["budgets"] = [
+            {
+                "name": check.figures.found.budget.name,
+                "per_value": check.figures.found.per_value,
+                "period": check.figures.found.budget.period,
+                "period_start": format_ts(check.figures.period_start),
+                "period_end": format_ts(check.figures.period_end),
+                "used_micros": check.scope.used_micros,
+                "reserved_micros": check.scope.reserved_micros,
+                "cap_micros": check.scope.cap_micros,
+            }
+            for check in checks
+        ]
+    return extra
+
+
 def _verdict_payload(
     decision: Decision, provider: str | None, cycle_id: str | None, agent: str | None,
     day: str, now: dt.datetime, config: Config, local_now: dt.datetime,
@@ -178,11 +209,16 @@ def check_verdict(
     cycle_id: str | None = None,
     agent: str | None = None,
     details: dict[str, Any] | None = None,
+    *,
+    tags: tuple[str, ...] = (),
+    key: str | None = None,
 ) -> VerdictOutcome:
     """Decide and record one pre-call check, reserving the estimate when admitted.
 
     ``details`` (the model, its ``price_source`` and token counts of a verdict
     priced from tokens) are sealed in the verdict's payload as they are.
+    ``tags`` and ``key`` (a gateway key's name) scope the call for budgets, as
+    its provider, agent, model and cycle id (its session) do.
 
     A verdict that cannot be recorded (torn tail, lock timeout, unusable key,
     a clock or deadline outside what the chain can hold) is still a halt.
@@ -192,6 +228,8 @@ def check_verdict(
     """
     config = deps.config
     _daily_cap(config)  # a config error is reported before anything is touched
+    model = (details or {}).get("model")
+    call = CallScope(provider, agent, model, cycle_id, key, tags)
     try:
         now = deps.clock.now()
     except ClockRangeError as exc:
@@ -207,16 +245,11 @@ def check_verdict(
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
     try:
-        outcome = _gate_once(
-            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=[], details=details
-        )
+        outcome = _gate_once(deps, writer, estimate_micros, call, refresh=[], details=details)
         if isinstance(outcome, VerdictOutcome):
             return outcome
         results = [deps.observe(name) for name in outcome]
-        final = _gate_once(
-            deps, writer, estimate_micros, provider, cycle_id, agent, refresh=results,
-            details=details,
-        )  # fmt: skip
+        final = _gate_once(deps, writer, estimate_micros, call, refresh=results, details=details)
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
     except LockTimeoutError as exc:
         # Waiting again for the busy lock just to print figures would double the delay.
@@ -264,13 +297,12 @@ def _gate_once(
     deps: GateDeps,
     writer: Writer,
     estimate_micros: int,
-    provider: str | None,
-    cycle_id: str | None,
-    agent: str | None,
+    call: CallScope,
     refresh: list["ObserverResult"],
     details: dict[str, Any] | None = None,
 ) -> VerdictOutcome | list[str]:
     config = deps.config
+    provider = call.provider
     if refresh:
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
@@ -293,19 +325,30 @@ def _gate_once(
             wanted = _needs_reading(scopes, config, now)
             if wanted:
                 return wanted
+        checks = []
+        if config.budgets:
+            checks = budget_checks(
+                counter.data.get("budgets"), config.budgets, call, now, config.day_zone,
+                config.warn_pct,
+            )  # fmt: skip
         decision = decide(
             scopes, estimate_micros, config, now,
             head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
+            budget_scopes=[(check.scope, check.warn_pct) for check in checks],
         )  # fmt: skip
         payload = _verdict_payload(
-            decision, provider, cycle_id, agent, utc_day(now), now, config, local_now
+            decision, provider, call.session, call.agent, utc_day(now), now, config, local_now
         )
         payload.update(details or {})
+        payload.update(_budget_payload(call, checks))
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
             fold_sealed(counter, sealed, tx.head())
             save_counter(counter, deps.states)
-    return VerdictOutcome(decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day)
+    return VerdictOutcome(
+        decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day,
+        budgets=tuple(checks),
+    )  # fmt: skip
 
 
 class UsageOutcome(NamedTuple):

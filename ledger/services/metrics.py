@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
@@ -56,6 +57,7 @@ class Metrics:
     snapshot_age_seconds: float | None = None
     counter_trusted: bool = True
     budget_day: str | None = None
+    budgets: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _figures(scope: ScopeState, now: dt.datetime) -> ScopeFigures:
@@ -132,4 +134,11 @@ def gather(deps: GateDeps) -> Metrics:
     age = None
     if snapshot_ts is not None:
         age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
-    return Metrics(first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day)
+    budgets = []
+    if config.budgets:
+        from ledger.services.budget_views import budget_rows
+
+        budgets = budget_rows(deps)["budgets"]
+    return Metrics(
+        first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day, budgets=budgets
+    )

@@ -10,6 +10,9 @@ import copy
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from ledger.core.budget_state import empty_budget_state
+from ledger.core.budgets import Budget
+from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
 from ledger.core.state import (
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
-    __slots__ = ("data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
+    __slots__ = ("budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
 
     def __init__(
         self,
@@ -65,6 +68,8 @@ class Counter:
         self.rebuilt = rebuilt
         # The budget day's zone the state is folded in (``usd.day_timezone``).
         self.zone = zone
+        # The ``[[budgets]]`` definitions the budgets' counters are kept for.
+        self.budgets: tuple[Budget, ...] = ()
 
 
 def _fold_range(
@@ -79,6 +84,7 @@ def _fold_range(
     keys: list[dict[str, Any]] | None = None,
     schema_for: "SchemaFor | None" = None,
     zone: dt.tzinfo = dt.UTC,
+    budgets: tuple[Budget, ...] = (),
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
@@ -86,7 +92,7 @@ def _fold_range(
         schema_for = _no_schemas
 
     def fold(parsed: "ParsedEntry") -> None:
-        apply_parsed(data, parsed, schema_for, zone)
+        apply_parsed(data, parsed, schema_for, zone, budgets)
         number = data["meta"]["entries"]
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
@@ -146,7 +152,9 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     hold everything its newest checkpoint vouches for: without that check a cut
     chain plus a deleted state file would quietly forget spend. A state folded
     under another ``usd.day_timezone`` (or before the zone was remembered) is
-    rebuilt too: its days are keyed in that zone.
+    rebuilt too: its days are keyed in that zone. So is a state whose budget
+    counters were kept for other ``[[budgets]]`` definitions: a changed budget
+    is counted afresh from the chain, never from counters kept for another.
 
     Inside a served request (``ledger.services.requests``) the counter is
     first asked whether another run already sealed the request.
@@ -157,8 +165,9 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
             another run; nothing may be written for it.
     """
     config = deps.config
-    counter = _load_counter(tx, deps, config.day_zone, config.day_timezone)
+    counter = _load_counter(tx, deps, config.day_zone, config.day_timezone, config.budgets)
     counter.zone = config.day_zone
+    counter.budgets = config.budgets
     request = current_request()
     if request is not None and request.stop_when_answered:
         _stop_if_answered(counter, deps, request)
@@ -178,7 +187,9 @@ def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope
         raise AlreadyAnsweredError(found)
 
 
-def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str) -> Counter:
+def _load_counter(
+    tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str, budgets: tuple[Budget, ...]
+) -> Counter:
     store, states, trust = deps.chain, deps.states, deps.keys.load_trust
     try:
         head = tx.head()
@@ -199,8 +210,15 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
         if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
             # Folded with its days in another zone: every day is keyed afresh.
             stored = None
+        if stored is not None and "budgets" not in stored.data and not budgets:
+            # Kept before budgets existed, and none are defined: nothing to count.
+            stored.data["budgets"] = empty_budget_state()
+        kept_for = (stored.data.get("budgets") or {}).get("fingerprint") if stored else None
+        if stored is not None and kept_for != budgets_fingerprint(budgets):
+            # Kept for other budget definitions: counted afresh from the chain.
+            stored = None
         if stored is None:
-            data = empty_state()
+            data = empty_state(budgets)
             checkpoint = deps.newest_checkpoint()
             hashes: dict[int, str] = {}
             keys: list[dict[str, Any]] = []
@@ -208,7 +226,7 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
                 problem = _fold_range(
                     store, data, trust(), 0, head.size, GENESIS,
                     remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
-                    schema_for=schema_lookup(deps), zone=zone,
+                    schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
                 )  # fmt: skip
                 if problem:
                     return Counter(data, head, problem + "; run `ledger recover`")
@@ -236,7 +254,7 @@ def _load_counter(tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: st
             keys = []
             problem = _fold_range(
                 store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
-                keys=keys, schema_for=schema_lookup(deps), zone=zone,
+                keys=keys, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
@@ -358,7 +376,7 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
     if counter.problem is None:
         apply_entry(
             counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash,
-            counter.zone,
+            counter.zone, counter.budgets,
         )  # fmt: skip
         number = int(counter.data["meta"]["entries"])
     else:

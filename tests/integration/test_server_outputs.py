@@ -32,6 +32,13 @@ USAGE_OBJECT = json.dumps(
      "cache_creation_input_tokens": 0}
 )  # fmt: skip
 
+BUDGETS = {
+    "LEDGER_BUDGETS": json.dumps(
+        [{"name": "per-session", "usd": 1, "period": "day", "per": "session"},
+         {"name": "tagged", "usd": 5, "period": "rolling:5h", "match": {"tag": "t"}}]
+    )
+}  # fmt: skip
+
 # (arguments, extra environment, stdin); "{ref}" / "{check}" take the newest
 # verdict_ref / check_ref this run printed.
 SETUP = [
@@ -126,6 +133,17 @@ SESSION: list[tuple[tuple[str, ...], dict[str, str], str | None]] = [
     (("verdict", "1"), {"LEDGER_NOW": "2026-06-02T00:00:05Z"}, None),
     (("verdict", "1", "--cycle-id", "caf\u00e9 \u2603"), {}, None),
     (("usage",), {"LEDGER_USD_WARN_PCT": "101"}, None),
+    (("verdict", "0.5", "--cycle-id", "s1", "--tag", "t", "--key", "ci"), BUDGETS, None),
+    (
+        ("record", "0.5", "--provider", "openai", "--verdict-ref", "{ref}", "--tag", "t"),
+        BUDGETS,
+        None,
+    ),
+    (("verdict", "1", "--cycle-id", "s1"), BUDGETS, None),
+    (("usage", "--budget", "per-session"), BUDGETS, None),
+    (("usage", "--budget", "nope"), BUDGETS, None),
+    (("verdict", "1", "--tag", "no spaces"), BUDGETS, None),
+    (("verdict", "1"), {"LEDGER_BUDGETS": '[{"name": "x", "usd": 1}]'}, None),
 ]
 
 
@@ -183,6 +201,8 @@ def test_every_per_call_command_prints_the_same_with_and_without_the_server(tmp_
     assert server.served_count() == len(SESSION)
     codes = {result.code for result in with_server}
     assert codes >= {0, 1, 2, 78}, codes
+    budget_halt = SESSION.index((("verdict", "1", "--cycle-id", "s1"), BUDGETS, None))
+    assert with_server[budget_halt].json()["deciding_cap"] == "budget:per-session[s1]"
     # Records through the server carry the request id as their key; the user's key wins.
     keys = [e["payload"].get("idempotency_key") for e in entries(served_dir / "home")
             if e["event_type"] == "budget.record_call"]  # fmt: skip

@@ -1,0 +1,305 @@
+"""Budgets' counters as a fold over chain events, and the figures a verdict reads.
+
+Kept in the derived state beside the USD caps' (``state["budgets"]``), as
+plain JSON. For each budget and each value of its ``per`` key there is one
+counter: a calendar budget's holds the spend of its current period (a newer
+period resets the budget's counters, so ended periods are pruned as the chain
+moves on); a rolling budget's holds one item per record inside its window
+(dropped as they leave it), so "spend sealed within the window before now" is
+exact to the second (records of one second count as the latest of them); a
+busy window keeps one item per minute beyond its first few. Spend never leaves a
+window early. Open reservations are kept per counter, so a verdict reads only the
+counters of the budgets that apply to it.
+
+The state remembers the fingerprint of the definitions it was folded under; a
+state folded under other definitions is rebuilt from the chain, never trusted.
+"""
+
+import bisect
+import datetime as dt
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from ledger.core.budgets import (
+    Applicable,
+    Budget,
+    CallScope,
+    applicable,
+    fingerprint,
+    period_bounds,
+    period_key,
+    start_key,
+)
+from ledger.core.spend import ScopeState
+from ledger.core.timefmt import format_ts, parse_ts
+
+VERDICT_EVENTS = frozenset({"budget.allow", "budget.warn_90"})
+NO_VALUE = ""  # the counter of a budget without ``per``
+# A rolling counter keeps one item per second up to this many; beyond that, one
+# per minute, so a week's window holds at most about 10,000 items however busy.
+EXACT_ITEMS = 16
+
+
+def empty_budget_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
+    """The budgets' state of an empty chain folded under ``budgets``."""
+    return {"fingerprint": fingerprint(budgets), "by_name": {}, "open": {}}
+
+
+def _budget_table(state: dict[str, Any], budget: Budget, key: str | None) -> dict[str, Any]:
+    """The budget's table, its counters reset when ``key`` starts a newer period."""
+    table: dict[str, Any] = state["by_name"].setdefault(budget.name, {"period": key, "values": {}})
+    if key is not None and (table["period"] is None or key > table["period"]):
+        table["period"] = key
+        table["values"] = {}
+    return table
+
+
+def _counter(table: dict[str, Any], per_value: str | None) -> dict[str, Any]:
+    counter: dict[str, Any] = table["values"].setdefault(
+        per_value or NO_VALUE, {"used": 0, "items": [], "open": {}, "last": None}
+    )
+    return counter
+
+
+def _drop_old_items(counter: dict[str, Any], cutoff: str) -> None:
+    items = counter["items"]
+    keep = 0
+    while keep < len(items) and items[keep][0] <= cutoff:
+        counter["used"] -= items[keep][1]
+        keep += 1
+    if keep:
+        del items[:keep]
+
+
+def _prune_rolling(table: dict[str, Any], budget: Budget, ts_utc: str) -> None:
+    """Drop the items that left the window, and counters left empty; once a minute."""
+    window = budget.window_seconds
+    assert window is not None  # noqa: S101 - called for rolling budgets only
+    if table.get("swept") == ts_utc[:16]:
+        return  # a verdict reads its own cutoff: sweeping more often only costs time
+    table["swept"] = ts_utc[:16]
+    cutoff = format_ts(parse_ts(ts_utc) - dt.timedelta(seconds=window))
+    for value in list(table["values"]):
+        counter = table["values"][value]
+        _drop_old_items(counter, cutoff)
+        if not counter["items"] and not counter["open"]:
+            del table["values"][value]
+
+
+def _expire(state: dict[str, Any], ts_utc: str) -> None:
+    """Forget reservations expired by ``ts_utc``: they count for nothing any more."""
+    expired = [ref for ref, res in state["open"].items() if res["expires_at"] <= ts_utc]
+    for ref in expired:
+        _release(state, ref)
+
+
+def _release(state: dict[str, Any], ref: str) -> list[list[Any]]:
+    reservation = state["open"].pop(ref, None)
+    if reservation is None:
+        return []
+    counts: list[list[Any]] = reservation["counts"]
+    for name, value, _key in counts:
+        table = state["by_name"].get(name)
+        counter = table["values"].get(value) if table is not None else None
+        if counter is not None:
+            counter["open"].pop(ref, None)
+    return counts
+
+
+def _add_spend(
+    state: dict[str, Any], budget: Budget, value: str, key: str | None, micros: int, ts: str
+) -> None:
+    """Count spend on a counter, unless it belongs to a period that has ended."""
+    table = state["by_name"].get(budget.name)
+    ended = table is not None and table["period"] is not None and key is not None
+    if ended and key < table["period"]:
+        return  # a period that ended: no verdict reads it any more
+    table = _budget_table(state, budget, key)
+    counter = _counter(table, value or None)
+    counter["used"] += micros
+    counter["last"] = ts
+    if budget.window_seconds is not None:
+        items = counter["items"]
+        same = 16 if len(items) >= EXACT_ITEMS else 19  # the minute, or the second
+        if items and ts < items[-1][0]:
+            bisect.insort(items, [ts, micros])  # a price sealed later for an older record
+        elif items and items[-1][0][:same] == ts[:same]:
+            # Records of one second (of one minute, in a busy window) count together
+            # as the latest of them: they leave the window a little late, never early.
+            items[-1] = [ts, items[-1][1] + micros]
+        else:
+            items.append([ts, micros])
+
+
+def apply_budget_event(
+    state: dict[str, Any],
+    budgets: Sequence[Budget],
+    event_type: str,
+    ts_utc: str,
+    payload: dict[str, Any],
+    entry_hash: str,
+    zone: dt.tzinfo = dt.UTC,
+) -> None:
+    """Fold one ``budget.*`` event into the budgets' state (in place).
+
+    An admitting verdict reserves its estimate on every budget its call
+    matched, in the period it was admitted in; a record settles that
+    reservation and counts on the same counters, or (no live reservation)
+    counts on the budgets its own scope matches, now.
+    """
+    if not budgets or not event_type.startswith("budget."):
+        return
+    _expire(state, ts_utc)
+    moment = parse_ts(ts_utc)
+    for budget in budgets:
+        if budget.window_seconds is not None:
+            table = state["by_name"].get(budget.name)
+            if table is not None:
+                _prune_rolling(table, budget, ts_utc)
+    if event_type in VERDICT_EVENTS:
+        reservation = payload.get("reservation")
+        if not isinstance(reservation, dict):
+            return
+        counts: list[list[Any]] = []
+        for found in applicable(budgets, CallScope.from_payload(payload)):
+            key = period_key(found.budget, moment, zone)
+            value = found.per_value or NO_VALUE
+            counter = _counter(_budget_table(state, found.budget, key), value or None)
+            counter["open"][entry_hash] = [reservation["micros"], reservation["expires_at"]]
+            counts.append([found.budget.name, value, key])
+        if counts:
+            state["open"][entry_hash] = {"expires_at": reservation["expires_at"], "counts": counts}
+    elif event_type == "budget.record_call":
+        actual = payload.get("actual_micros")
+        ref = payload.get("verdict_ref")
+        counts = _release(state, ref) if isinstance(ref, str) else []
+        if not counts:
+            counts = [
+                [found.budget.name, found.per_value or NO_VALUE,
+                 period_key(found.budget, moment, zone)]
+                for found in applicable(budgets, CallScope.from_payload(payload))
+            ]  # fmt: skip
+        if not isinstance(actual, int):
+            # Unpriced: the gate halts on it until it is priced (rebuild-state seals
+            # the price, and ``apply_budget_prices`` counts it here) or re-based.
+            state.setdefault("unpriced", {})[entry_hash] = {"ts": ts_utc, "counts": counts}
+            return
+        by_name = {b.name: b for b in budgets}
+        for name, value, admitted_in in counts:
+            if name in by_name:
+                _add_spend(state, by_name[name], value, admitted_in, actual, ts_utc)
+
+
+def apply_budget_prices(
+    state: dict[str, Any], budgets: Sequence[Budget], priced: list[dict[str, Any]]
+) -> None:
+    """Count the prices ``rebuild-state`` sealed for records that had none.
+
+    Each counts where its record would have: on the counters it matched, in
+    the period it was admitted in (a rolling window: when it was recorded).
+    Only a record still unpriced is counted, so nothing is counted twice.
+    """
+    unpriced = state.get("unpriced") or {}
+    by_name = {b.name: b for b in budgets}
+    for item in priced:
+        record = unpriced.pop(item.get("entry_hash"), None)
+        if record is None or not isinstance(item.get("actual_micros"), int):
+            continue
+        for name, value, admitted_in in record["counts"]:
+            if name in by_name:
+                _add_spend(state, by_name[name], value, admitted_in, item["actual_micros"],
+                           record["ts"])  # fmt: skip
+
+
+class BudgetFigures(NamedTuple):
+    """One applicable budget's figures at a moment."""
+
+    found: Applicable
+    period_start: dt.datetime
+    period_end: dt.datetime
+    used_micros: int
+    reserved_micros: int
+    last_spend_ts: dt.datetime | None
+
+
+def figures(
+    state: dict[str, Any], found: Applicable, now: dt.datetime, zone: dt.tzinfo = dt.UTC
+) -> BudgetFigures:
+    """Used and reserved of one applicable budget's counter at ``now``.
+
+    Costs the counter's open reservations and, for a rolling window, the items
+    that left the window since the last entry was folded; never a chain scan.
+    """
+    return _figures(state, found, now, format_ts(now), zone)
+
+
+def _figures(
+    state: dict[str, Any], found: Applicable, now: dt.datetime, now_text: str, zone: dt.tzinfo
+) -> BudgetFigures:
+    budget = found.budget
+    start, end = period_bounds(budget, now, zone)
+    table = state["by_name"].get(budget.name)
+    counter = None
+    if table is not None:
+        key = None if budget.window_seconds is not None else start_key(budget, now, zone)
+        if key is None or table["period"] == key:
+            counter = table["values"].get(found.per_value or NO_VALUE)
+    if counter is None:
+        return BudgetFigures(found, start, end, 0, 0, None)
+    reserved = sum(micros for micros, expires in counter["open"].values() if expires > now_text)
+    used = counter["used"]
+    if budget.window_seconds is not None and counter["items"]:
+        cutoff = format_ts(start)
+        for ts, micros in counter["items"]:
+            if ts > cutoff:
+                break
+            used -= micros
+    last = counter["last"]
+    return BudgetFigures(found, start, end, used, reserved, parse_ts(last) if last else None)
+
+
+def all_counters(state: dict[str, Any], budget: Budget) -> list[str]:
+    """The ``per`` values a budget has counters for (``NO_VALUE`` without ``per``)."""
+    table = state["by_name"].get(budget.name)
+    return sorted(table["values"]) if table is not None else []
+
+
+class BudgetCheck(NamedTuple):
+    """An applicable budget as the gate checks it: a cap's scope and its warn threshold."""
+
+    figures: BudgetFigures
+    scope: ScopeState
+    warn_pct: Fraction
+
+
+def budget_checks(
+    state: dict[str, Any] | None,
+    budgets: Sequence[Budget],
+    call: CallScope,
+    now: dt.datetime,
+    zone: dt.tzinfo,
+    default_warn_pct: Fraction,
+) -> list[BudgetCheck]:
+    """Every budget that applies to ``call``, with its figures at ``now``.
+
+    The scopes carry no billing reading and no reconcile: the bill has no
+    per-agent view, so the uncertainty rows stay with the caps.
+    """
+    checks = []
+    now_text = format_ts(now)
+    for found in applicable(budgets, call):
+        seen = (
+            _figures(state, found, now, now_text, zone)
+            if state is not None
+            else BudgetFigures(found, *period_bounds(found.budget, now, zone), 0, 0, None)
+        )
+        scope = ScopeState(
+            key=found.scope_key, cap_micros=found.budget.cap_micros,
+            local_micros=max(seen.used_micros, 0), billing_micros=None,
+            reserved_micros=seen.reserved_micros, last_spend_ts=seen.last_spend_ts,
+            reading=None, reconcile_blocking=False, reconcile_drift_pct=None,
+        )  # fmt: skip
+        warn = found.budget.warn_pct if found.budget.warn_pct is not None else default_warn_pct
+        checks.append(BudgetCheck(seen, scope, warn))
+    return checks

@@ -1,0 +1,306 @@
+"""Budgets as operators write them: a USD cap over a period for the calls of a scope.
+
+Pure functions of the configuration and time: reading ``[[budgets]]`` tables,
+which budgets apply to a call, and where a budget's current period starts and
+ends. Calendar periods (day, week from Monday, month) run from local midnight
+in ``usd.day_timezone``, so a DST change day is 23 or 25 hours long; a rolling
+window of N hours or days ends now.
+"""
+
+import datetime as dt
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from ledger.core.units import usd_to_micros
+from ledger.errors import ConfigError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+MATCH_KEYS = ("agent", "provider", "model", "session", "key", "tag")
+PER_KEYS = ("session", "agent", "key")
+CALENDAR_PERIODS = ("day", "week", "month")
+_ROLLING_RE = re.compile(r"^rolling:([1-9][0-9]{0,5})([hd])$")
+# A rolling window keeps one item per record inside it; a year bounds that.
+_ROLLING_MAX_HOURS = 366 * 24
+_KNOWN_KEYS = frozenset({"name", "usd", "period", "match", "per", "warn_pct"})
+_MAX_MICROS = 2**53 - 1
+_GLOB_MAX = 256
+
+
+class Budget(NamedTuple):
+    """One ``[[budgets]]`` table, validated."""
+
+    name: str
+    cap_micros: int
+    period: str
+    match: tuple[tuple[str, str], ...] = ()
+    per: str | None = None
+    warn_pct: Fraction | None = None
+    # A rolling window's length in seconds (from ``period``); ``None`` for a calendar period.
+    window_seconds: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The definition as plain JSON (what the derived state is keyed by)."""
+        return {
+            "name": self.name,
+            "cap_micros": self.cap_micros,
+            "period": self.period,
+            "match": [list(pair) for pair in self.match],
+            "per": self.per,
+            "warn_pct": None if self.warn_pct is None else str(self.warn_pct),
+        }
+
+
+class CallScope(NamedTuple):
+    """What a call is known by: the values a budget's ``match`` and ``per`` look at."""
+
+    provider: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    session: str | None = None
+    key: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def value(self, field: str) -> str | None:
+        """The call's value for a ``per`` key (session, agent or key)."""
+        found: str | None = getattr(self, field)
+        return found
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "CallScope":
+        """The scope a verdict or record payload sealed (``cycle_id`` is the session)."""
+        tags = payload.get("tags")
+        return cls(
+            provider=_text(payload.get("provider")),
+            agent=_text(payload.get("agent")),
+            model=_text(payload.get("model") or payload.get("model_id")),
+            session=_text(payload.get("cycle_id")),
+            key=_text(payload.get("key")),
+            tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+        )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def parse_budgets(value: Any, where: str) -> tuple[Budget, ...]:
+    """Validate the ``[[budgets]]`` array of tables (or its JSON override).
+
+    Raises:
+        ConfigError: not an array of tables, or a table that is malformed; the
+            message names the budget (or its position) and the key.
+    """
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: must be an array of tables ([[budgets]])")
+    budgets: list[Budget] = []
+    seen: set[str] = set()
+    for position, table in enumerate(value, start=1):
+        label = f"{where}[{position}]"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: must be a table")
+        name = table.get("name")
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise ConfigError(f"{label}.name: must match ^[a-z][a-z0-9_-]{{0,63}}$")
+        label = f'{where} "{name}"'
+        if name in seen:
+            raise ConfigError(f"{label}.name: defined twice")
+        seen.add(name)
+        budgets.append(_budget(table, name, label))
+    return tuple(budgets)
+
+
+def _budget(table: dict[str, Any], name: str, label: str) -> Budget:
+    for key in table:
+        if key not in _KNOWN_KEYS:
+            raise ConfigError(f"{label}.{key}: unknown key")
+    if "usd" not in table:
+        raise ConfigError(f"{label}.usd: missing (the cap in USD)")
+    cap = table["usd"]
+    if isinstance(cap, bool) or not isinstance(cap, (int, float, str)):
+        raise ConfigError(f"{label}.usd: must be a number ≥ 0")
+    try:
+        micros = usd_to_micros(cap)
+    except ValueError as exc:
+        raise ConfigError(f"{label}.usd: {exc}") from exc
+    if micros < 0 or micros > _MAX_MICROS:
+        raise ConfigError(f"{label}.usd: must be a number ≥ 0 (and exact in the chain)")
+    period = table.get("period")
+    if not isinstance(period, str) or not _valid_period(period):
+        raise ConfigError(
+            f'{label}.period: must be "day", "week", "month", "rolling:<N>h" or '
+            f'"rolling:<N>d" (N ≥ 1, at most a year)'
+        )
+    per = table.get("per")
+    if per is not None and per not in PER_KEYS:
+        raise ConfigError(f'{label}.per: must be "session", "agent" or "key"')
+    return Budget(
+        name, micros, period, _match(table.get("match"), label), per,
+        _warn_pct(table.get("warn_pct"), label), _window_seconds(period),
+    )  # fmt: skip
+
+
+def _window_seconds(period: str) -> int | None:
+    found = _ROLLING_RE.fullmatch(period)
+    if found is None:
+        return None
+    return int(found.group(1)) * (3600 if found.group(2) == "h" else 86_400)
+
+
+def _valid_period(period: str) -> bool:
+    if period in CALENDAR_PERIODS:
+        return True
+    found = _ROLLING_RE.fullmatch(period)
+    if found is None:
+        return False
+    hours = int(found.group(1)) * (1 if found.group(2) == "h" else 24)
+    return hours <= _ROLLING_MAX_HOURS
+
+
+def _match(value: Any, label: str) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ConfigError(f'{label}.match: must be a table such as {{ agent = "research-*" }}')
+    pairs = []
+    for key, glob in value.items():
+        if key not in MATCH_KEYS:
+            raise ConfigError(f"{label}.match.{key}: unknown key (one of {', '.join(MATCH_KEYS)})")
+        if not isinstance(glob, str) or not glob or len(glob) > _GLOB_MAX:
+            raise ConfigError(f"{label}.match.{key}: must be a non-empty glob pattern")
+        pairs.append((key, glob))
+    return tuple(sorted(pairs))
+
+
+def _warn_pct(value: Any, label: str) -> Fraction | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{label}.warn_pct: must be a percentage in [0, 100]")
+    try:
+        pct = Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError) as exc:
+        raise ConfigError(f"{label}.warn_pct: must be a percentage in [0, 100]") from exc
+    if not 0 <= pct <= 100:  # noqa: PLR2004
+        raise ConfigError(f"{label}.warn_pct: must be a percentage in [0, 100]")
+    return pct
+
+
+def fingerprint(budgets: Iterable[Budget]) -> str:
+    """A digest of the definitions: derived state folded under others is rebuilt."""
+    return _fingerprint(tuple(budgets))
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(budgets: tuple[Budget, ...]) -> str:
+    # Every command checks the stored state against it; the definitions rarely change.
+    text = json.dumps([b.as_json() for b in budgets], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _matches(budget: Budget, scope: CallScope) -> bool:
+    for key, glob in budget.match:
+        if key == "tag":
+            if not any(fnmatchcase(tag, glob) for tag in scope.tags):
+                return False
+            continue
+        value = scope.value(key)
+        if value is None or not fnmatchcase(value, glob):
+            return False
+    return True
+
+
+class Applicable(NamedTuple):
+    """A budget that applies to a call, with the call's value of its ``per`` key."""
+
+    budget: Budget
+    per_value: str | None
+
+    @property
+    def scope_key(self) -> str:
+        """How the verdict names it as ``deciding_cap``."""
+        if self.per_value is None:
+            return f"budget:{self.budget.name}"
+        return f"budget:{self.budget.name}[{self.per_value}]"
+
+
+def applicable(budgets: Sequence[Budget], scope: CallScope) -> list[Applicable]:
+    """The budgets that apply to a call, in the order they are defined.
+
+    Every given ``match`` key must match (a call without a value for a key
+    does not match it); a budget with ``per`` applies only to calls carrying
+    a value for that key.
+    """
+    found = []
+    for budget in budgets:
+        per_value = scope.value(budget.per) if budget.per is not None else None
+        if budget.per is not None and per_value is None:
+            continue
+        if _matches(budget, scope):
+            found.append(Applicable(budget, per_value))
+    return found
+
+
+def _local_midnight(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(0), tzinfo=zone).astimezone(dt.UTC)
+
+
+def calendar_start_day(period: str, moment: dt.datetime, zone: dt.tzinfo) -> dt.date:
+    """The local date a calendar period containing ``moment`` starts on."""
+    return _start_day(period, moment.astimezone(zone).date())
+
+
+def _start_day(period: str, local: dt.date) -> dt.date:
+    if period == "week":
+        return local - dt.timedelta(days=local.weekday())
+    if period == "month":
+        return local.replace(day=1)
+    return local
+
+
+def _next_start_day(period: str, start: dt.date) -> dt.date:
+    if period == "week":
+        return start + dt.timedelta(days=7)
+    if period == "month":
+        return (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return start + dt.timedelta(days=1)
+
+
+def period_bounds(
+    budget: Budget, moment: dt.datetime, zone: dt.tzinfo
+) -> tuple[dt.datetime, dt.datetime]:
+    """The UTC start and end of the budget's period at ``moment`` (end excluded).
+
+    A rolling window is ``(moment - N, moment]``.
+    """
+    window = budget.window_seconds
+    if window is not None:
+        return moment - dt.timedelta(seconds=window), moment
+    return _calendar_bounds(budget.period, moment.astimezone(zone).date(), zone)
+
+
+@functools.lru_cache(maxsize=64)
+def _calendar_bounds(
+    period: str, local_day: dt.date, zone: dt.tzinfo
+) -> tuple[dt.datetime, dt.datetime]:
+    # Every verdict asks for the same few periods: the zone arithmetic is done once a day.
+    start = _start_day(period, local_day)
+    end = _next_start_day(period, start)
+    return _local_midnight(start, zone), _local_midnight(end, zone)
+
+
+def start_key(budget: Budget, moment: dt.datetime, zone: dt.tzinfo) -> str:
+    """A calendar budget's period key at ``moment`` (see ``period_key``)."""
+    return _start_day(budget.period, moment.astimezone(zone).date()).isoformat()
+
+
+def period_key(budget: Budget, moment: dt.datetime, zone: dt.tzinfo) -> str | None:
+    """The name of the calendar period at ``moment`` (its local start date); rolling: ``None``."""
+    if budget.window_seconds is not None:
+        return None
+    return calendar_start_day(budget.period, moment, zone).isoformat()

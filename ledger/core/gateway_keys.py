@@ -1,0 +1,148 @@
+"""Gateway keys: the secrets agents present to ``ledger proxy`` instead of a provider key.
+
+A key is issued once (``lk_`` and 43 URL-safe characters, 256 bits from the
+operating system) and only the SHA-256 of the secret is kept: with that much
+entropy a plain digest cannot be reversed, and a stolen key file issues no
+request. Each key names the agent and tags its requests are scoped by and may
+expire; a revoked key stays listed, so its name is never reused by mistake.
+"""
+
+import datetime as dt
+import hashlib
+import hmac
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ledger.core.timefmt import format_ts, parse_ts
+from ledger.errors import GatewayKeyError, InputDataError, UsageError
+
+KEYS_FORMAT = "ledger-gateway-keys/1"
+SECRET_RE = re.compile(r"^lk_[A-Za-z0-9_-]{43}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+class GatewayKey(NamedTuple):
+    """One issued key as kept (never the secret itself)."""
+
+    name: str
+    agent: str | None
+    tags: tuple[str, ...]
+    expires: str | None
+    created: str
+    revoked_at: str | None
+    digest: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The key as the key file holds it."""
+        return {
+            "name": self.name, "agent": self.agent, "tags": list(self.tags),
+            "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
+            "sha256": self.digest,
+        }  # fmt: skip
+
+    def shown(self, now: dt.datetime) -> dict[str, Any]:
+        """The key as ``keys list`` prints it: everything but the digest, and its state."""
+        return {
+            "name": self.name, "agent": self.agent, "tags": list(self.tags),
+            "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
+            "state": self.state(now),
+        }  # fmt: skip
+
+    def state(self, now: dt.datetime) -> str:
+        """``active``, ``revoked`` or ``expired`` at ``now``."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires is not None and parse_ts(self.expires) <= now:
+            return "expired"
+        return "active"
+
+
+def digest_of(secret: str) -> str:
+    """The SHA-256 of a secret, as kept."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def keys_from_document(document: Any, where: str) -> list[GatewayKey]:
+    """The keys of a key file's JSON.
+
+    Raises:
+        InputDataError: the document is not a key file of this format.
+    """
+    try:
+        if document["format"] != KEYS_FORMAT:
+            raise ValueError(document["format"])
+        return [
+            GatewayKey(
+                str(item["name"]),
+                item["agent"],
+                tuple(item["tags"]),
+                item["expires"],
+                str(item["created"]),
+                item["revoked_at"],
+                str(item["sha256"]),
+            )
+            for item in document["keys"]
+        ]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputDataError(f"{where}: not a gateway key file ({exc!r})") from exc
+
+
+def keys_document(keys: Sequence[GatewayKey]) -> dict[str, Any]:
+    """A key file's JSON."""
+    return {"format": KEYS_FORMAT, "keys": [key.as_json() for key in keys]}
+
+
+def new_key(
+    keys: Sequence[GatewayKey], name: str, secret: str, agent: str | None,
+    tags: Sequence[str], expires: dt.datetime | None, now: dt.datetime,
+) -> GatewayKey:  # fmt: skip
+    """A key to add for ``secret``.
+
+    Raises:
+        UsageError: a bad name, a name already issued (revoked ones included),
+            or an expiry that is not in the future.
+    """
+    if not NAME_RE.fullmatch(name):
+        raise UsageError(f"NAME: {name!r} must match ^[a-z][a-z0-9_-]{{0,63}}$")
+    if any(key.name == name for key in keys):
+        raise UsageError(f"a gateway key named {name!r} was already issued; pick another name")
+    if expires is not None and expires <= now:
+        raise UsageError("--expires: must be in the future")
+    return GatewayKey(
+        name, agent, tuple(dict.fromkeys(tags)),
+        None if expires is None else format_ts(expires), format_ts(now), None, digest_of(secret),
+    )  # fmt: skip
+
+
+def revoked(keys: Sequence[GatewayKey], name: str, now: dt.datetime) -> list[GatewayKey]:
+    """The keys with ``name`` revoked from ``now``.
+
+    Raises:
+        UsageError: no key has that name, or it is revoked already.
+    """
+    found = [key for key in keys if key.name == name]
+    if not found:
+        raise UsageError(f"no gateway key named {name!r} (see `ledger keys list`)")
+    if found[0].revoked_at is not None:
+        raise UsageError(f"gateway key {name!r} was revoked at {found[0].revoked_at}")
+    return [key._replace(revoked_at=format_ts(now)) if key.name == name else key for key in keys]
+
+
+def resolve(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> GatewayKey:
+    """The key a request presents, if it may be used at ``now``.
+
+    Raises:
+        GatewayKeyError: the secret is malformed or unknown, or its key is
+            revoked or expired (the message never repeats the secret).
+    """
+    if not SECRET_RE.fullmatch(secret):
+        raise GatewayKeyError("not a gateway key (lk_...)")
+    digest = digest_of(secret)
+    for key in keys:
+        if hmac.compare_digest(key.digest, digest):
+            state = key.state(now)
+            if state != "active":
+                raise GatewayKeyError(f"gateway key {key.name!r} is {state}")
+            return key
+    raise GatewayKeyError("unknown gateway key")
