@@ -140,14 +140,23 @@ def _short(ref: str | None) -> str:
     return "" if ref is None else f" (verdict {ref[:_REF_CHARS]})"
 
 
+def _names(scope: str, budget: dict[str, Any]) -> bool:
+    """Whether ``scope`` (``budget:<name>`` or ``budget:<name>[<value>]``) is this budget's."""
+    name = scope.removeprefix("budget:").split("[", 1)[0]
+    return name == budget.get("name")
+
+
 def _period_of(payload: dict[str, Any], scope: str) -> str:
     """The period an alert is once per: the budget's period, else the budget day."""
     if scope.startswith("budget:"):
         for budget in payload.get("budgets") or []:
-            if isinstance(budget, dict) and scope.startswith(f"budget:{budget.get('name')}"):
-                start = budget.get("period_start")
-                if isinstance(start, str):
-                    return start
+            if not isinstance(budget, dict) or not _names(scope, budget):
+                continue
+            start = budget.get("period_start")
+            # A rolling window's start moves with every verdict: once per budget
+            # day for those, else one alert per verdict.
+            if isinstance(start, str) and not str(budget.get("period")).startswith("rolling:"):
+                return start
     day = payload.get("budget_day") or payload.get("utc_day")
     return str(day) if day is not None else "?"
 

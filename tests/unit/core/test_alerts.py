@@ -164,3 +164,32 @@ def test_alerts_must_be_an_array_of_tables():
         from_mapping({"alerts": {"url": "https://x/y"}}, {})
     with pytest.raises(ConfigError, match="LEDGER_ALERTS_CHECK_SECONDS"):
         from_mapping({}, {"LEDGER_ALERTS_CHECK_SECONDS": "soon"})
+
+
+def test_rolling_budgets_are_once_per_budget_day_not_per_window_start():
+    def payload(start):
+        return halt_payload(
+            deciding_cap="budget:burst",
+            budgets=[{"name": "burst", "period": "rolling:5h", "period_start": start}],
+        )
+
+    ts = "2026-03-02T10:00:00.000000Z"
+    first = alert_for_entry("budget.halt_100", payload("2026-03-02T05:00:00Z"), REF, ts)
+    later = alert_for_entry("budget.halt_100", payload("2026-03-02T05:01:00Z"), REF, ts)
+    assert first is not None
+    assert later is not None
+    assert first.key == later.key
+    assert first.period == "2026-03-02"
+
+
+def test_a_budget_name_that_prefixes_another_is_not_taken_for_it():
+    payload = halt_payload(
+        deciding_cap="budget:team-a",
+        budgets=[
+            {"name": "team", "period": "month", "period_start": "2026-03-01T00:00:00Z"},
+            {"name": "team-a", "period": "week", "period_start": "2026-03-02T00:00:00Z"},
+        ],
+    )
+    alert = alert_for_entry("budget.halt_100", payload, REF, "2026-03-02T10:00:00.000000Z")
+    assert alert is not None
+    assert alert.period == "2026-03-02T00:00:00Z"
