@@ -92,6 +92,7 @@ COMMANDS = [
     Command("hook pre-tool-use", ("hook", "pre-tool-use"), "pre_tool_use_bash.json"),
     Command("hook post-tool-use", ("hook", "post-tool-use"), "post_tool_use_bash.json"),
     Command("hook stop", ("hook", "stop"), "stop.json", whole_session=True),
+    Command("hook user-prompt-submit", ("hook", "user-prompt-submit"), "user_prompt_submit.json"),
 ]
 MODES = ("late", "killed", "stopped")
 
@@ -304,4 +305,6 @@ def test_the_battery_lists_every_served_command_that_seals():
         for action in (hooks.choices if name == "hook" else actions or {""})
     }
     read_only = {"usage"}  # the one served command that never seals
-    assert served - read_only == {command.name for command in COMMANDS}
+    # Writes the caller's own Claude Code settings: always run in-process.
+    never_served = {"hook install"}
+    assert served - read_only - never_served == {command.name for command in COMMANDS}

@@ -15,7 +15,7 @@ import pytest
 import ledger as ledger_api
 from tests.gate_helpers import env_at
 from tests.integration.test_agent_helpers import cli
-from tests.pg import STORES
+from tests.pg import STORES, copy_fleet_secret
 
 SPENT = '"actual_micros":2000000'
 EDITED = '"actual_micros":1000000'
@@ -101,6 +101,7 @@ def test_every_host_of_the_store_halts(home, run_inproc, request, tmp_path):
         pytest.skip("one host per home on the file store")
     second = tmp_path / "second"
     env = request.getfixturevalue("pg_store_env")
+    copy_fleet_secret(home, second)
     assert cli(run_inproc, second, "init", "--daily-cap-usd", "100", env=env).code == 0
     _spend(run_inproc, home)
     line = _edit_second_record(home, request)
