@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
-    from ledger.edges.fleetsecret import FleetSecret
     from ledger.edges.gatewaykeyfile import GatewayKeyFile
     from ledger.edges.merkle_index import FileNodeIndex
-    from ledger.edges.pgdb import PgDatabase
-    from ledger.edges.pgstate import PgStateStore
-    from ledger.edges.pgstore import PgChainStore
+    from ledger.edges.postgres.db import PgDatabase
+    from ledger.edges.postgres.fleetsecret import FleetSecret
+    from ledger.edges.postgres.state import PgStateStore
+    from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.snapshotfiles import SnapshotFiles
     from ledger.edges.spoolfiles import SpoolDir
     from ledger.edges.transcripts import TranscriptFiles
@@ -105,7 +105,7 @@ class Runtime:
     def keys(self) -> KeyDir:
         """The home's keys; the trust store is the home's, or the fleet's database's."""
         if self.config.store_url is not None:
-            from ledger.edges.pgtrust import PgKeyDir
+            from ledger.edges.postgres.trust import PgKeyDir
 
             return PgKeyDir(self.home, self.database)
         return KeyDir(self.home)
@@ -122,7 +122,7 @@ class Runtime:
     def states(self) -> "StateFile | PgStateStore":
         """The derived state: a file in the home, or a row beside the fleet's chain."""
         if self.config.store_url is not None:
-            from ledger.edges.pgstate import PgStateStore
+            from ledger.edges.postgres.state import PgStateStore
 
             return PgStateStore(self.database, self.fleet_secret)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
@@ -139,7 +139,7 @@ class Runtime:
         Raises:
             ConfigError: ``store.url`` is not set.
         """
-        from ledger.edges.pgdb import PgDatabase
+        from ledger.edges.postgres.db import PgDatabase
 
         url = self.config.store_url
         if url is None:
@@ -149,14 +149,14 @@ class Runtime:
     @cached_property
     def fleet_secret(self) -> "FleetSecret":
         """This host's copy of the secret that authenticates the fleet's derived state."""
-        from ledger.edges.fleetsecret import FILE_NAME, FleetSecret
+        from ledger.edges.postgres.fleetsecret import FILE_NAME, FleetSecret
 
         return FleetSecret(self.home / "keys" / FILE_NAME, self.database)
 
     @cached_property
     def pg_chain(self) -> "PgChainStore":
         """The fleet's chain itself, without the spool in front of it."""
-        from ledger.edges.pgstore import PgChainStore
+        from ledger.edges.postgres.store import PgChainStore
 
         return PgChainStore(self.database)
 
@@ -207,7 +207,7 @@ class Runtime:
         from ledger.edges.checkpointfiles import CheckpointDir
 
         if self.config.store_url is not None:
-            from ledger.edges.pgcheckpoints import PgCheckpoints
+            from ledger.edges.postgres.checkpoints import PgCheckpoints
 
             PgCheckpoints(self.database).write(checkpoint)
         return CheckpointDir(self.checkpoints_dir).write(checkpoint)
@@ -220,7 +220,7 @@ class Runtime:
         own = None if found is None else found[1]
         if self.config.store_url is None:
             return own
-        from ledger.edges.pgcheckpoints import PgCheckpoints
+        from ledger.edges.postgres.checkpoints import PgCheckpoints
 
         shared = PgCheckpoints(self.database).newest()
         if own is None or (shared is not None and shared.entries >= own.entries):
@@ -238,8 +238,8 @@ class Runtime:
         from ledger.edges.snapshotfiles import SnapshotFiles
 
         if self.config.store_url is not None:
-            from ledger.edges.pgsnapshot import PgSnapshotFiles
-            from ledger.edges.pgstate import PgStateStore
+            from ledger.edges.postgres.snapshot import PgSnapshotFiles
+            from ledger.edges.postgres.state import PgStateStore
 
             return PgSnapshotFiles(
                 self.pg_chain,
@@ -260,7 +260,7 @@ class Runtime:
     def has_trust_store(self) -> bool:
         """Whether ``ledger init`` has made a trust store here (or in the fleet's store)."""
         if self.config.store_url is not None:
-            from ledger.edges.pgtrust import PgKeyDir
+            from ledger.edges.postgres.trust import PgKeyDir
 
             keys = self.keys
             return isinstance(keys, PgKeyDir) and keys.trust_bytes() is not None

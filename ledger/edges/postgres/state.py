@@ -9,7 +9,7 @@ checks still apply: a state that matches no prefix of the chain halts the
 gate, and a missing one is rebuilt from the verified chain.
 
 Each body ends in an HMAC-SHA256 under the hosts' shared secret
-(``ledger.edges.fleetsecret``), as the file store's state ends in one under
+(``ledger.edges.postgres.fleetsecret``), as the file store's state ends in one under
 the home's key: a row changed by SQL, by anyone without a host's secret, no
 longer matches and halts the gate (``counter_inconsistent``); a key record
 that does not match is no record at all, so a forged one cannot pass a new
@@ -22,8 +22,8 @@ import json
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
-from ledger.edges.fleetsecret import FleetSecret, mac
-from ledger.edges.pgdb import PgDatabase
+from ledger.edges.postgres.db import PgDatabase
+from ledger.edges.postgres.fleetsecret import FleetSecret, mac
 from ledger.errors import ChainIOError, KeyFileError, StateMismatchError
 
 _STATE_LABEL = b"derived state"

@@ -9,13 +9,13 @@ table's trigger refuses UPDATE and DELETE); ``ledger recover`` retires the
 ones that vouch for entries it moved to evidence.
 
 The newest row is read with the chain's head, in the same round trip
-(``ledger.edges.pgstore``), so the gate pays nothing more for it.
+(``ledger.edges.postgres.store``), so the gate pays nothing more for it.
 """
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError
 from ledger.core.snapshot import checkpoint_from_bytes
-from ledger.edges.pgdb import PgDatabase
+from ledger.edges.postgres.db import PgDatabase
 
 NEWEST_SQL = "SELECT entries, document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1"
 

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from ledger.edges.files import ByIdentity, exclusive_create, identity_of_stat, read_regular
-from ledger.edges.pgdb import PgDatabase
+from ledger.edges.postgres.db import PgDatabase
 from ledger.errors import ChainIOError, KeyFileError
 
 SECRET_BYTES = 32

@@ -17,7 +17,7 @@ from ledger.core.canonical import canonical_bytes
 from ledger.core.signing import Signer
 from ledger.core.trust import TrustStore, TrustStoreError, trust_document, trust_from_document
 from ledger.edges.keyfiles import KeyDir
-from ledger.edges.pgdb import PgDatabase
+from ledger.edges.postgres.db import PgDatabase
 from ledger.errors import KeyFileError
 
 

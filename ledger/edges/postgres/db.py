@@ -309,7 +309,7 @@ class PgDatabase:
             StoreSchemaError: the schema is newer than this code knows.
             StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
         """
-        from ledger.edges.pgschema import schema_statements
+        from ledger.edges.postgres.schema import schema_statements
 
         with self.transaction(check_schema=False) as conn:
             self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema, "init"),))

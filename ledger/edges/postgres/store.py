@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
-from ledger.edges.pgdb import PgDatabase
+from ledger.edges.postgres.db import PgDatabase
 from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class PgHead(NamedTuple):
 
 # One round trip: the newest row, any note of a changed row, and (kept for the
 # state store and the checkpoints, read in the same transaction right after)
-# the derived-state row and the newest stored checkpoint (``pgcheckpoints.NEWEST_SQL``).
+# the derived-state row and the newest stored checkpoint (``checkpoints.NEWEST_SQL``).
 _HEAD_SQL = (
     "SELECT c.seq, c.end_pos, c.line, (SELECT min(coalesce(t.seq, 0)) FROM chain_tampered t),"
     " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body, k.entries, k.document"

@@ -13,9 +13,9 @@ host that never wrote a checkpoint still sees a tail cut below the fleet's.
 
 from pathlib import Path
 
-from ledger.edges.pgcheckpoints import NEWEST_SQL, PgCheckpoints
-from ledger.edges.pgstate import PgStateStore
-from ledger.edges.pgstore import PgChainStore
+from ledger.edges.postgres.checkpoints import NEWEST_SQL, PgCheckpoints
+from ledger.edges.postgres.state import PgStateStore
+from ledger.edges.postgres.store import PgChainStore
 from ledger.edges.snapshotfiles import SnapshotFiles
 
 
