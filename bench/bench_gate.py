@@ -48,9 +48,9 @@ VERDICT_PATH_MODULES = (
     "ledger.core.spend",
     "ledger.core.seal",
     "ledger.core.signing",
-    "ledger.edges.chainfile",
-    "ledger.edges.statefile",
-    "ledger.edges.keyfiles",
+    "ledger.edges.files.chainfile",
+    "ledger.edges.files.statefile",
+    "ledger.edges.files.keyfiles",
 )
 
 

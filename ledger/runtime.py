@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.config import Config
-from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
-from ledger.edges.files import atomic_write, home_problem
-from ledger.edges.groupcommit import lock_released
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.fileio import atomic_write, home_problem
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import lock_released
+from ledger.edges.files.keyfiles import KeyDir
+from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.edges.statefile import StateFile
 from ledger.errors import ChainIOError, ConfigError, NoHomeError
 
 if TYPE_CHECKING:
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.edges.files.merkle_index import FileNodeIndex
+    from ledger.edges.files.snapshotfiles import SnapshotFiles
+    from ledger.edges.files.spoolfiles import SpoolDir
     from ledger.edges.gatewaykeyfile import GatewayKeyFile
-    from ledger.edges.merkle_index import FileNodeIndex
     from ledger.edges.postgres.db import PgDatabase
     from ledger.edges.postgres.fleetsecret import FleetSecret
     from ledger.edges.postgres.state import PgStateStore
     from ledger.edges.postgres.store import PgChainStore
-    from ledger.edges.snapshotfiles import SnapshotFiles
-    from ledger.edges.spoolfiles import SpoolDir
     from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.spool import SpoolingChain
 
@@ -163,7 +163,7 @@ class Runtime:
     @cached_property
     def spool(self) -> "SpoolDir":
         """Records waiting in the home for an unreachable store (SPEC §8)."""
-        from ledger.edges.spoolfiles import SpoolDir
+        from ledger.edges.files.spoolfiles import SpoolDir
 
         return SpoolDir(self.home / "spool")
 
@@ -204,7 +204,7 @@ class Runtime:
 
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
         """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
 
         if self.config.store_url is not None:
             from ledger.edges.postgres.checkpoints import PgCheckpoints
@@ -214,7 +214,7 @@ class Runtime:
 
     def newest_checkpoint(self) -> "Checkpoint | None":
         """The home's newest checkpoint, or the fleet's when it vouches for more entries."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
 
         found = CheckpointDir(self.checkpoints_dir).newest()
         own = None if found is None else found[1]
@@ -229,13 +229,13 @@ class Runtime:
 
     def merkle_index(self) -> "FileNodeIndex":
         """The Merkle node index (derived state; a context manager that closes it)."""
-        from ledger.edges.merkle_index import FileNodeIndex
+        from ledger.edges.files.merkle_index import FileNodeIndex
 
         return FileNodeIndex(self.state_dir / "merkle")
 
     def snapshot_files(self) -> "SnapshotFiles":
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""
-        from ledger.edges.snapshotfiles import SnapshotFiles
+        from ledger.edges.files.snapshotfiles import SnapshotFiles
 
         if self.config.store_url is not None:
             from ledger.edges.postgres.snapshot import PgSnapshotFiles

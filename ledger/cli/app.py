@@ -159,7 +159,7 @@ def backfill_strict_after(runtime: Any, root: Any) -> None:
 
 def _load_root(path: Path) -> Any:
     from ledger.core.signing import Signer, private_key_from_pem
-    from ledger.edges.files import read_user_file
+    from ledger.edges.fileio import read_user_file
 
     return Signer.from_private_key(
         private_key_from_pem(read_user_file(path, "root key"), str(path))
@@ -258,7 +258,7 @@ def keys_trust(
 
     def body() -> int:
         from ledger.core.envelope import KEY_ID_RE
-        from ledger.edges.keyfiles import load_public_key_file
+        from ledger.edges.files.keyfiles import load_public_key_file
         from ledger.services.home import trust_foreign_key
 
         key_id, sep, pem = key.partition("=")

@@ -25,7 +25,7 @@ from ledger.cli import split_global_options
 from ledger.server.protocol import STATUS_DECLINED, STATUS_OK, Reply, Request
 
 if TYPE_CHECKING:
-    from ledger.edges.replies import Replies
+    from ledger.edges.files.replies import Replies
 
 _KEY_OPTION = "--idempotency-key"
 # The run that sealed the request left no reply: the caller gets the exit code
@@ -289,7 +289,7 @@ def _run_command(
 
 
 def _replies(home_option: str | None) -> "Replies":
-    from ledger.edges.replies import Replies
+    from ledger.edges.files.replies import Replies
     from ledger.runtime import resolve_home
 
     return Replies(resolve_home(home_option))
@@ -329,8 +329,8 @@ def make_durable(request: Request) -> str | None:
     Run in the request's own environment and directory (a client's retry runs
     in them already).
     """
-    from ledger.edges.chainfile import ChainFile
-    from ledger.edges.groupcommit import sync_chain
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.edges.files.groupcommit import sync_chain
     from ledger.errors import ChainIOError
     from ledger.runtime import CHAIN_FILE, resolve_home
 

@@ -56,10 +56,10 @@ def run_verify(
     as_json: bool,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
-    from ledger.edges.chainfile import ChainFile
-    from ledger.edges.checkpointfiles import load_checkpoint
-    from ledger.edges.files import read_json_file
-    from ledger.edges.keyfiles import load_public_key_file
+    from ledger.edges.fileio import read_json_file
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.edges.files.checkpointfiles import load_checkpoint
+    from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
     from ledger.services.verify import verify_store
 

@@ -29,7 +29,7 @@ import pytest
 
 from ledger.core.chain import verify_lines
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
 from ledger.services.gate import check_verdict, usage
 from ledger.services.verify import verify_store

@@ -13,8 +13,8 @@ import pytest
 
 from ledger.core.chain import verify_lines
 from ledger.core.envelope import parse_line
-from ledger.edges.chainfile import read_head
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.chainfile import read_head
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.errors import EXIT_IO, TornTailError
 from ledger.runtime import Runtime
 from ledger.services.writer import Writer

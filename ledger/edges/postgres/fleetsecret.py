@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from ledger.edges.files import ByIdentity, exclusive_create, identity_of_stat, read_regular
+from ledger.edges.fileio import ByIdentity, exclusive_create, identity_of_stat, read_regular
 from ledger.edges.postgres.db import PgDatabase
 from ledger.errors import ChainIOError, KeyFileError
 

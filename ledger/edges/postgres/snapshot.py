@@ -13,10 +13,10 @@ host that never wrote a checkpoint still sees a tail cut below the fleet's.
 
 from pathlib import Path
 
+from ledger.edges.files.snapshotfiles import SnapshotFiles
 from ledger.edges.postgres.checkpoints import NEWEST_SQL, PgCheckpoints
 from ledger.edges.postgres.state import PgStateStore
 from ledger.edges.postgres.store import PgChainStore
-from ledger.edges.snapshotfiles import SnapshotFiles
 
 
 class PgSnapshotFiles(SnapshotFiles):

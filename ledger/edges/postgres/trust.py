@@ -16,7 +16,7 @@ from pathlib import Path
 from ledger.core.canonical import canonical_bytes
 from ledger.core.signing import Signer
 from ledger.core.trust import TrustStore, TrustStoreError, trust_document, trust_from_document
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.postgres.db import PgDatabase
 from ledger.errors import KeyFileError
 

@@ -17,7 +17,7 @@ from ledger.core.snapshot import (
     MANIFEST_SUFFIX,
     SNAPSHOT_PREFIX,
 )
-from ledger.edges.files import (
+from ledger.edges.fileio import (
     atomic_write,
     exclusive_create,
     fsync_dir,

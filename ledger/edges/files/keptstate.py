@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from ledger.edges.clock import monotonic
-from ledger.edges.files import FileIdentity, atomic_write, file_identity
+from ledger.edges.fileio import FileIdentity, atomic_write, file_identity
 from ledger.errors import ChainIOError
 
 WRITE_EVERY_SECONDS = 0.5

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.envelope import GENESIS
-from ledger.edges.chainfile import ChainFile
+from ledger.edges.files.chainfile import ChainFile
 
 if TYPE_CHECKING:
     from ledger.core.trust import TrustStore

@@ -13,7 +13,7 @@ chain is never reached through a symbolic link: its lock lives beside the path,
 so a link to another home's chain would let two homes append under two locks.
 
 Verifying the whole chain (in parallel byte ranges when it is large) lives in
-``ledger.edges.chainverify``; ``ChainFile.verify`` delegates to it.
+``ledger.edges.files.chainverify``; ``ChainFile.verify`` delegates to it.
 """
 
 import contextlib
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.edges.files import (
+from ledger.edges.fileio import (
     FileIdentity,
     describe_mode,
     fsync_dir,
     identity_of_stat,
     open_regular,
 )
-from ledger.edges.groupcommit import GroupCommit, joined
+from ledger.edges.files.groupcommit import GroupCommit, joined
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
 
@@ -104,7 +104,7 @@ class ChainTransaction:
 
         A writer that sealed the line passes its hash, time and type so the new
         head need not be parsed back. In a group commit the fsync waits for the
-        group's end (``ledger.edges.groupcommit``).
+        group's end (``ledger.edges.files.groupcommit``).
 
         Raises:
             ChainIOError: the write or fsync failed (the partial line is removed).
@@ -338,12 +338,12 @@ class ChainFile:
     ) -> "ChainReport":
         """Verify the whole file, in parallel byte ranges when it is large.
 
-        See ``ledger.edges.chainverify.verify_file``.
+        See ``ledger.edges.files.chainverify.verify_file``.
 
         Raises:
             ChainIOError: the file cannot be read.
         """
-        from ledger.edges.chainverify import verify_file
+        from ledger.edges.files.chainverify import verify_file
 
         return verify_file(
             self,
@@ -365,7 +365,7 @@ class ChainFile:
         from_genesis: bool,
     ) -> "ChainReport":
         """Verify the lines in a byte range (from ``GENESIS`` for the first range)."""
-        from ledger.edges.chainverify import verify_range
+        from ledger.edges.files.chainverify import verify_range
 
         return verify_range(
             self, trust, strict, allow_markers, start, end, from_genesis=from_genesis

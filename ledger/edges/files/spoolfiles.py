@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ledger.edges.files import atomic_write, read_regular
+from ledger.edges.fileio import atomic_write, read_regular
 from ledger.errors import ChainIOError
 
 SPOOL_FORMAT = "ledger-spool/1"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
-from ledger.edges.files import (
+from ledger.edges.fileio import (
     ByIdentity,
     atomic_write,
     file_identity,

@@ -7,7 +7,7 @@ power loss it may lag the chain, which the gate catches up by verifying the
 missing tail, or it may be unreadable, which the gate treats as a mismatch
 (``counter_inconsistent`` until ``ledger rebuild-state``).
 
-Inside ``ledger.edges.keptstate.keeping`` (the resident gate) saves and loads
+Inside ``ledger.edges.files.keptstate.keeping`` (the resident gate) saves and loads
 go through memory, and the file is written from there now and then.
 """
 
@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
-from ledger.edges import keptstate
-from ledger.edges.files import (
+from ledger.edges.fileio import (
     ByIdentity,
     atomic_write,
     exclusive_create,
     file_identity,
     read_regular,
 )
+from ledger.edges.files import keptstate
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32

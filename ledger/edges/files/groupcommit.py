@@ -33,12 +33,12 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger.edges.files import fsync_dir, open_regular
+from ledger.edges.fileio import fsync_dir, open_regular
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, LockTimeoutError
 
 if TYPE_CHECKING:
-    from ledger.edges.chainfile import ChainFile
+    from ledger.edges.files.chainfile import ChainFile
 
 
 class GroupCommitError(ChainIOError):

@@ -20,7 +20,7 @@ from ledger.core.signing import (
     public_raw_from_pem,
 )
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
-from ledger.edges.files import (
+from ledger.edges.fileio import (
     ByIdentity,
     atomic_write,
     exclusive_create,
@@ -31,7 +31,7 @@ from ledger.edges.files import (
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
 
-# What this process has read (``ledger.edges.files.ByIdentity``): every append
+# What this process has read (``ledger.edges.fileio.ByIdentity``): every append
 # and every verdict reads the trust store and the key under the lock, and a
 # resident gate answers many requests with a fresh ``KeyDir`` each.
 _TRUST_SEEN: ByIdentity[TrustStore] = ByIdentity()

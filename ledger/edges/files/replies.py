@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ledger.edges.files import read_regular
+from ledger.edges.fileio import read_regular
 
 REPLIES_FILE = "replies.jsonl"
 OLD_REPLIES_FILE = "replies.old.jsonl"

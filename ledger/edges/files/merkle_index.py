@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Self
 
 from ledger.core.merkle import HASH_SIZE, IndexMark, leaf_hash, node_hash
-from ledger.edges.files import atomic_write
+from ledger.edges.fileio import atomic_write
 from ledger.errors import ChainIOError
 
 _MARK = "mark.json"
