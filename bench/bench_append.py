@@ -20,8 +20,8 @@ from common import out_dir, payload
 
 from ledger.edges.fileio import SETTLED_NS
 from ledger.runtime import Runtime
-from ledger.services.home import init_home
-from ledger.services.writer import Writer
+from ledger.services.chain.home import init_home
+from ledger.services.chain.writer import Writer
 
 
 class BareLoop:

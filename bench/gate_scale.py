@@ -85,7 +85,7 @@ def build_chain(home: Path, entries: int, start: dt.datetime) -> tuple[int, floa
     global _SIGNER  # noqa: PLW0603 - handed to the forked signing workers
     from ledger.core.envelope import render_line
     from ledger.runtime import Runtime
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
 
     began = time.perf_counter()
     day = start.strftime("%Y-%m-%d")

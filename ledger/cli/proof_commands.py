@@ -73,7 +73,7 @@ def prove_inclusion_command(
 
     def body() -> int:
         from ledger.edges.files.checkpointfiles import load_checkpoint
-        from ledger.services.proofs import prove_inclusion
+        from ledger.services.chain.proofs import prove_inclusion
 
         parsed = parse_target(target)
         cp = None if checkpoint is None else load_checkpoint(checkpoint)
@@ -101,7 +101,7 @@ def prove_consistency_command(
 
     def body() -> int:
         from ledger.edges.files.checkpointfiles import load_checkpoint
-        from ledger.services.proofs import prove_consistency
+        from ledger.services.chain.proofs import prove_consistency
 
         old = load_checkpoint(old_checkpoint)
         new = load_checkpoint(new_checkpoint)

@@ -9,7 +9,7 @@ Every served request is sealed once, whoever runs it (the server, or a client
 whose server was late or lost): its entries carry the request id, a second run
 finds them under the chain lock before it writes anything and prints the
 first run's reply instead, kept in the home's ``replies.jsonl`` (see
-``ledger.services.requests``). ``record`` and ``tokens record`` without a key of
+``ledger.services.chain.requests``). ``record`` and ``tokens record`` without a key of
 their own also get the request id as their idempotency key, so such a record
 is found even when its first run left no reply; the key is printed as
 ``null``, as the command would have printed it without one.
@@ -186,7 +186,7 @@ def execute(
         handling, so that the client runs it itself.
     """
     from ledger.runtime import settle_environ
-    from ledger.services.requests import REQUEST_ID_RE
+    from ledger.services.chain.requests import REQUEST_ID_RE
 
     if not REQUEST_ID_RE.fullmatch(request.request_id):
         return Reply(STATUS_DECLINED)  # the client runs it without an id of its own
@@ -250,7 +250,7 @@ def _run_once(
     sealed something keeps its reply for such a retry, before the server's
     group commit lets the chain lock go.
     """
-    from ledger.services.requests import AlreadyAnsweredError, answering
+    from ledger.services.chain.requests import AlreadyAnsweredError, answering
 
     with answering(request.request_id) as scope:
         try:

@@ -92,7 +92,7 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
 
 def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One full verification; a BROKEN finding is kept for the gate. Never raises."""
-    from ledger.services.findings import verify_and_remember
+    from ledger.services.chain.findings import verify_and_remember
 
     try:
         outcome = verify_and_remember(runtime_factory())
@@ -112,7 +112,7 @@ def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
 
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
-    from ledger.services.snapshot import take_snapshot
+    from ledger.services.chain.snapshot import take_snapshot
 
     try:
         result = take_snapshot(runtime_factory())

@@ -22,9 +22,15 @@ from ledger.errors import LedgerError
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
 
+from ledger.services.chain.state import (
+    Counter,
+    counter_problem,
+    fold_sealed,
+    load_counter,
+    save_counter,
+)
+from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import ChainTx, StateStore
-from ledger.services.state import Counter, counter_problem, fold_sealed, load_counter, save_counter
-from ledger.services.writer import Writer, WriterDeps
 
 
 class AgentDeps(WriterDeps, Protocol):

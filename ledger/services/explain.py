@@ -24,9 +24,9 @@ from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
+from ledger.services.chain.state import Counter, counter_problem, schema_lookup
 from ledger.services.gate import _scopes
 from ledger.services.ports import CounterDeps
-from ledger.services.state import Counter, counter_problem, schema_lookup
 
 if TYPE_CHECKING:
     from ledger.core.config import Config

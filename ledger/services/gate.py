@@ -28,10 +28,16 @@ from ledger.errors import (
     SchemaValidationError,
     StoreUnreachableError,
 )
+from ledger.services.chain.state import (
+    Counter,
+    counter_problem,
+    fold_sealed,
+    load_counter,
+    save_counter,
+)
+from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import StateStore
 from ledger.services.spool import with_spooled
-from ledger.services.state import Counter, counter_problem, fold_sealed, load_counter, save_counter
-from ledger.services.writer import Writer, WriterDeps
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 from ledger.core.config import Config
 from ledger.core.observation import Deferred, Unreachable, reading_payload
 from ledger.errors import EXIT_OK, EXIT_USAGE, LockTimeoutError
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
+from ledger.services.chain.writer import Writer
 from ledger.services.gate import GateDeps
-from ledger.services.state import fold_sealed, load_counter, save_counter
-from ledger.services.writer import Writer
 
 if TYPE_CHECKING:
     import datetime as dt

@@ -19,7 +19,7 @@ from ledger.core.prices import (
     quote,
 )
 from ledger.errors import ChainIOError, UnknownPriceError
-from ledger.services.writer import Writer, WriterDeps
+from ledger.services.chain.writer import Writer, WriterDeps
 
 
 class PriceDeps(Protocol):

@@ -11,9 +11,9 @@ from ledger.core.refs import short_ref
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
 from ledger.errors import StoreUnreachableError
-from ledger.services.idempotency import find_duplicate, remember_keys_untrusted
-from ledger.services.state import fold_sealed, load_counter, save_counter
-from ledger.services.writer import Writer
+from ledger.services.chain.idempotency import find_duplicate, remember_keys_untrusted
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
+from ledger.services.chain.writer import Writer
 
 if TYPE_CHECKING:
     from ledger.services.gate import GateDeps

@@ -33,10 +33,10 @@ from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
+from ledger.services.chain.state import Counter, checkpoint_problem, counter_problem, schema_lookup
 from ledger.services.metrics import VERDICT_EVENTS
 from ledger.services.ports import CounterDeps
 from ledger.services.report_detail import DayDetail
-from ledger.services.state import Counter, checkpoint_problem, counter_problem, schema_lookup
 
 if TYPE_CHECKING:
     from ledger.core.config import Config

@@ -31,8 +31,8 @@ from ledger.core.chain import verify_lines
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
+from ledger.services.chain.verify import verify_store
 from ledger.services.gate import check_verdict, usage
-from ledger.services.verify import verify_store
 from tests.batteries.common import pct, sized, summary
 from tests.conftest import REPO, clean_env
 

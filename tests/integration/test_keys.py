@@ -17,7 +17,7 @@ from ledger.edges.fileio import exclusive_create
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.errors import KeyFileError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import record_payload
 
 

@@ -13,7 +13,7 @@ from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.chainverify import _PARALLEL_MIN_BYTES, byte_ranges
 from ledger.errors import EXIT_DATA
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import (
     build_chain,
     checkpoint_of,

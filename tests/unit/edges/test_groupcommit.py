@@ -12,7 +12,7 @@ from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.groupcommit import GroupCommitError, group_commit, lock_released, sync_chain
 from ledger.errors import LockTimeoutError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 
 FLOCK_PROBE = (
     "import fcntl, os, sys\n"

@@ -22,7 +22,7 @@ from ledger.edges.files.keptstate import KeptStates, keeping
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.files.statefile import StateFile
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import record_payload
 
 NOW = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}

@@ -8,8 +8,8 @@ from ledger.core.signing import Signer
 from ledger.core.timefmt import clock_in_range, format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import ClockRangeError, KeyFileError
+from ledger.services.chain.requests import current_request
 from ledger.services.ports import ChainStore, ChainTx, Clock
-from ledger.services.requests import current_request
 
 
 class KeyStore(Protocol):

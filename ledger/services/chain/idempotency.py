@@ -8,8 +8,8 @@ when that counter cannot be trusted, against the chain itself.
 from typing import Any, Protocol
 
 from ledger.errors import ChainIOError, InputDataError
+from ledger.services.chain.state import Counter
 from ledger.services.ports import ChainStore, StateStore
-from ledger.services.state import Counter
 
 
 def find_duplicate(

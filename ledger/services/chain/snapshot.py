@@ -31,10 +31,10 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
+from ledger.services.chain.proofs import tree_root_of_lines
+from ledger.services.chain.verify import CheckpointDeps
+from ledger.services.chain.writer import Writer
 from ledger.services.ports import StateStore
-from ledger.services.proofs import tree_root_of_lines
-from ledger.services.verify import CheckpointDeps
-from ledger.services.writer import Writer
 
 SNAPSHOT_EVENT = "ledger.snapshot"
 

@@ -13,7 +13,7 @@ from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.trust import Revocation, TrustedKey, TrustStore
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
-from ledger.services.writer import Writer, WriterDeps
+from ledger.services.chain.writer import Writer, WriterDeps
 
 
 class HomeDeps(WriterDeps, Protocol):

@@ -22,7 +22,7 @@ from ledger.errors import LedgerError, StateMismatchError
 from ledger.services.ports import CounterDeps, StateStore
 
 if TYPE_CHECKING:
-    from ledger.services.verify import VerifyOutcome
+    from ledger.services.chain.verify import VerifyOutcome
 
 FINDING_KEY = "broken"
 
@@ -67,7 +67,7 @@ def verify_and_remember(deps: CounterDeps) -> "VerifyOutcome | None":
         ChainIOError: the chain or the state cannot be read or written.
         InputDataError: the trust store or the newest checkpoint is unreadable.
     """
-    from ledger.services.verify import verify_store
+    from ledger.services.chain.verify import verify_store
 
     if not deps.chain.exists():
         return None
@@ -88,7 +88,7 @@ def remember_finding(deps: CounterDeps, line: int | None, reason: str) -> bool:
         LockTimeoutError: the chain lock stayed busy.
         ChainIOError: the chain or the state cannot be read or written.
     """
-    from ledger.services.state import load_counter
+    from ledger.services.chain.state import load_counter
 
     with deps.chain.transaction() as tx:
         counter = load_counter(tx, deps)

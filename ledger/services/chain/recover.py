@@ -46,11 +46,16 @@ from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
-from ledger.services.findings import stored_finding
+from ledger.services.chain.findings import stored_finding
+from ledger.services.chain.proofs import tree_root_of_lines
+from ledger.services.chain.snapshot import (
+    SnapshotDeps,
+    SnapshotStore,
+    load_snapshot,
+    read_manifests,
+)
+from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
-from ledger.services.proofs import tree_root_of_lines
-from ledger.services.snapshot import SnapshotDeps, SnapshotStore, load_snapshot, read_manifests
-from ledger.services.writer import Writer
 
 RECOVERED_EVENT = "ledger.recovered"
 _MAX_REASON = 1000

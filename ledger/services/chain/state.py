@@ -24,14 +24,14 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
-from ledger.services.findings import FINDING_KEY, finding_problem
-from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
-from ledger.services.requests import (
+from ledger.services.chain.findings import FINDING_KEY, finding_problem
+from ledger.services.chain.requests import (
     AlreadyAnsweredError,
     RequestScope,
     current_request,
     request_record,
 )
+from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
@@ -156,7 +156,7 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     counters were kept for other ``[[budgets]]`` definitions: a changed budget
     is counted afresh from the chain, never from counters kept for another.
 
-    Inside a served request (``ledger.services.requests``) the counter is
+    Inside a served request (``ledger.services.chain.requests``) the counter is
     first asked whether another run already sealed the request.
 
     Raises:
@@ -180,7 +180,7 @@ def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope
     Raises:
         AlreadyAnsweredError: the request id is in the chain, sealed by another run.
     """
-    from ledger.services.idempotency import find_indexed
+    from ledger.services.chain.idempotency import find_indexed
 
     found = find_indexed(counter, deps, request.index_key)
     if found is not None and found.get("entry_hash") not in request.sealed:

@@ -15,8 +15,8 @@ from ledger.core.checkpoint import (
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import ChainBrokenError, LedgerError
+from ledger.services.chain.writer import WriterDeps
 from ledger.services.ports import ChainStore
-from ledger.services.writer import WriterDeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ def _checkpoint_problem(
 
 def _tree_root(deps: "CheckpointDeps", entries: int) -> str | None:
     """The RFC 9162 root over the verified chain (SPEC §10), from a checked index."""
-    from ledger.services.proofs import ProofDeps, checked_tree_root
+    from ledger.services.chain.proofs import ProofDeps, checked_tree_root
 
     if not hasattr(deps, "merkle_index"):  # a store without a node index
         return None
