@@ -115,7 +115,7 @@ def init_home(home: Path, store_env: dict[str, str]) -> None:
 
 def worker(home: str, seconds: float, go: float) -> int:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(Path(home), dict(ENV))
     check_verdict(runtime, 1)  # connect and warm up before the window
@@ -142,7 +142,7 @@ def parallel_rate(home: Path, processes: int, seconds: float) -> float:
 
 def latencies(home: Path, count: int) -> list[float]:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(home, dict(ENV))
     for _ in range(20):

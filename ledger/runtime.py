@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ledger.edges.postgres.state import PgStateStore
     from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.transcripts import TranscriptFiles
-    from ledger.services.spool import SpoolingChain
+    from ledger.services.gate.spool import SpoolingChain
 
 CONFIG_FILE = "ledger.toml"
 _PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -96,7 +96,7 @@ class Runtime:
     def chain(self) -> "ChainFile | SpoolingChain":
         """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
         if self.config.store_url is not None:
-            from ledger.services.spool import SpoolingChain, drain_spool
+            from ledger.services.gate.spool import SpoolingChain, drain_spool
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
         return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))

@@ -262,7 +262,7 @@ def verdict_worker(home: str, env: dict[str, str], calls: int, go: str) -> dict[
     from threading import Event
 
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(Path(home), env)
     pause = Event()

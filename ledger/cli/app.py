@@ -93,7 +93,7 @@ def init(
 
     def body() -> int:
         from ledger.services.chain.home import init_home
-        from ledger.services.prices import init_prices
+        from ledger.services.gate.prices import init_prices
 
         runtime = _runtime(must_exist=False)
         if runtime.uses_database:  # a fleet host (SPEC §8)

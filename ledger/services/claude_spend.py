@@ -32,7 +32,7 @@ from ledger.core.transcript import (
     usage_object,
 )
 from ledger.errors import InputDataError, LedgerError
-from ledger.services import calls
+from ledger.services.gate import calls
 from ledger.services.ports import TranscriptReader, TranscriptStore
 
 PROVIDER = "anthropic"

@@ -25,7 +25,7 @@ from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
 from ledger.services.chain.state import Counter, counter_problem, schema_lookup
-from ledger.services.gate import _scopes
+from ledger.services.gate.gate import _scopes
 from ledger.services.ports import CounterDeps
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
-from ledger.services.gate import GateDeps, usage
+from ledger.services.gate.gate import GateDeps, usage
 
 _TS = re.compile(rb'"ts_utc":"(\d{4}-\d{2}-\d{2})')
 _SNAPSHOT = b'"event_type":"ledger.snapshot"'
@@ -136,7 +136,7 @@ def gather(deps: GateDeps) -> Metrics:
         age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
     budgets = []
     if config.budgets:
-        from ledger.services.budget_views import budget_rows
+        from ledger.services.gate.budget_views import budget_rows
 
         budgets = budget_rows(deps)["budgets"]
     return Metrics(

@@ -12,11 +12,11 @@ from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
 from ledger.services.chain.findings import describe_finding, stored_finding
 from ledger.services.chain.state import Counter, fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
-from ledger.services.gate import GateDeps
+from ledger.services.gate.gate import GateDeps
 from ledger.services.poll import PollDeps, billing_lock
 
 if TYPE_CHECKING:
-    from ledger.services.prices import PriceDeps
+    from ledger.services.gate.prices import PriceDeps
 
 
 class ReconcileDeps(PollDeps, Protocol):
@@ -185,7 +185,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
     """
     from ledger.core.envelope import parse_line
     from ledger.core.prices import TokenCounts, quote_cost_micros
-    from ledger.services.prices import find_price
+    from ledger.services.gate.prices import find_price
 
     unpriced = usd.get("unpriced") or {}
     if not unpriced or not hasattr(deps, "price_file"):

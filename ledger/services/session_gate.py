@@ -19,8 +19,8 @@ from ledger.core.refs import short_ref
 from ledger.core.spend import ScopeState
 from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
 from ledger.errors import ConfigError, LedgerError
-from ledger.services import calls, gate
 from ledger.services.claude_spend import PROVIDER, SpendDeps
+from ledger.services.gate import calls, gate
 
 HALTS = frozenset({"halt-100", "halt-uncertainty"})
 GATING_OFF = (

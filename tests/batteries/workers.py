@@ -31,8 +31,8 @@ def _wait_for(path: Path, limit: float = 60.0) -> None:
 def crash_writer(home: Path, seed: int) -> None:
     """Append, gate and record until killed; print each acknowledged hash."""
     from ledger.services.chain.writer import Writer
-    from ledger.services.gate import check_verdict
-    from ledger.services.recording import record_call
+    from ledger.services.gate.gate import check_verdict
+    from ledger.services.gate.recording import record_call
 
     rng = random.Random(seed)
     runtime = Runtime(home)
@@ -75,7 +75,7 @@ def verdict_worker(
     home: str, env: dict[str, str], calls: int, go: str, seed: int
 ) -> dict[str, Any]:
     """``calls`` verdicts with seeded estimates and scopes; counts by outcome."""
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     rng = random.Random(seed)
     runtime = Runtime(Path(home), env)

@@ -128,8 +128,8 @@ _LOOP = """
 import sys
 from pathlib import Path
 from ledger.runtime import Runtime
-from ledger.services.gate import check_verdict
-from ledger.services.recording import record_call
+from ledger.services.gate.gate import check_verdict
+from ledger.services.gate.recording import record_call
 runtime = Runtime(Path(sys.argv[1]), {"LEDGER_NOW": sys.argv[2], "LEDGER_BILLING_STALE_HALT_PCT": "100"})
 print("ready", flush=True)
 while True:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ledger.core.budgets import Budget, CallScope, applicable, parse_budgets, period_key
 from ledger.runtime import Runtime
-from ledger.services import calls
+from ledger.services.gate import calls
 from ledger.services.reconcile import rebuild_state
 from tests.gate_helpers import iso, state_path
 

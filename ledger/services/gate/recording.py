@@ -16,7 +16,7 @@ from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 
 if TYPE_CHECKING:
-    from ledger.services.gate import GateDeps
+    from ledger.services.gate.gate import GateDeps
 
 
 class RecordOutcome(NamedTuple):
@@ -73,7 +73,7 @@ def record_call(
     except StoreUnreachableError:
         if getattr(deps, "spool", None) is None:
             raise
-        from ledger.services.spool import spool_record
+        from ledger.services.gate.spool import spool_record
 
         return spool_record(cast("Any", deps), request)
 

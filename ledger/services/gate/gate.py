@@ -36,8 +36,8 @@ from ledger.services.chain.state import (
     save_counter,
 )
 from ledger.services.chain.writer import Writer, WriterDeps
+from ledger.services.gate.spool import with_spooled
 from ledger.services.ports import StateStore
-from ledger.services.spool import with_spooled
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint

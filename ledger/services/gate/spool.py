@@ -24,8 +24,8 @@ from ledger.services.ports import ChainStore, ChainTx, Clock, Head
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
     from ledger.core.trust import TrustStore
-    from ledger.services.gate import GateDeps
-    from ledger.services.recording import RecordOutcome
+    from ledger.services.gate.gate import GateDeps
+    from ledger.services.gate.recording import RecordOutcome
 
 
 class SpoolStore(Protocol):
@@ -136,7 +136,7 @@ def spool_record(deps: SpoolDeps, request: dict[str, Any]) -> "RecordOutcome":
     Raises:
         ChainIOError: the spool file cannot be written (nothing was kept).
     """
-    from ledger.services.recording import RecordOutcome
+    from ledger.services.gate.recording import RecordOutcome
 
     key = request.get("idempotency_key") or deps.spool.new_key()
     request = {**request, "idempotency_key": key}
@@ -155,7 +155,7 @@ def drain_spool(deps: "GateDeps") -> int:
         LedgerError: reading a record's outcome failed in a way that is not an
             unreachable store.
     """
-    from ledger.services.recording import record_call
+    from ledger.services.gate.recording import record_call
 
     spool: SpoolStore | None = getattr(deps, "spool", None)
     if spool is None:

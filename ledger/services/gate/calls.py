@@ -14,11 +14,11 @@ from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_esti
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
-from ledger.services.budget_views import budgets_document, key_name, tag_list, usd
-from ledger.services.gate import GateDeps, check_verdict, usage
-from ledger.services.prices import PriceDeps, find_price, price_for
-from ledger.services.providers import ProviderDeps, require_known_provider, unknown_provider
-from ledger.services.recording import record_call
+from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
+from ledger.services.gate.gate import GateDeps, check_verdict, usage
+from ledger.services.gate.prices import PriceDeps, find_price, price_for
+from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
+from ledger.services.gate.recording import record_call
 
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 REF_RE = re.compile(r"^[0-9a-f]{64}$")
