@@ -29,7 +29,7 @@ def _usd(micros: int | None) -> str:
 
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled reconcile; failures are logged, never raised into the scheduler."""
-    from ledger.services.reconcile import reconcile
+    from ledger.services.billing.reconcile import reconcile
 
     try:
         outcome = reconcile(runtime_factory(), provider)
@@ -45,7 +45,7 @@ def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None
 
 def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled poll of a provider's bill; failures are logged, never raised."""
-    from ledger.services.poll import poll
+    from ledger.services.billing.poll import poll
 
     try:
         outcome = poll(runtime_factory(), provider)
@@ -78,7 +78,7 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
     """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
     from ledger.edges.alertfiles import AlertStateFile
     from ledger.edges.webhook import post_json
-    from ledger.services.alerts import run_alerts
+    from ledger.services.billing.alerts import run_alerts
 
     runtime = runtime_factory()
     try:

@@ -91,7 +91,7 @@ def verdict_worker(
 
 def reconcile_worker(home: str, env: dict[str, str], go: str, stop: str) -> dict[str, Any]:
     """Reconcile the aggregate scope again and again until ``stop`` exists."""
-    from ledger.services.reconcile import reconcile
+    from ledger.services.billing.reconcile import reconcile
 
     _wait_for(Path(go))
     pause = Event()
