@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.core.foldable import Foldable, check_entry
 from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import micros_to_usd, percent
-from ledger.services.metrics import VERDICT_EVENTS
+from ledger.services.views.metrics import VERDICT_EVENTS
 
 if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry

@@ -34,9 +34,9 @@ from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.chain.state import Counter, checkpoint_problem, counter_problem, schema_lookup
-from ledger.services.metrics import VERDICT_EVENTS
 from ledger.services.ports import CounterDeps
-from ledger.services.report_detail import DayDetail
+from ledger.services.views.metrics import VERDICT_EVENTS
+from ledger.services.views.report_detail import DayDetail
 
 if TYPE_CHECKING:
     from ledger.core.config import Config
