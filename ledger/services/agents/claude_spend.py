@@ -9,7 +9,7 @@ Reading stays O(new lines): a cursor per transcript (derived, see
 ``ledger.edges.transcripts``) holds the offset, a hash of the line before it
 (a transcript rewritten in place is read again from the start), the count and
 cost of the session's calls, and the refs of the session's open verdicts
-(``ledger.services.session_gate``), each settled by the next call recorded.
+(``ledger.services.agents.session_gate``), each settled by the next call recorded.
 """
 
 import hashlib

@@ -7,7 +7,7 @@ denies on a halt; then it seals one ``hook.pre_tool_use`` envelope that counts
 the turn and the tool call together, inside the chain lock. Only a USD halt or
 an exhausted (or unknown, or untrustworthy) tool-call budget denies; turn and
 time budgets warn. PostToolUse and Stop record the transcript's new calls
-(``ledger.services.claude_spend``); PostToolUse writes nothing else.
+(``ledger.services.agents.claude_spend``); PostToolUse writes nothing else.
 
 A session whose USD verdict halts is stopped (``continue: false``), not only
 refused one tool call: text-only turns would otherwise go on spending. Every
@@ -36,9 +36,9 @@ from ledger.core.hook_protocol import (
     user_prompt_submit_output,
 )
 from ledger.errors import LedgerError
-from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
-from ledger.services.claude_spend import SpendDeps, SpendReport, record_transcript
-from ledger.services.session_gate import session_halt, session_verdict
+from ledger.services.agents.claude_spend import SpendDeps, SpendReport, record_transcript
+from ledger.services.agents.session import AgentDeps, AgentSession, agent_session
+from ledger.services.agents.session_gate import session_halt, session_verdict
 
 
 class HookDeps(AgentDeps, SpendDeps, Protocol):

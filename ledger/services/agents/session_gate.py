@@ -3,7 +3,7 @@
 ``session_verdict`` (PreToolUse, UserPromptSubmit) runs a USD verdict for the
 session's next call, estimated at the mean cost of its recorded calls (at
 least $0.01). Each admitted verdict's ref waits in the transcript's cursor and
-is settled by the next call recorded (``ledger.services.claude_spend``), so a
+is settled by the next call recorded (``ledger.services.agents.claude_spend``), so a
 long session does not pile up reservations until their TTL.
 
 ``session_halt`` (PostToolUse, Stop) asks, writing nothing, whether the gate
@@ -19,7 +19,7 @@ from ledger.core.refs import short_ref
 from ledger.core.spend import ScopeState
 from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
 from ledger.errors import ConfigError, LedgerError
-from ledger.services.claude_spend import PROVIDER, SpendDeps
+from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
 from ledger.services.gate import calls, gate
 
 HALTS = frozenset({"halt-100", "halt-uncertainty"})
