@@ -18,10 +18,10 @@ from pathlib import Path
 
 from common import out_dir, payload
 
-from ledger.edges.files import SETTLED_NS
+from ledger.edges.fileio import SETTLED_NS
 from ledger.runtime import Runtime
-from ledger.services.home import init_home
-from ledger.services.writer import Writer
+from ledger.services.chain.home import init_home
+from ledger.services.chain.writer import Writer
 
 
 class BareLoop:
@@ -69,7 +69,7 @@ def settle() -> None:
     """Wait until the home's key files count as settled, as in a home in service.
 
     A process remembers the trust store and keys by file identity only once
-    they have gone unchanged for ``SETTLED_NS`` (``ledger.edges.files``);
+    they have gone unchanged for ``SETTLED_NS`` (``ledger.edges.fileio``);
     before that every append reads them again.
     """
     time.sleep(SETTLED_NS / 1e9 + 0.1)

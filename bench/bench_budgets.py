@@ -54,7 +54,7 @@ def environ(count: int) -> dict[str, str]:
 
 def verdict_and_record(home: Path, env: dict[str, str], n: int) -> float:
     from ledger.runtime import Runtime
-    from ledger.services import calls
+    from ledger.services.gate import calls
 
     started = time.perf_counter()
     document, _ = calls.verdict(

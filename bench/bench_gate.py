@@ -41,16 +41,16 @@ VERDICT_PATH_MODULES = (
     "ledger.cli.fast",
     "ledger.cli.fast_budget",
     "ledger.runtime",
-    "ledger.services.gate",
-    "ledger.services.state",
-    "ledger.services.writer",
+    "ledger.services.gate.gate",
+    "ledger.services.chain.state",
+    "ledger.services.chain.writer",
     "ledger.core.verdict",
     "ledger.core.spend",
     "ledger.core.seal",
     "ledger.core.signing",
-    "ledger.edges.chainfile",
-    "ledger.edges.statefile",
-    "ledger.edges.keyfiles",
+    "ledger.edges.files.chainfile",
+    "ledger.edges.files.statefile",
+    "ledger.edges.files.keyfiles",
 )
 
 
@@ -150,8 +150,8 @@ def import_times(repeats: int) -> None:
 
 def inprocess_rate(workdir: Path, calls: int) -> None:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
-    from ledger.services.recording import record_call
+    from ledger.services.gate.gate import check_verdict
+    from ledger.services.gate.recording import record_call
 
     print(f"\n== 3. in-process verdict + durable append ({calls} calls) ==")
     home = workdir / "rate"

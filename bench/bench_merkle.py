@@ -26,9 +26,9 @@ from pathlib import Path
 from common import out_dir, trust, write_chain
 
 from ledger.core.merkle import IndexMark, inclusion_path, leaf_hash, root, verify_inclusion
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.merkle_index import FileNodeIndex
-from ledger.services.proofs import catch_up
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.merkle_index import FileNodeIndex
+from ledger.services.chain.proofs import catch_up
 
 BATCH = 65536
 

@@ -115,7 +115,7 @@ def init_home(home: Path, store_env: dict[str, str]) -> None:
 
 def worker(home: str, seconds: float, go: float) -> int:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(Path(home), dict(ENV))
     check_verdict(runtime, 1)  # connect and warm up before the window
@@ -142,7 +142,7 @@ def parallel_rate(home: Path, processes: int, seconds: float) -> float:
 
 def latencies(home: Path, count: int) -> list[float]:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(home, dict(ENV))
     for _ in range(20):
@@ -192,7 +192,7 @@ def main() -> int:
         file_rate = parallel_rate(file_home, 8, seconds)
         print(f"file store, 8 processes         : {file_rate:,.1f} verdicts/s")
     finally:
-        from ledger.edges.pgdb import close_all
+        from ledger.edges.postgres.db import close_all
 
         close_all()
         stop_server(root)

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from ledger.core.chain import verify_lines
 from ledger.core.seal import seal
 from ledger.core.timefmt import parse_ts
-from ledger.edges.chainfile import ChainFile
+from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.schemas import load_schema
 
 # Peak RSS of the verifying process is its VmHWM: ru_maxrss would carry over the
@@ -35,7 +35,7 @@ import json, resource, sys, time
 sys.path.insert(0, {bench!r})
 from pathlib import Path
 from common import trust
-from ledger.edges.chainfile import ChainFile
+from ledger.edges.files.chainfile import ChainFile
 began = time.perf_counter()
 report = ChainFile(Path({path!r})).verify(trust())
 status = dict(

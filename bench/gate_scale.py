@@ -35,8 +35,8 @@ _SIGNER: Any = None  # set before forking the signing pool
 def _templates(home: Path, day: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Real payloads of an admitted verdict and of the record that settles it."""
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
-    from ledger.services.recording import record_call
+    from ledger.services.gate.gate import check_verdict
+    from ledger.services.gate.recording import record_call
 
     scratch = home.parent / (home.name + "-template")
     init_home(scratch)
@@ -85,7 +85,7 @@ def build_chain(home: Path, entries: int, start: dt.datetime) -> tuple[int, floa
     global _SIGNER  # noqa: PLW0603 - handed to the forked signing workers
     from ledger.core.envelope import render_line
     from ledger.runtime import Runtime
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
 
     began = time.perf_counter()
     day = start.strftime("%Y-%m-%d")
@@ -157,7 +157,7 @@ def fold_state(home: Path) -> None:
 
 def time_verdicts(home: Path, count: int, now: dt.datetime) -> list[float]:
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(home, clean_env(**BASE_ENV_EXTRA, LEDGER_NOW=iso(now)))
     times = []

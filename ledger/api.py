@@ -23,7 +23,7 @@ from typing import Any, Self
 
 from ledger.errors import BudgetHalted, LedgerError
 from ledger.runtime import Runtime, resolve_home
-from ledger.services import calls
+from ledger.services.gate import calls
 
 ADMITTING = frozenset({"allow", "warn-90"})
 

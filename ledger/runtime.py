@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.config import Config
-from ledger.edges.chainfile import ChainFile
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
-from ledger.edges.files import atomic_write, home_problem
-from ledger.edges.groupcommit import lock_released
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.fileio import atomic_write, home_problem
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import lock_released
+from ledger.edges.files.keyfiles import KeyDir
+from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.edges.statefile import StateFile
 from ledger.errors import ChainIOError, ConfigError, NoHomeError
 
 if TYPE_CHECKING:
@@ -27,16 +27,16 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
-    from ledger.edges.fleetsecret import FleetSecret
+    from ledger.edges.files.merkle_index import FileNodeIndex
+    from ledger.edges.files.snapshotfiles import SnapshotFiles
+    from ledger.edges.files.spoolfiles import SpoolDir
     from ledger.edges.gatewaykeyfile import GatewayKeyFile
-    from ledger.edges.merkle_index import FileNodeIndex
-    from ledger.edges.pgdb import PgDatabase
-    from ledger.edges.pgstate import PgStateStore
-    from ledger.edges.pgstore import PgChainStore
-    from ledger.edges.snapshotfiles import SnapshotFiles
-    from ledger.edges.spoolfiles import SpoolDir
+    from ledger.edges.postgres.db import PgDatabase
+    from ledger.edges.postgres.fleetsecret import FleetSecret
+    from ledger.edges.postgres.state import PgStateStore
+    from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.transcripts import TranscriptFiles
-    from ledger.services.spool import SpoolingChain
+    from ledger.services.gate.spool import SpoolingChain
 
 CONFIG_FILE = "ledger.toml"
 _PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -96,7 +96,7 @@ class Runtime:
     def chain(self) -> "ChainFile | SpoolingChain":
         """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
         if self.config.store_url is not None:
-            from ledger.services.spool import SpoolingChain, drain_spool
+            from ledger.services.gate.spool import SpoolingChain, drain_spool
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
         return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))
@@ -105,7 +105,7 @@ class Runtime:
     def keys(self) -> KeyDir:
         """The home's keys; the trust store is the home's, or the fleet's database's."""
         if self.config.store_url is not None:
-            from ledger.edges.pgtrust import PgKeyDir
+            from ledger.edges.postgres.trust import PgKeyDir
 
             return PgKeyDir(self.home, self.database)
         return KeyDir(self.home)
@@ -122,7 +122,7 @@ class Runtime:
     def states(self) -> "StateFile | PgStateStore":
         """The derived state: a file in the home, or a row beside the fleet's chain."""
         if self.config.store_url is not None:
-            from ledger.edges.pgstate import PgStateStore
+            from ledger.edges.postgres.state import PgStateStore
 
             return PgStateStore(self.database, self.fleet_secret)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
@@ -139,7 +139,7 @@ class Runtime:
         Raises:
             ConfigError: ``store.url`` is not set.
         """
-        from ledger.edges.pgdb import PgDatabase
+        from ledger.edges.postgres.db import PgDatabase
 
         url = self.config.store_url
         if url is None:
@@ -149,21 +149,21 @@ class Runtime:
     @cached_property
     def fleet_secret(self) -> "FleetSecret":
         """This host's copy of the secret that authenticates the fleet's derived state."""
-        from ledger.edges.fleetsecret import FILE_NAME, FleetSecret
+        from ledger.edges.postgres.fleetsecret import FILE_NAME, FleetSecret
 
         return FleetSecret(self.home / "keys" / FILE_NAME, self.database)
 
     @cached_property
     def pg_chain(self) -> "PgChainStore":
         """The fleet's chain itself, without the spool in front of it."""
-        from ledger.edges.pgstore import PgChainStore
+        from ledger.edges.postgres.store import PgChainStore
 
         return PgChainStore(self.database)
 
     @cached_property
     def spool(self) -> "SpoolDir":
         """Records waiting in the home for an unreachable store (SPEC §8)."""
-        from ledger.edges.spoolfiles import SpoolDir
+        from ledger.edges.files.spoolfiles import SpoolDir
 
         return SpoolDir(self.home / "spool")
 
@@ -204,23 +204,23 @@ class Runtime:
 
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
         """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
 
         if self.config.store_url is not None:
-            from ledger.edges.pgcheckpoints import PgCheckpoints
+            from ledger.edges.postgres.checkpoints import PgCheckpoints
 
             PgCheckpoints(self.database).write(checkpoint)
         return CheckpointDir(self.checkpoints_dir).write(checkpoint)
 
     def newest_checkpoint(self) -> "Checkpoint | None":
         """The home's newest checkpoint, or the fleet's when it vouches for more entries."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
 
         found = CheckpointDir(self.checkpoints_dir).newest()
         own = None if found is None else found[1]
         if self.config.store_url is None:
             return own
-        from ledger.edges.pgcheckpoints import PgCheckpoints
+        from ledger.edges.postgres.checkpoints import PgCheckpoints
 
         shared = PgCheckpoints(self.database).newest()
         if own is None or (shared is not None and shared.entries >= own.entries):
@@ -229,17 +229,17 @@ class Runtime:
 
     def merkle_index(self) -> "FileNodeIndex":
         """The Merkle node index (derived state; a context manager that closes it)."""
-        from ledger.edges.merkle_index import FileNodeIndex
+        from ledger.edges.files.merkle_index import FileNodeIndex
 
         return FileNodeIndex(self.state_dir / "merkle")
 
     def snapshot_files(self) -> "SnapshotFiles":
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""
-        from ledger.edges.snapshotfiles import SnapshotFiles
+        from ledger.edges.files.snapshotfiles import SnapshotFiles
 
         if self.config.store_url is not None:
-            from ledger.edges.pgsnapshot import PgSnapshotFiles
-            from ledger.edges.pgstate import PgStateStore
+            from ledger.edges.postgres.snapshot import PgSnapshotFiles
+            from ledger.edges.postgres.state import PgStateStore
 
             return PgSnapshotFiles(
                 self.pg_chain,
@@ -260,7 +260,7 @@ class Runtime:
     def has_trust_store(self) -> bool:
         """Whether ``ledger init`` has made a trust store here (or in the fleet's store)."""
         if self.config.store_url is not None:
-            from ledger.edges.pgtrust import PgKeyDir
+            from ledger.edges.postgres.trust import PgKeyDir
 
             keys = self.keys
             return isinstance(keys, PgKeyDir) and keys.trust_bytes() is not None

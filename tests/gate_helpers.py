@@ -176,7 +176,7 @@ def append_without_state(
 ) -> str:
     """Append as another process might: through the writer, leaving derived state behind."""
     from ledger.runtime import Runtime
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
 
     sealed = Writer(Runtime(home, {**env})).append_one(event_type, payload)
     return sealed.entry_hash
@@ -201,7 +201,7 @@ def append_raw_entry(
     from ledger.core.timefmt import format_ts
     from ledger.edges.schemas import load_schema
     from ledger.runtime import Runtime
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
 
     runtime = Runtime(home, {**env})
     signer = Writer(runtime).signer()
@@ -262,7 +262,7 @@ def verdict_worker(home: str, env: dict[str, str], calls: int, go: str) -> dict[
     from threading import Event
 
     from ledger.runtime import Runtime
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     runtime = Runtime(Path(home), env)
     pause = Event()

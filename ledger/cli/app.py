@@ -92,8 +92,8 @@ def init(
     """
 
     def body() -> int:
-        from ledger.services.home import init_home
-        from ledger.services.prices import init_prices
+        from ledger.services.chain.home import init_home
+        from ledger.services.gate.prices import init_prices
 
         runtime = _runtime(must_exist=False)
         if runtime.uses_database:  # a fleet host (SPEC §8)
@@ -129,7 +129,7 @@ def keys_rotate(
     """
 
     def body() -> int:
-        from ledger.services.home import rotate_key
+        from ledger.services.chain.home import rotate_key
 
         root = _load_root(root_key) if root_key is not None else None
         runtime = _runtime()
@@ -150,7 +150,7 @@ def keys_rotate(
 
 def backfill_strict_after(runtime: Any, root: Any) -> None:
     """Give an older home's trust store its ``strict_after``, noting it on stderr."""
-    from ledger.services.home import ensure_strict_after
+    from ledger.services.chain.home import ensure_strict_after
 
     note = ensure_strict_after(runtime, root)
     if note:
@@ -159,7 +159,7 @@ def backfill_strict_after(runtime: Any, root: Any) -> None:
 
 def _load_root(path: Path) -> Any:
     from ledger.core.signing import Signer, private_key_from_pem
-    from ledger.edges.files import read_user_file
+    from ledger.edges.fileio import read_user_file
 
     return Signer.from_private_key(
         private_key_from_pem(read_user_file(path, "root key"), str(path))
@@ -177,7 +177,7 @@ def keys_pin_root(
 
     def body() -> int:
         from ledger.core.signing import public_pem
-        from ledger.services.home import pin_root
+        from ledger.services.chain.home import pin_root
 
         runtime = _runtime()
         root = _load_root(root_key)
@@ -215,7 +215,7 @@ def keys_revoke(
 
     def body() -> int:
         from ledger.core.timefmt import format_ts, parse_iso8601
-        from ledger.services.home import revoke_key
+        from ledger.services.chain.home import revoke_key
 
         moment = None
         if at is not None:
@@ -258,8 +258,8 @@ def keys_trust(
 
     def body() -> int:
         from ledger.core.envelope import KEY_ID_RE
-        from ledger.edges.keyfiles import load_public_key_file
-        from ledger.services.home import trust_foreign_key
+        from ledger.edges.files.keyfiles import load_public_key_file
+        from ledger.services.chain.home import trust_foreign_key
 
         key_id, sep, pem = key.partition("=")
         if not sep or not KEY_ID_RE.fullmatch(key_id) or not pem:
@@ -336,7 +336,7 @@ def checkpoint() -> None:
     """
 
     def body() -> int:
-        from ledger.services.verify import write_checkpoint
+        from ledger.services.chain.verify import write_checkpoint
 
         result = write_checkpoint(_runtime())
         print_json({"path": result.path, "entries": result.entries, "head_hash": result.head_hash})

@@ -24,7 +24,7 @@ def budgets(
     """
 
     def body() -> int:
-        from ledger.services.budget_views import budget_rows, budget_table
+        from ledger.services.gate.budget_views import budget_rows, budget_table
 
         document = budget_rows(_runtime())
         if as_json:

@@ -70,7 +70,7 @@ def systemd(
     def body() -> int:
         from ledger.core.systemd_units import Installation, render_unit, wanted
         from ledger.edges.deployfiles import runbook_path, unit_sources
-        from ledger.edges.files import atomic_write
+        from ledger.edges.fileio import atomic_write
         from ledger.errors import ChainIOError
 
         home = str(_runtime().home.absolute())

@@ -97,7 +97,7 @@ def explain_command(
     def body() -> int:
         from ledger.cli.app import State
         from ledger.runtime import build_runtime
-        from ledger.services.explain import explain
+        from ledger.services.views.explain import explain
 
         if not REF_PREFIX_RE.fullmatch(verdict_ref):
             raise UsageError(

@@ -1,6 +1,6 @@
 """Per-call USD commands: ``verdict``, ``record``, ``usage`` (SPEC §3, §7).
 
-Arguments are checked and answered by ``ledger.services.calls``, the code the
+Arguments are checked and answered by ``ledger.services.gate.calls``, the code the
 Python API runs too; this module parses argv, reads ``--usage-json -`` from
 stdin and prints.
 """
@@ -22,7 +22,7 @@ def idempotency_key(value: str | None) -> str | None:
     Raises:
         UsageError: the key does not match ``^[A-Za-z0-9._:-]{1,128}$``.
     """
-    from ledger.services.calls import idempotency_key as checked
+    from ledger.services.gate.calls import idempotency_key as checked
 
     return checked(value)
 
@@ -35,7 +35,7 @@ def _runtime(home: str | None) -> Any:
 
 def verdict_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger verdict [EST_USD] [--model M --input-tokens N --max-output-tokens K]``."""
-    from ledger.services.calls import verdict
+    from ledger.services.gate.calls import verdict
 
     document, admitted = verdict(
         _runtime(home), args.estimate, args.provider, model=args.model,
@@ -63,7 +63,7 @@ def _usage_json(value: str | None) -> Any:
 
 def record_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger record [ACTUAL_USD] --provider P [--model M --usage-json JSON|-]``."""
-    from ledger.services.calls import record
+    from ledger.services.gate.calls import record
 
     if args.model is not None and args.model_id is not None and args.model != args.model_id:
         raise UsageError("--model and --model-id name different models")
@@ -82,10 +82,10 @@ def record_command(home: str | None, args: argparse.Namespace) -> int:
 
 def usage_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger usage [--provider P]``."""
-    from ledger.services.calls import usage_view
+    from ledger.services.gate.calls import usage_view
 
     if args.budget is not None:
-        from ledger.services.budget_views import budget_rows
+        from ledger.services.gate.budget_views import budget_rows
 
         if args.provider is not None:
             raise UsageError("give --provider or --budget, not both")

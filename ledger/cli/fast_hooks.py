@@ -27,7 +27,7 @@ def _read_stdin() -> bytes | str:
 def _hook_scope(environ: dict[str, str]) -> Any:
     from ledger.core.agents.ids import ID_RE
     from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
-    from ledger.services.agent_hooks import HookScope
+    from ledger.services.agents.hooks import HookScope
 
     notes: list[str] = []
     workflow = environ.get(WORKFLOW_VARIABLE) or None
@@ -62,7 +62,7 @@ def _hook(home: str | None, event: str) -> int:
     except HookInputError as exc:
         print_error(f"hook {event}: malformed input ({exc}); no decision")
         return 0
-    from ledger.services.agent_hooks import answer
+    from ledger.services.agents.hooks import answer
 
     # A hook answers deny/block itself, even for a home that does not exist.
     runtime = home_runtime(home, must_exist=False)
@@ -115,7 +115,7 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
 
     from ledger.edges.settingsfile import SettingsFile
     from ledger.errors import ConfigError
-    from ledger.services.hook_install import install_hooks
+    from ledger.services.agents.hook_install import install_hooks
 
     runtime = home_runtime(home)
     problem = runtime.home_problem()

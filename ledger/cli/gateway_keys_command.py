@@ -36,8 +36,8 @@ def keys_issue(
     def body() -> int:
         from ledger.core.timefmt import parse_iso8601
         from ledger.errors import UsageError
-        from ledger.services.budget_views import key_name, tag_list
-        from ledger.services.calls import text_arg
+        from ledger.services.gate.budget_views import key_name, tag_list
+        from ledger.services.gate.calls import text_arg
         from ledger.services.gateway_keys import issue_key
 
         until = None

@@ -20,7 +20,7 @@ from ledger.errors import ChainIOError, LedgerError
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from ledger.services.metrics import Metrics
+    from ledger.services.views.metrics import Metrics
 
 
 def build_registry(metrics: "Metrics") -> "CollectorRegistry":
@@ -131,7 +131,7 @@ def metrics_command(
             ) from exc
         from ledger.cli.app import State
         from ledger.runtime import build_runtime
-        from ledger.services.metrics import gather
+        from ledger.services.views.metrics import gather
 
         registry = build_registry(gather(build_runtime(State.home)))
         if output is None:

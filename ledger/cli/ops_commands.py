@@ -48,7 +48,7 @@ def reconcile_command(
     def body() -> int:
         from ledger.core.config import PROVIDER_RE
         from ledger.core.units import micros_to_usd
-        from ledger.services.reconcile import reconcile
+        from ledger.services.billing.reconcile import reconcile
 
         if provider is not None and not PROVIDER_RE.fullmatch(provider):
             raise UsageError(f"--provider: {provider!r} is not a provider id")
@@ -93,7 +93,7 @@ def rebuild_state_command() -> None:
     """
 
     def body() -> int:
-        from ledger.services.reconcile import rebuild_state
+        from ledger.services.billing.reconcile import rebuild_state
 
         outcome = rebuild_state(_runtime(_home()))
         print_json(

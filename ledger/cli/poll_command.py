@@ -40,7 +40,7 @@ def poll_command(
         from ledger.core.config import PROVIDER_RE
         from ledger.core.timefmt import format_ts
         from ledger.core.units import micros_to_usd
-        from ledger.services.poll import poll
+        from ledger.services.billing.poll import poll
 
         if provider is not None and not PROVIDER_RE.fullmatch(provider):
             raise UsageError(f"--provider: {provider!r} is not a provider id")

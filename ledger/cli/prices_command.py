@@ -52,8 +52,8 @@ def show_command(
 
     def body() -> int:
         from ledger.errors import UnknownPriceError
-        from ledger.services.calls import INFERRED_PROVIDERS, provider_id, text_arg
-        from ledger.services.prices import find_price
+        from ledger.services.gate.calls import INFERRED_PROVIDERS, provider_id, text_arg
+        from ledger.services.gate.prices import find_price
 
         runtime = _runtime()
         name = provider_id(provider)
@@ -99,7 +99,7 @@ def sync_command() -> None:
     """
 
     def body() -> int:
-        from ledger.services.prices import sync_prices
+        from ledger.services.gate.prices import sync_prices
 
         outcome = sync_prices(_runtime())
         print_json(

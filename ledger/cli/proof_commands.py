@@ -72,8 +72,8 @@ def prove_inclusion_command(
     """
 
     def body() -> int:
-        from ledger.edges.checkpointfiles import load_checkpoint
-        from ledger.services.proofs import prove_inclusion
+        from ledger.edges.files.checkpointfiles import load_checkpoint
+        from ledger.services.chain.proofs import prove_inclusion
 
         parsed = parse_target(target)
         cp = None if checkpoint is None else load_checkpoint(checkpoint)
@@ -100,8 +100,8 @@ def prove_consistency_command(
     """
 
     def body() -> int:
-        from ledger.edges.checkpointfiles import load_checkpoint
-        from ledger.services.proofs import prove_consistency
+        from ledger.edges.files.checkpointfiles import load_checkpoint
+        from ledger.services.chain.proofs import prove_consistency
 
         old = load_checkpoint(old_checkpoint)
         new = load_checkpoint(new_checkpoint)
@@ -149,9 +149,9 @@ def verify_proof_command(
     def body() -> int:
         from ledger.core.proof_check import check_proof
         from ledger.core.trust import TrustStore
-        from ledger.edges.checkpointfiles import load_checkpoint
-        from ledger.edges.files import read_json_file, read_user_file
-        from ledger.edges.keyfiles import load_public_key_file
+        from ledger.edges.fileio import read_json_file, read_user_file
+        from ledger.edges.files.checkpointfiles import load_checkpoint
+        from ledger.edges.files.keyfiles import load_public_key_file
 
         document = read_json_file(proof_file, "proof")
         checkpoints = [load_checkpoint(path) for path in checkpoint]

@@ -47,7 +47,7 @@ def parse_by(text: str) -> str:
     Raises:
         UsageError: anything else.
     """
-    from ledger.services.report_detail import BREAKDOWN_KEYS
+    from ledger.services.views.report_detail import BREAKDOWN_KEYS
 
     if text not in BREAKDOWN_KEYS:
         raise UsageError(f"--by: {text!r} is not one of {', '.join(BREAKDOWN_KEYS)}")
@@ -217,7 +217,7 @@ def report_command(
         from ledger.cli.app import State
         from ledger.cli.status_command import agent_view
         from ledger.runtime import build_runtime
-        from ledger.services.report import gather
+        from ledger.services.views.report import gather
 
         wanted = None if day is None else parse_day(day)
         key = None if by is None else parse_by(by)

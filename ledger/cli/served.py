@@ -9,7 +9,7 @@ Every served request is sealed once, whoever runs it (the server, or a client
 whose server was late or lost): its entries carry the request id, a second run
 finds them under the chain lock before it writes anything and prints the
 first run's reply instead, kept in the home's ``replies.jsonl`` (see
-``ledger.services.requests``). ``record`` and ``tokens record`` without a key of
+``ledger.services.chain.requests``). ``record`` and ``tokens record`` without a key of
 their own also get the request id as their idempotency key, so such a record
 is found even when its first run left no reply; the key is printed as
 ``null``, as the command would have printed it without one.
@@ -25,7 +25,7 @@ from ledger.cli import split_global_options
 from ledger.server.protocol import STATUS_DECLINED, STATUS_OK, Reply, Request
 
 if TYPE_CHECKING:
-    from ledger.edges.replies import Replies
+    from ledger.edges.files.replies import Replies
 
 _KEY_OPTION = "--idempotency-key"
 # The run that sealed the request left no reply: the caller gets the exit code
@@ -186,7 +186,7 @@ def execute(
         handling, so that the client runs it itself.
     """
     from ledger.runtime import settle_environ
-    from ledger.services.requests import REQUEST_ID_RE
+    from ledger.services.chain.requests import REQUEST_ID_RE
 
     if not REQUEST_ID_RE.fullmatch(request.request_id):
         return Reply(STATUS_DECLINED)  # the client runs it without an id of its own
@@ -250,7 +250,7 @@ def _run_once(
     sealed something keeps its reply for such a retry, before the server's
     group commit lets the chain lock go.
     """
-    from ledger.services.requests import AlreadyAnsweredError, answering
+    from ledger.services.chain.requests import AlreadyAnsweredError, answering
 
     with answering(request.request_id) as scope:
         try:
@@ -289,7 +289,7 @@ def _run_command(
 
 
 def _replies(home_option: str | None) -> "Replies":
-    from ledger.edges.replies import Replies
+    from ledger.edges.files.replies import Replies
     from ledger.runtime import resolve_home
 
     return Replies(resolve_home(home_option))
@@ -329,8 +329,8 @@ def make_durable(request: Request) -> str | None:
     Run in the request's own environment and directory (a client's retry runs
     in them already).
     """
-    from ledger.edges.chainfile import ChainFile
-    from ledger.edges.groupcommit import sync_chain
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.edges.files.groupcommit import sync_chain
     from ledger.errors import ChainIOError
     from ledger.runtime import CHAIN_FILE, resolve_home
 

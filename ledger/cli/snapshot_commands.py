@@ -27,7 +27,7 @@ def snapshot() -> None:
     """
 
     def body() -> int:
-        from ledger.services.snapshot import take_snapshot
+        from ledger.services.chain.snapshot import take_snapshot
 
         result = take_snapshot(_runtime())
         print_json(
@@ -58,7 +58,7 @@ def recover(
     """
 
     def body() -> int:
-        from ledger.services.recover import recover as run_recover
+        from ledger.services.chain.recover import recover as run_recover
 
         report = run_recover(_runtime(), snapshot, dry_run=dry_run)
         print_json(report.to_json())

@@ -39,7 +39,7 @@ def _cap_row(scope: str, cap: int | None, outcome: Any, scope_state: Any) -> dic
 
 def _usd_view(runtime: Any) -> dict[str, Any]:
     from ledger.core.units import micros_to_usd, pct_for_display, percent
-    from ledger.services.gate import usage
+    from ledger.services.gate.gate import usage
 
     outcome = usage(runtime)
     scope = outcome.aggregate
@@ -85,7 +85,7 @@ def agent_view(runtime: Any) -> dict[str, Any]:
 
 def collect(runtime: Any) -> dict[str, Any]:
     """Every budget's figures as one JSON-able document."""
-    from ledger.services.budget_views import budget_rows
+    from ledger.services.gate.budget_views import budget_rows
 
     document = {"usd": _usd_view(runtime), **agent_view(runtime)}
     if runtime.config.budgets:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def init_fleet_host(runtime: "Runtime", daily_cap_usd: str | None) -> int:
     """``ledger init`` on a fleet host: home, config, schema, this host's key, enrolment."""
     from ledger.services.fleet import init_fleet
-    from ledger.services.prices import init_prices
+    from ledger.services.gate.prices import init_prices
 
     config = runtime.config
     assert config.store_url is not None  # noqa: S101 - only called with a store URL

@@ -28,7 +28,7 @@ def _progress(done: int, total: int) -> None:
 def _sync_merkle_index(runtime: "Runtime") -> None:
     """Hold the Merkle node index against the verified chain; rebuild it if it differs."""
     from ledger.errors import LedgerError
-    from ledger.services.proofs import sync_index
+    from ledger.services.chain.proofs import sync_index
 
     try:
         with (
@@ -56,12 +56,12 @@ def run_verify(
     as_json: bool,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
-    from ledger.edges.chainfile import ChainFile
-    from ledger.edges.checkpointfiles import load_checkpoint
-    from ledger.edges.files import read_json_file
-    from ledger.edges.keyfiles import load_public_key_file
+    from ledger.edges.fileio import read_json_file
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.edges.files.checkpointfiles import load_checkpoint
+    from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
-    from ledger.services.verify import verify_store
+    from ledger.services.chain.verify import verify_store
 
     # Verifying a given LOG needs only what the command line gives, no home.
     runtime = build_runtime(home, must_exist=log is None)
@@ -127,7 +127,7 @@ def run_verify(
 
 def _remember(runtime: "Runtime", line: int | None, reason: str) -> None:
     from ledger.errors import LedgerError
-    from ledger.services.findings import remember_finding
+    from ledger.services.chain.findings import remember_finding
 
     try:
         remember_finding(runtime, line, reason)

@@ -29,7 +29,7 @@ def _usd(micros: int | None) -> str:
 
 def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled reconcile; failures are logged, never raised into the scheduler."""
-    from ledger.services.reconcile import reconcile
+    from ledger.services.billing.reconcile import reconcile
 
     try:
         outcome = reconcile(runtime_factory(), provider)
@@ -45,7 +45,7 @@ def reconcile_job(runtime_factory: Callable[[], Runtime], provider: str) -> None
 
 def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
     """One scheduled poll of a provider's bill; failures are logged, never raised."""
-    from ledger.services.poll import poll
+    from ledger.services.billing.poll import poll
 
     try:
         outcome = poll(runtime_factory(), provider)
@@ -60,7 +60,7 @@ def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
 
 def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
     """Seal records this host spooled while the fleet's database was unreachable (SPEC §8)."""
-    from ledger.services.spool import drain_spool
+    from ledger.services.gate.spool import drain_spool
 
     runtime = runtime_factory()
     if not runtime.spool.pending():
@@ -78,7 +78,7 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
     """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
     from ledger.edges.alertfiles import AlertStateFile
     from ledger.edges.webhook import post_json
-    from ledger.services.alerts import run_alerts
+    from ledger.services.billing.alerts import run_alerts
 
     runtime = runtime_factory()
     try:
@@ -92,7 +92,7 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
 
 def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One full verification; a BROKEN finding is kept for the gate. Never raises."""
-    from ledger.services.findings import verify_and_remember
+    from ledger.services.chain.findings import verify_and_remember
 
     try:
         outcome = verify_and_remember(runtime_factory())
@@ -112,7 +112,7 @@ def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
 
 def snapshot_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One scheduled snapshot; failures are logged, never raised into the scheduler."""
-    from ledger.services.snapshot import take_snapshot
+    from ledger.services.chain.snapshot import take_snapshot
 
     try:
         result = take_snapshot(runtime_factory())

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ledger.edges.files import atomic_write
+from ledger.edges.fileio import atomic_write
 
 STATE_NAME = "alerts-state.json"
 

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 from ledger.core.config import Config, from_mapping
-from ledger.edges.files import read_regular
+from ledger.edges.fileio import read_regular
 from ledger.edges.memo import remembered
 from ledger.errors import ConfigError
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ledger.core.gateway_keys import GatewayKey, keys_document, keys_from_document
-from ledger.edges.files import atomic_write, read_json_file
+from ledger.edges.fileio import atomic_write, read_json_file
 from ledger.edges.locks import exclusive_lock
 
 KeyEdit = Callable[[list[GatewayKey]], list[GatewayKey]]

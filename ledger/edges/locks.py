@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ledger.edges.clock import monotonic
-from ledger.edges.files import open_regular
+from ledger.edges.fileio import open_regular
 from ledger.errors import ChainIOError, LockTimeoutError
 
 

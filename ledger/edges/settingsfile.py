@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from ledger.edges.files import atomic_write, read_regular
+from ledger.edges.fileio import atomic_write, read_regular
 from ledger.errors import InputDataError
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ledger.edges.files import atomic_write, open_regular, read_regular
+from ledger.edges.fileio import atomic_write, open_regular, read_regular
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import InputDataError
 

@@ -43,7 +43,7 @@ from ledger.gateway.relay import (
 )
 from ledger.providers import RequestRefused, UsageReader, estimate_request, route
 from ledger.runtime import Runtime
-from ledger.services import calls
+from ledger.services.gate import calls
 from ledger.services.gateway_keys import resolve_gateway_key
 
 Log = Callable[[str], None]

@@ -3,7 +3,7 @@
 The gateway answers many requests at once, each needing a verdict before it is
 forwarded and a record after it. One fsync each would cap it at the disk's
 fsync rate, so every decision and record runs in one worker thread, in batches,
-as ``ledger serve`` runs its requests (``ledger.edges.groupcommit``): one lock
+as ``ledger serve`` runs its requests (``ledger.edges.files.groupcommit``): one lock
 hold per batch, each job in its own transaction in arrival order, one fsync at
 the end, and no job's result handed back before it. While a batch runs, new
 jobs queue up, so batches grow with the load.
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.groupcommit import GroupCommitError, group_commit
-from ledger.edges.keptstate import KeptStates, keeping
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import GroupCommitError, group_commit
+from ledger.edges.files.keptstate import KeptStates, keeping
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime

@@ -19,7 +19,7 @@ import httpx
 from ledger.errors import UsageError
 from ledger.gateway.committer import Committer
 from ledger.runtime import Runtime
-from ledger.services import calls
+from ledger.services.gate import calls
 
 
 def _zero_or_estimate(estimated_micros: int, *, complete: bool) -> str:

@@ -1,14 +1,14 @@
 """Batches of requests: one group commit each, and replies kept by request id (SPEC §9).
 
 A batch is decided inside one group commit on the home's chain (see
-``ledger.edges.groupcommit``): one lock hold, each request in its own
+``ledger.edges.files.groupcommit``): one lock hold, each request in its own
 transaction in arrival order, one fsync at the end, and no reply before it. A
 request id answered before gets the same reply again without running. If the
 group's fsync fails, nothing of the batch was acknowledged and its entries are
 gone again: derived state written meanwhile is dropped (it is rebuilt from the
 chain) and each request is decided again on its own, with its own fsync.
 
-Derived state stays in memory between batches (``ledger.edges.keptstate``) and
+Derived state stays in memory between batches (``ledger.edges.files.keptstate``) and
 is written after a batch's fsync at most every half second, and at the end.
 """
 
@@ -18,9 +18,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.groupcommit import GroupCommitError, group_commit, sync_chain
-from ledger.edges.keptstate import KeptStates, keeping
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import GroupCommitError, group_commit, sync_chain
+from ledger.edges.files.keptstate import KeptStates, keeping
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime

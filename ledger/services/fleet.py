@@ -18,7 +18,7 @@ from ledger.core.signing import Signer
 from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
-from ledger.services.writer import WriterDeps
+from ledger.services.chain.writer import WriterDeps
 
 
 class FleetKeys(Protocol):

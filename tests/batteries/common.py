@@ -173,7 +173,7 @@ def forge_entry(
     from ledger.core.envelope import render_line, unsigned_entry
     from ledger.core.timefmt import format_ts
     from ledger.runtime import Runtime
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
     from tests.gate_helpers import append_raw_entry
 
     if isinstance(payload, dict):

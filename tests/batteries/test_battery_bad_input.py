@@ -42,7 +42,7 @@ import pytest
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import parse_line
 from ledger.core.observation import Reading, Unreachable, parse_observer_output
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from tests.batteries.common import BASE, build_mixed_home, iso, sized, summary
 from tests.conftest import Result, clean_env, run_process
 

@@ -29,10 +29,10 @@ import pytest
 
 from ledger.core.chain import verify_lines
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
-from ledger.services.gate import check_verdict, usage
-from ledger.services.verify import verify_store
+from ledger.services.chain.verify import verify_store
+from ledger.services.gate.gate import check_verdict, usage
 from tests.batteries.common import pct, sized, summary
 from tests.conftest import REPO, clean_env
 

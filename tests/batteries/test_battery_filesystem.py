@@ -48,7 +48,7 @@ from pathlib import Path
 import pytest
 
 from ledger.core.chain import verify_lines
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from tests.batteries.common import BASE, build_mixed_home, iso, summary
 from tests.conftest import Result, clean_env
 

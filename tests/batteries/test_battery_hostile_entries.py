@@ -574,7 +574,7 @@ def unsigned_entries() -> list[Hostile]:
 def chain_verifies(home: Path) -> bool:
     """Whether every line of the home's chain verifies against its trust store."""
     from ledger.core.chain import ChainVerifier
-    from ledger.edges.keyfiles import KeyDir
+    from ledger.edges.files.keyfiles import KeyDir
 
     verifier = ChainVerifier(KeyDir(home).load_trust())
     lines = (home / "events.jsonl").read_bytes().splitlines(keepends=True)

@@ -53,11 +53,11 @@ from ledger.core.seal import seal
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.trust import Revocation, TrustStore, trust_document
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.checkpointfiles import CheckpointDir
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.checkpointfiles import CheckpointDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.schemas import load_schema
-from ledger.services.verify import verify_store
+from ledger.services.chain.verify import verify_store
 from tests.batteries.common import build_mixed_home, iso, pct, sized, summary
 from tests.conftest import clean_env, run_process
 from tests.helpers.chains import signer as fixed_signer

@@ -31,8 +31,8 @@ from ledger.core.canonical import canonical_bytes
 from ledger.core.envelope import parse_line
 from ledger.core.timefmt import parse_ts
 from ledger.core.trust import TrustStore, trust_document, trust_from_document
-from ledger.edges.checkpointfiles import CheckpointDir
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.checkpointfiles import CheckpointDir
+from ledger.edges.files.keyfiles import KeyDir
 from tests.batteries.common import build_mixed_home, iso, sized, summary
 from tests.batteries.test_battery_tamper import KINDS, SEED, Case, Chain, load_chain
 

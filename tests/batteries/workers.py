@@ -30,9 +30,9 @@ def _wait_for(path: Path, limit: float = 60.0) -> None:
 
 def crash_writer(home: Path, seed: int) -> None:
     """Append, gate and record until killed; print each acknowledged hash."""
-    from ledger.services.gate import check_verdict
-    from ledger.services.recording import record_call
-    from ledger.services.writer import Writer
+    from ledger.services.chain.writer import Writer
+    from ledger.services.gate.gate import check_verdict
+    from ledger.services.gate.recording import record_call
 
     rng = random.Random(seed)
     runtime = Runtime(home)
@@ -75,7 +75,7 @@ def verdict_worker(
     home: str, env: dict[str, str], calls: int, go: str, seed: int
 ) -> dict[str, Any]:
     """``calls`` verdicts with seeded estimates and scopes; counts by outcome."""
-    from ledger.services.gate import check_verdict
+    from ledger.services.gate.gate import check_verdict
 
     rng = random.Random(seed)
     runtime = Runtime(Path(home), env)
@@ -91,7 +91,7 @@ def verdict_worker(
 
 def reconcile_worker(home: str, env: dict[str, str], go: str, stop: str) -> dict[str, Any]:
     """Reconcile the aggregate scope again and again until ``stop`` exists."""
-    from ledger.services.reconcile import reconcile
+    from ledger.services.billing.reconcile import reconcile
 
     _wait_for(Path(go))
     pause = Event()
@@ -105,7 +105,7 @@ def reconcile_worker(home: str, env: dict[str, str], go: str, stop: str) -> dict
 
 def snapshot_worker(home: str, env: dict[str, str], go: str, stop: str) -> dict[str, Any]:
     """Take snapshots (each verifies the chain under the lock) until ``stop`` exists."""
-    from ledger.services.snapshot import take_snapshot
+    from ledger.services.chain.snapshot import take_snapshot
 
     _wait_for(Path(go))
     pause = Event()

@@ -15,7 +15,7 @@ from pathlib import Path
 from threading import Event
 
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 
 
 def _payload(worker: str, index: int) -> dict[str, object]:

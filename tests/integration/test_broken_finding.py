@@ -150,7 +150,7 @@ def test_verify_chain_of_another_log_or_trust_leaves_the_gate_alone(home, run_in
     assert cli(run_inproc, home, "verify-chain", "--strict", env=env_at()).code == 1
     stranger = home.parent / "stranger.pub.pem"
     from ledger.core.signing import public_pem
-    from ledger.edges.keyfiles import KeyDir
+    from ledger.edges.files.keyfiles import KeyDir
     from tests.helpers.chains import signer as fixed_signer
 
     key_id = KeyDir(home).load_trust().keys[0].key_id

@@ -200,7 +200,7 @@ def test_spooled_spend_counts_on_the_budget_day_too():
     from ledger.core.config import Config
     from ledger.core.spend import scope_state
     from ledger.core.state import empty_state
-    from ledger.services.spool import with_spooled
+    from ledger.services.gate.spool import with_spooled
 
     waiting = [
         {

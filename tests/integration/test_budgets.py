@@ -292,7 +292,7 @@ def test_a_state_kept_before_budgets_is_rebuilt_only_when_budgets_are_defined(
 ):
     """Upgrading a home without budgets costs no rebuild; one that defines them counts afresh."""
     from ledger.runtime import Runtime
-    from ledger.services.state import load_counter
+    from ledger.services.chain.state import load_counter
 
     Book(run_inproc, home)("2026-11-26T10:00:00Z", "record", "1", "--provider", "openai")
     _state_kept_before_budgets(home)

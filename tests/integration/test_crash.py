@@ -13,11 +13,11 @@ import pytest
 
 from ledger.core.chain import verify_lines
 from ledger.core.envelope import parse_line
-from ledger.edges.chainfile import read_head
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.chainfile import read_head
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.errors import EXIT_IO, TornTailError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.conftest import REPO, clean_env
 from tests.helpers.chains import record_payload
 

@@ -126,7 +126,7 @@ def test_an_ambiguous_prefix_is_a_bad_command_line_naming_it(home, run_inproc, m
     Two real entries sharing 12 hex digits cannot be made on purpose, so the
     verifier here reports every entry's hash with the same first 12 digits.
     """
-    import ledger.services.explain as service
+    import ledger.services.views.explain as service
     from ledger.core.chain import ChainVerifier
 
     def shared_prefix_verifier(trust, on_entry):

@@ -25,7 +25,7 @@ import pytest
 from ledger.core.chain import verify_lines
 from ledger.core.timefmt import format_ts, parse_iso8601, parse_ts, utc_day
 from ledger.edges.clock import clock_from_env
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.errors import ClockRangeError, ConfigError
 from tests.conftest import Result, clean_env
 

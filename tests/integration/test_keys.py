@@ -13,11 +13,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger.core.envelope import parse_line
 from ledger.core.seal import seal
 from ledger.core.signing import Signer, private_pem, public_pem, public_raw_from_pem
-from ledger.edges.files import exclusive_create
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.fileio import exclusive_create
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.errors import KeyFileError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import record_payload
 
 

@@ -61,7 +61,7 @@ class TestCheckpointTreeHead:
         home, _refs, _cp = proven
         from ledger.core.checkpoint import make_checkpoint
         from ledger.core.envelope import parse_line
-        from ledger.edges.checkpointfiles import load_checkpoint
+        from ledger.edges.files.checkpointfiles import load_checkpoint
         from ledger.runtime import Runtime
 
         runtime = Runtime(home, {"LEDGER_NOW": NOW})

@@ -128,8 +128,8 @@ _LOOP = """
 import sys
 from pathlib import Path
 from ledger.runtime import Runtime
-from ledger.services.gate import check_verdict
-from ledger.services.recording import record_call
+from ledger.services.gate.gate import check_verdict
+from ledger.services.gate.recording import record_call
 runtime = Runtime(Path(sys.argv[1]), {"LEDGER_NOW": sys.argv[2], "LEDGER_BILLING_STALE_HALT_PCT": "100"})
 print("ready", flush=True)
 while True:
@@ -300,7 +300,7 @@ def test_the_daemons_spool_job_seals_what_was_spooled_and_keeps_one_connection(
     own_pg_server, tmp_path
 ):
     from ledger.daemon.jobs import spool_job
-    from ledger.edges.pgdb import close_all
+    from ledger.edges.postgres.db import close_all
     from ledger.runtime import Runtime
 
     home = tmp_path / "host"

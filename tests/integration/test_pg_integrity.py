@@ -299,7 +299,7 @@ def test_a_host_that_lost_the_secret_halts_but_still_records_spend(
 def test_a_version_1_schema_is_refused_until_init_upgrades_it(pg_server, pg_store_env, tmp_path):
     import psycopg
 
-    from ledger.edges.pgschema import schema_statements
+    from ledger.edges.postgres.schema import schema_statements
 
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
     with psycopg.connect(pg_server.url) as conn:  # a fleet made by the previous release

@@ -9,7 +9,7 @@ import pytest
 from ledger.core.envelope import parse_line
 from ledger.errors import TornTailError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.conftest import clean_env, run_process
 
 PAYLOAD = {

@@ -78,7 +78,7 @@ def test_a_failed_group_fsync_decides_the_batch_again_one_by_one(home: Path, mon
 def test_derived_state_is_kept_in_memory_and_written_at_close(home: Path, monkeypatch):
     """Between writes the file lags the chain (readers catch up from the chain), and
     what the server kept reaches the file when it stops."""
-    from ledger.edges import keptstate
+    from ledger.edges.files import keptstate
 
     monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
     state = home / "state" / "derived.json"
@@ -100,7 +100,7 @@ def test_derived_state_is_kept_in_memory_and_written_at_close(home: Path, monkey
 def test_a_state_written_by_an_in_process_writer_is_not_overwritten(home: Path, monkeypatch):
     """An in-process verdict between batches replaces the file: the server's memory of
     the older state is dropped, and its next write never goes back behind it."""
-    from ledger.edges import keptstate
+    from ledger.edges.files import keptstate
 
     monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
     server = _server(home)

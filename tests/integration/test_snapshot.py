@@ -10,10 +10,10 @@ import pytest
 from ledger.core.envelope import parse_line
 from ledger.core.snapshot import SnapshotInvalidError, manifest_from_bytes
 from ledger.core.snapshot_check import manifest_signature_problem
-from ledger.edges.keyfiles import KeyDir
+from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
-from ledger.services.snapshot import load_snapshot
-from ledger.services.writer import Writer
+from ledger.services.chain.snapshot import load_snapshot
+from ledger.services.chain.writer import Writer
 from tests.conftest import clean_env, run_process
 
 FIXED_NOW = "2026-06-01T12:00:00Z"

@@ -8,12 +8,12 @@ import pytest
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.trust import Revocation, TrustedKey, TrustStore, trust_document
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.chainverify import _PARALLEL_MIN_BYTES, byte_ranges
-from ledger.edges.files import ByIdentity
+from ledger.edges.fileio import ByIdentity
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.chainverify import _PARALLEL_MIN_BYTES, byte_ranges
 from ledger.errors import EXIT_DATA
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import (
     build_chain,
     checkpoint_of,
@@ -342,7 +342,8 @@ class TestCheckpoints:
 
     def test_the_newest_checkpoint_is_read_alone(self, run_inproc, home, monkeypatch):
         """Among many checkpoints the newest is found by name and is the only one read."""
-        from ledger.edges import checkpointfiles, files
+        from ledger.edges import fileio
+        from ledger.edges.files import checkpointfiles
 
         for first in range(0, 8, 2):
             _append(home, 2, first=first)
@@ -357,7 +358,7 @@ class TestCheckpoints:
         monkeypatch.setattr(checkpointfiles, "load_checkpoint", counted)
         # Nothing read before counts.
         monkeypatch.setattr(checkpointfiles, "_KNOWN", ByIdentity())
-        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))  # as if written long ago
+        monkeypatch.setattr(fileio, "SETTLED_NS", -(10**18))  # as if written long ago
         found = checkpointfiles.CheckpointDir(home / "checkpoints").newest()
         assert found is not None
         assert found[1].entries == 8
@@ -370,13 +371,14 @@ class TestCheckpoints:
     ):
         """A settled directory is not listed on every ask; a new checkpoint changes it
         and is found."""
-        from ledger.edges import checkpointfiles, files
+        from ledger.edges import fileio
+        from ledger.edges.files import checkpointfiles
 
         _append(home, 2)
         assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
         directory = home / "checkpoints"
         # As if the directory had settled long before it is listed.
-        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))
+        monkeypatch.setattr(fileio, "SETTLED_NS", -(10**18))
         listings: list[Path] = []
         real = os.listdir
 
@@ -398,8 +400,8 @@ class TestCheckpoints:
 
     def test_a_directory_that_just_changed_is_not_remembered(self, run_inproc, home):
         """Changed within SETTLED_NS of being listed: listed again next time."""
-        from ledger.edges import checkpointfiles
-        from ledger.edges.files import file_identity
+        from ledger.edges.fileio import file_identity
+        from ledger.edges.files import checkpointfiles
 
         _append(home, 2)
         assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
@@ -410,7 +412,7 @@ class TestCheckpoints:
 
     def test_a_checkpoint_rewritten_in_place_is_read_again(self, run_inproc, home):
         """Same name, new bytes: read again (and refused here), never the remembered one."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
         from ledger.errors import InputDataError
 
         _append(home, 2)
@@ -426,7 +428,7 @@ class TestCheckpoints:
 
     def test_a_checkpoint_whose_name_lies_makes_every_one_read(self, run_inproc, home):
         """A newer name over an older checkpoint: the contents decide, as before."""
-        from ledger.edges.checkpointfiles import CheckpointDir
+        from ledger.edges.files.checkpointfiles import CheckpointDir
 
         _append(home, 2)
         assert run_inproc(["--home", str(home), "checkpoint"]).code == 0

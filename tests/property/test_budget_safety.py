@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from ledger.core.budgets import Budget, CallScope, applicable, parse_budgets, period_key
 from ledger.runtime import Runtime
-from ledger.services import calls
-from ledger.services.reconcile import rebuild_state
+from ledger.services.billing.reconcile import rebuild_state
+from ledger.services.gate import calls
 from tests.gate_helpers import iso, state_path
 
 START = dt.datetime(2026, 11, 28, 20, 0, 0, tzinfo=dt.UTC)  # a Saturday, near a month's end

@@ -7,7 +7,7 @@ from ledger.core.agents import tokens as agent_tokens
 from ledger.core.agents import tools as agent_tools
 from ledger.core.agents import turns as agent_turns
 from ledger.core.agents.time import countdown_from
-from ledger.services.agent_session import AgentDeps, agent_session
+from ledger.services.agents.session import AgentDeps, agent_session
 
 
 def agent_status(deps: AgentDeps, budget_end: dt.datetime | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from ledger.core.agents import time as agent_time
 from ledger.core.agents.time import countdown_from
 from ledger.core.timefmt import format_ts
 from ledger.errors import UsageError
-from ledger.services.agent_session import AgentDeps, agent_session
+from ledger.services.agents.session import AgentDeps, agent_session
 
 
 def time_start(

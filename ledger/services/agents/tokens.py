@@ -20,9 +20,9 @@ from ledger.errors import (
     LockTimeoutError,
     UsageError,
 )
-from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
 from ledger.services.agents import clip
-from ledger.services.idempotency import find_duplicate, remember_keys_untrusted
+from ledger.services.agents.session import AgentDeps, AgentSession, agent_session
+from ledger.services.chain.idempotency import find_duplicate, remember_keys_untrusted
 
 
 def tokens_create(

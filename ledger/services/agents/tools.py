@@ -8,8 +8,8 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.core.agents import tools as agent_tools
-from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
 from ledger.services.agents import clip
+from ledger.services.agents.session import AgentDeps, AgentSession, agent_session
 
 
 def tools_create(

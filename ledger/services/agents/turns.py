@@ -4,8 +4,8 @@ from typing import Any
 
 from ledger.core.agents import turns as agent_turns
 from ledger.core.agents.ids import UnknownBudgetError
-from ledger.services.agent_session import AgentDeps, AgentSession, agent_session
 from ledger.services.agents import clip
+from ledger.services.agents.session import AgentDeps, AgentSession, agent_session
 
 
 def turns_create(deps: AgentDeps, workflow: str, total: int, phase: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Group commit on the chain file (``ledger.edges.groupcommit``): one lock hold, one fsync."""
+"""Group commit on the chain file (``ledger.edges.files.groupcommit``): one lock hold, one fsync."""
 
 import errno
 import os
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger.edges.chainfile import ChainFile
-from ledger.edges.groupcommit import GroupCommitError, group_commit, lock_released, sync_chain
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import GroupCommitError, group_commit, lock_released, sync_chain
 from ledger.errors import LockTimeoutError
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 
 FLOCK_PROBE = (
     "import fcntl, os, sys\n"

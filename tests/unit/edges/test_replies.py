@@ -1,11 +1,11 @@
-"""Replies kept for clients' retries (``ledger.edges.replies``)."""
+"""Replies kept for clients' retries (``ledger.edges.files.replies``)."""
 
 from pathlib import Path
 
 import pytest
 
-from ledger.edges import replies as replies_module
-from ledger.edges.replies import Replies
+from ledger.edges.files import replies as replies_module
+from ledger.edges.files.replies import Replies
 
 WRITES = [(1, '{"verdict": "allow"}\n'), (2, "ledger: warning: something\n")]
 A, B = "a" * 64, "b" * 64

@@ -15,14 +15,14 @@ import pytest
 from ledger.cli.fast import build_parser
 from ledger.cli.fast import run as run_fast
 from ledger.edges import memo
-from ledger.edges.chainfile import ChainFile, CorruptTailError, read_head
 from ledger.edges.configfile import load_config
-from ledger.edges.groupcommit import GroupCommitError, group_commit
-from ledger.edges.keptstate import KeptStates, keeping
-from ledger.edges.keyfiles import KeyDir
-from ledger.edges.statefile import StateFile
+from ledger.edges.files.chainfile import ChainFile, CorruptTailError, read_head
+from ledger.edges.files.groupcommit import GroupCommitError, group_commit
+from ledger.edges.files.keptstate import KeptStates, keeping
+from ledger.edges.files.keyfiles import KeyDir
+from ledger.edges.files.statefile import StateFile
 from ledger.runtime import Runtime
-from ledger.services.writer import Writer
+from ledger.services.chain.writer import Writer
 from tests.helpers.chains import record_payload
 
 NOW = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}
@@ -72,15 +72,16 @@ class TestRememberedFiles:
 
     def test_the_trust_store_is_read_once_across_key_dirs(self, home, monkeypatch):
         """A fresh ``KeyDir`` per request reads an unchanged trust store from memory."""
-        from ledger.edges import files, keyfiles
+        from ledger.edges import fileio
+        from ledger.edges.files import keyfiles
 
-        monkeypatch.setattr(files, "SETTLED_NS", -(10**18))  # as if written long ago
+        monkeypatch.setattr(fileio, "SETTLED_NS", -(10**18))  # as if written long ago
         KeyDir(home).load_trust()
         reads: list[Path] = []
 
         def counted(path: Path, what: str) -> bytes:
             reads.append(path)
-            return files.read_user_file(path, what)
+            return fileio.read_user_file(path, what)
 
         monkeypatch.setattr(keyfiles, "read_user_file", counted)
         KeyDir(home).load_trust()
@@ -89,14 +90,15 @@ class TestRememberedFiles:
     def test_a_trust_store_changed_just_now_is_read_every_time(self, home, monkeypatch):
         """Within SETTLED_NS of its last change a file is not remembered: on a
         file system with coarse timestamps a second change could keep its identity."""
-        from ledger.edges import files, keyfiles
+        from ledger.edges import fileio
+        from ledger.edges.files import keyfiles
 
-        monkeypatch.setattr(files, "SETTLED_NS", 10**18)  # every file changed "just now"
+        monkeypatch.setattr(fileio, "SETTLED_NS", 10**18)  # every file changed "just now"
         reads: list[Path] = []
 
         def counted(path: Path, what: str) -> bytes:
             reads.append(path)
-            return files.read_user_file(path, what)
+            return fileio.read_user_file(path, what)
 
         monkeypatch.setattr(keyfiles, "read_user_file", counted)
         for _ in range(3):
@@ -107,20 +109,20 @@ class TestRememberedFiles:
         """A file is settled once both its mtime and its ctime are SETTLED_NS old."""
         import time
 
-        from ledger.edges import files
+        from ledger.edges import fileio
 
         now = time.time_ns()
-        old = now - 10 * files.SETTLED_NS
-        assert files.settled((0, 0, 0, old, old))
-        assert not files.settled((0, 0, 0, old, now))
-        assert not files.settled((0, 0, 0, now, old))
+        old = now - 10 * fileio.SETTLED_NS
+        assert fileio.settled((0, 0, 0, old, old))
+        assert not fileio.settled((0, 0, 0, old, now))
+        assert not fileio.settled((0, 0, 0, now, old))
 
     def test_by_identity_keeps_settled_files_only_and_a_bounded_number(self):
         """One mechanism for every identity cache: unsettled files are not kept, a
         missing file (None) does not hold a value back, and the bound holds."""
         import time
 
-        from ledger.edges.files import ByIdentity
+        from ledger.edges.fileio import ByIdentity
 
         old = time.time_ns() - 10 * 2_000_000_000
         settled_file = (1, 1, 1, old, old)
@@ -230,7 +232,7 @@ class TestKnownHead:
     def test_a_head_written_here_needs_no_read(self, home, monkeypatch):
         """After our own append, the next transaction's head comes from memory."""
         _append(home, 0)
-        from ledger.edges import chainfile
+        from ledger.edges.files import chainfile
 
         def no_read(*_args: object) -> None:
             raise AssertionError("the last line was read again")
@@ -354,7 +356,7 @@ class TestKeptState:
     def test_a_state_with_no_file_behind_it_is_written_at_once(self, home, monkeypatch):
         """With no file to compare against, a removal by another process would go
         unseen: such a state is due at once, whatever the interval."""
-        from ledger.edges import keptstate
+        from ledger.edges.files import keptstate
 
         monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
         states = self._states(home)
@@ -371,7 +373,7 @@ class TestKeptState:
 
     def test_writes_are_spaced_and_forget_drops_everything(self, home, monkeypatch):
         """Due only after the interval; a forgotten state is never written."""
-        from ledger.edges import keptstate
+        from ledger.edges.files import keptstate
 
         states = self._states(home)
         states.save_state(None, 0, {"n": 0})

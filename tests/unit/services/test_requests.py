@@ -1,4 +1,4 @@
-"""Served requests sealed once (``ledger.services.requests`` with the writer and the counter)."""
+"""Served requests sealed once (``ledger.services.chain.requests`` with the writer and the counter)."""
 
 import json
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from ledger.runtime import Runtime
-from ledger.services.requests import AlreadyAnsweredError, answering, current_request
-from ledger.services.state import load_counter
-from ledger.services.writer import Writer
+from ledger.services.chain.requests import AlreadyAnsweredError, answering, current_request
+from ledger.services.chain.state import load_counter
+from ledger.services.chain.writer import Writer
 
 NOW = {"LEDGER_NOW": "2026-11-22T08:00:00Z"}
 PAYLOAD = {

@@ -1,0 +1,7 @@
+"""The PostgreSQL store a fleet shares, behind the same ports as the file store.
+
+The connection and its schema (``db``, ``schema``), the chain (``store``),
+derived state and the fleet's shared secret that authenticates it (``state``,
+``fleetsecret``), checkpoints, snapshots and the trust store in the database;
+psycopg is imported in this package only. Callers import the module they use.
+"""

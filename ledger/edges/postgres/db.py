@@ -1,0 +1,359 @@
+"""A PostgreSQL database as the fleet's store: the connection, bounded waits, the schema.
+
+One connection per process and database, shared by every store object built
+on it (the chain, the derived state, the trust store), so that what a command
+does under the chain lock is one transaction. A long-lived process (the
+daemon) keeps that connection; when it breaks, the next use reconnects, and
+after a failed attempt the next one waits out a backoff (1 s doubling to
+30 s), so a one-shot command never waits for the same dead server twice.
+
+Every wait is bounded by ``chain.lock_timeout_seconds``: the connection
+attempt (``connect_timeout``), each statement (``statement_timeout``), each
+lock (``lock_timeout``, the advisory lock included) and, on TCP, unacknowledged
+data (``tcp_user_timeout``). Errors become ``StoreUnreachableError`` (the
+server cannot be reached or went away), ``LockTimeoutError`` (a wait ran out)
+or ``ChainIOError`` (anything else, e.g. a missing privilege), each naming the
+store without its password.
+"""
+
+import contextlib
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION = 2
+_BACKOFF_FIRST = 1.0
+_BACKOFF_MAX = 30.0
+_PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
+
+
+class StoreSchemaError(ChainIOError):
+    """The store has no ledger schema, or one newer than this code knows."""
+
+
+def redact(url: str) -> str:
+    """The store's address without its password, for messages."""
+    return _PASSWORD_RE.sub(
+        lambda m: f"{m.group(1)}***@" if m.group(1) else f"{m.group(2)}***", url
+    )
+
+
+def lock_key(schema: str, what: str = "chain") -> int:
+    """The advisory-lock key of one schema's chain (a signed 64-bit integer)."""
+    digest = hashlib.sha256(f"ledger:{schema}:{what}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class _Shared:
+    """One process's connection to one database, and what its reconnects remember."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.conn: psycopg.Connection[Any] | None = None
+        self.pid = 0
+        self.depth = 0
+        self.failures = 0
+        self.retry_at = 0.0
+        self.last_error: str | None = None
+        self.checked = False
+        self.cursors = 0
+        self.memo: dict[str, Any] = {}
+        self.abandoned: list[Any] = []
+
+
+_SHARED: dict[tuple[str, str, int], _Shared] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class PgDatabase:
+    """A database and schema holding a fleet's chain, state and trust store."""
+
+    def __init__(self, url: str, schema: str, timeout_seconds: int) -> None:
+        self.url = url
+        self.schema = schema
+        self.timeout_seconds = timeout_seconds
+        self.display = f"{redact(url)} (schema {schema})"
+        with _SHARED_LOCK:
+            self._shared = _SHARED.setdefault((url, schema, timeout_seconds), _Shared())
+
+    # --- connecting -------------------------------------------------------------
+
+    def _options(self) -> dict[str, Any]:
+        wait_ms = max(1, self.timeout_seconds * 1000)
+        idle_ms = max(60, 4 * self.timeout_seconds) * 1000
+        options = (
+            f"-c lock_timeout={wait_ms} -c statement_timeout={wait_ms + 1000} "
+            f"-c idle_in_transaction_session_timeout={idle_ms} "
+            f"-c search_path={self.schema} -c synchronous_commit=on"
+        )
+        return {
+            "autocommit": True,
+            # libpq treats 1 as 2; 0 would mean "wait forever".
+            "connect_timeout": max(2, self.timeout_seconds),
+            "application_name": "ledger",
+            "options": options,
+            "keepalives": 1,
+            "keepalives_idle": max(1, self.timeout_seconds),
+            "keepalives_interval": 1,
+            "keepalives_count": 3,
+            "tcp_user_timeout": wait_ms,
+        }
+
+    def _connection(self, *, check_schema: bool = True) -> "psycopg.Connection[Any]":
+        import psycopg
+
+        shared = self._shared
+        if shared.pid != os.getpid():
+            # A forked child never uses (or closes) its parent's socket.
+            if shared.conn is not None:
+                shared.abandoned.append(shared.conn)
+            shared.conn, shared.pid, shared.checked = None, os.getpid(), False
+        conn = shared.conn
+        if conn is not None and not conn.closed and not conn.broken:
+            if check_schema and not shared.checked:
+                self._check_schema(conn)
+            return conn
+        shared.conn = None
+        shared.checked = False
+        if shared.failures and time.monotonic() < shared.retry_at:
+            raise StoreUnreachableError(
+                f"store {self.display} unreachable: {shared.last_error} (retrying later)"
+            )
+        try:
+            conn = psycopg.connect(self.url, **self._options())
+        except psycopg.Error as exc:
+            shared.failures += 1
+            delay = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2 ** (shared.failures - 1))
+            shared.retry_at = time.monotonic() + delay
+            shared.last_error = _first_line(exc)
+            raise StoreUnreachableError(
+                f"store {self.display} unreachable: {shared.last_error}"
+            ) from exc
+        shared.failures = 0
+        shared.conn = conn
+        if check_schema:
+            self._check_schema(conn)
+        return conn
+
+    def _check_schema(self, conn: "psycopg.Connection[Any]") -> None:
+        version = self._version(conn)
+        if version is None:
+            raise StoreSchemaError(
+                f"store {self.display} has no ledger schema; run `ledger init` on one host"
+            )
+        _refuse_newer(version, self.display)
+        if version < SCHEMA_VERSION:
+            # An older schema lacks the tables that keep the chain honest: no host
+            # writes to it until one host's `ledger init` has upgraded it.
+            raise StoreSchemaError(
+                f"store {self.display} has schema version {version}, older than this "
+                f"ledger needs ({SCHEMA_VERSION}); run `ledger init` on one host to upgrade it"
+            )
+        self._shared.checked = True
+
+    def _version(self, conn: "psycopg.Connection[Any]") -> int | None:
+        try:
+            row = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema}.schema_version",)
+            ).fetchone()
+            if not row or not row[0]:
+                return None
+            found = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        except Exception as exc:
+            raise self.translate(exc) from exc
+        return None if not found or found[0] is None else int(found[0])
+
+    def translate(self, exc: BaseException) -> ChainIOError | LockTimeoutError:
+        """A database error as the ``LedgerError`` a command reports."""
+        import psycopg
+
+        if not isinstance(exc, psycopg.Error):
+            if isinstance(exc, ChainIOError | LockTimeoutError):
+                return exc
+            return ChainIOError(f"store {self.display}: {exc}")
+        state = exc.sqlstate or ""
+        conn = self._shared.conn
+        if state in {"55P03", "57014"}:
+            return LockTimeoutError(
+                f"store {self.display}: waited longer than {self.timeout_seconds} s "
+                f"({_first_line(exc)})"
+            )
+        if (
+            isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+            or state.startswith(("08", "57P"))
+            or (conn is not None and (conn.closed or conn.broken))
+        ):
+            self._forget()
+            return StoreUnreachableError(f"store {self.display} unreachable: {_first_line(exc)}")
+        return ChainIOError(f"store {self.display}: {_first_line(exc)}")
+
+    def _forget(self) -> None:
+        shared = self._shared
+        if shared.conn is not None:
+            with contextlib.suppress(Exception):
+                shared.conn.close()
+        shared.conn = None
+        shared.checked = False
+
+    # --- using it -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(
+        self, *, read_only: bool = False, check_schema: bool = True
+    ) -> Iterator["psycopg.Connection[Any]"]:
+        """One transaction (joined when one is already open in this thread).
+
+        ``read_only`` sees one snapshot of the database throughout
+        (``REPEATABLE READ``) and takes no lock. A transaction the server has
+        failed is never reported as committed.
+
+        Raises:
+            StoreUnreachableError: the database cannot be reached or went away.
+            LockTimeoutError: a wait ran out.
+            ChainIOError: any other database error.
+        """
+        import psycopg
+
+        shared = self._shared
+        with shared.lock:
+            if shared.depth > 0 and shared.conn is not None:
+                yield shared.conn
+                return
+            conn = self._connection(check_schema=check_schema)
+            try:
+                with conn.transaction():
+                    if read_only:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    shared.depth += 1
+                    shared.memo = {}
+                    try:
+                        yield conn
+                    finally:
+                        shared.depth -= 1
+                        shared.memo = {}
+                    status = conn.info.transaction_status
+                    if status == psycopg.pq.TransactionStatus.INERROR:
+                        raise ChainIOError(f"store {self.display}: the transaction failed")
+            except psycopg.Error as exc:
+                raise self.translate(exc) from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement (inside the open transaction, if any); its rows.
+
+        Raises:
+            StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
+        """
+        shared = self._shared
+        with shared.lock:
+            conn = shared.conn if shared.depth > 0 and shared.conn is not None else None
+            if conn is None:
+                conn = self._connection()
+            try:
+                cursor = conn.execute(sql, params)
+                return cursor.fetchall() if cursor.description is not None else []
+            except Exception as exc:
+                raise self.translate(exc) from exc
+
+    def memo(self) -> dict[str, Any] | None:
+        """Values read once per transaction (``None`` outside one).
+
+        A store object may keep here what it read inside the open transaction,
+        so the next read in the same transaction costs no round trip.
+        """
+        shared = self._shared
+        return shared.memo if shared.depth > 0 else None
+
+    def stream(
+        self, sql: str, params: Sequence[Any] = (), batch: int = 2000
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows of a query read through a server-side cursor, ``batch`` at a time.
+
+        Raises:
+            StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
+        """
+        with self.transaction() as conn:
+            self._shared.cursors += 1
+            try:
+                with conn.cursor(name=f"ledger_stream_{self._shared.cursors}") as cursor:
+                    cursor.itersize = batch
+                    cursor.execute(sql, params)
+                    yield from cursor
+            except Exception as exc:
+                raise self.translate(exc) from exc
+
+    def lock_chain(self) -> None:
+        """Take the chain's advisory lock until the transaction ends (SPEC §8).
+
+        One writer at a time per schema, across every host; released by the
+        commit or rollback, or by the server when the client dies.
+        """
+        self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+
+    # --- the schema -------------------------------------------------------------
+
+    def ensure_schema(self) -> bool:
+        """Create the schema when missing, or upgrade an older one; whether it was created.
+
+        A second call is a no-op; a schema newer than this code knows is refused.
+
+        Raises:
+            StoreSchemaError: the schema is newer than this code knows.
+            StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
+        """
+        from ledger.edges.postgres.schema import schema_statements
+
+        with self.transaction(check_schema=False) as conn:
+            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema, "init"),))
+            version = self._version(conn)
+            if version is not None:
+                _refuse_newer(version, self.display)
+                if version < SCHEMA_VERSION:
+                    for statement in schema_statements(
+                        self.schema, create_schema=False, from_version=version
+                    ):
+                        self.execute(statement)
+                    self.execute(
+                        "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+                    )
+                self._shared.checked = True
+                return False
+            exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
+            for statement in schema_statements(self.schema, create_schema=not exists):
+                self.execute(statement)
+            self.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
+        self._shared.checked = True
+        return True
+
+
+def close_all() -> None:
+    """Close every connection this process holds (a daemon stopping; tests between cases)."""
+    with _SHARED_LOCK:
+        for shared in _SHARED.values():
+            with shared.lock:
+                if shared.conn is not None and shared.pid == os.getpid():
+                    with contextlib.suppress(Exception):
+                        shared.conn.close()
+                shared.conn, shared.checked, shared.failures = None, False, 0
+        _SHARED.clear()
+
+
+def _refuse_newer(version: int, display: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"store {display} has schema version {version}, newer than this ledger "
+            f"knows ({SCHEMA_VERSION}); upgrade ledger on this host"
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,106 @@
+"""A chain known to be broken stays broken: what full verification found, remembered.
+
+The gate folds the chain incrementally and never re-reads a line it has folded,
+so an entry edited in place after it was folded goes unseen by verdicts. Full
+verification (``verify-chain`` on the home's own chain, or the daemon's
+scheduled run) sees it; its finding is kept in the derived state, which every
+verdict already loads, so each verdict checks it in O(1) and halts
+``counter_inconsistent`` naming the line.
+
+Kept in the derived state, the finding shares its protection: the file store's
+state carries an HMAC, so an edited finding fails the state's integrity check
+(the gate halts); a deleted state is rebuilt by verifying the whole chain, which
+finds the damage again while it is there; a state rebuilt for a new trust store
+or time zone carries the finding over. On PostgreSQL the state is a row in the
+store, so every host sees the finding. Only ``ledger recover`` clears it, by
+clearing the derived state once the chain verifies again.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ledger.errors import LedgerError, StateMismatchError
+from ledger.services.ports import CounterDeps, StateStore
+
+if TYPE_CHECKING:
+    from ledger.services.chain.verify import VerifyOutcome
+
+FINDING_KEY = "broken"
+
+
+def finding_of(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The remembered finding in a derived state's data, or ``None``."""
+    found = data.get("meta", {}).get(FINDING_KEY)
+    return found if isinstance(found, dict) else None
+
+
+def finding_problem(data: dict[str, Any]) -> str | None:
+    """Why the gate must halt because of a remembered finding, or ``None``."""
+    found = finding_of(data)
+    return None if found is None else describe_finding(found)
+
+
+def describe_finding(found: dict[str, Any]) -> str:
+    """The finding as a diagnostic naming its line and the way out."""
+    where = f"line {found.get('line')}" if found.get("line") is not None else "the chain"
+    return (
+        f"a full verification found the chain BROKEN at {where}: {found.get('reason')}; "
+        "run `ledger recover`"
+    )
+
+
+def stored_finding(states: StateStore) -> dict[str, Any] | None:
+    """The finding in the stored derived state, or ``None`` (none, or no usable state)."""
+    try:
+        stored = states.load()
+    except (StateMismatchError, LedgerError):
+        return None
+    return None if stored is None else finding_of(stored.data)
+
+
+def verify_and_remember(deps: CounterDeps) -> "VerifyOutcome | None":
+    """Verify the whole chain as ``verify-chain`` does, keeping a BROKEN finding for the gate.
+
+    Returns ``None`` when there is no chain yet.
+
+    Raises:
+        LockTimeoutError: the chain lock stayed busy while keeping a finding.
+        ChainIOError: the chain or the state cannot be read or written.
+        InputDataError: the trust store or the newest checkpoint is unreadable.
+    """
+    from ledger.services.chain.verify import verify_store
+
+    if not deps.chain.exists():
+        return None
+    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint())
+    if not outcome.ok:
+        remember_finding(deps, outcome.line, outcome.reason or "does not verify")
+    return outcome
+
+
+def remember_finding(deps: CounterDeps, line: int | None, reason: str) -> bool:
+    """Keep a BROKEN finding in the derived state, under the chain lock.
+
+    Returns whether it was written. A counter that is already untrustworthy
+    (the damage is in its unfolded tail, the state is edited, the chain is
+    torn) is not written: every verdict finds that damage again on its own.
+
+    Raises:
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain or the state cannot be read or written.
+    """
+    from ledger.services.chain.state import load_counter
+
+    with deps.chain.transaction() as tx:
+        counter = load_counter(tx, deps)
+        if counter.problem is not None:
+            return False
+        counter.data["meta"][FINDING_KEY] = {"line": line, "reason": reason}
+        head = counter.head
+        if counter.new_keys or counter.rebuilt:
+            deps.states.save_keys(counter.new_keys, replace=counter.rebuilt)
+        # Unlike a verdict's save, a failed write is an error here: a finding
+        # that silently failed to persist would leave the gate admitting.
+        deps.states.save_state(
+            head.entry_hash if head else None, head.size if head else 0, counter.data
+        )
+    return True

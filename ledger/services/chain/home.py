@@ -1,0 +1,243 @@
+"""Creating a home and rotating its writer key."""
+
+import base64
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ledger.core.config_template import config_template
+from ledger.core.signing import Signer
+from ledger.core.timefmt import format_ts, parse_ts
+from ledger.core.trust import Revocation, TrustedKey, TrustStore
+from ledger.core.units import usd_to_micros
+from ledger.errors import KeyFileError, UsageError
+from ledger.services.chain.writer import Writer, WriterDeps
+
+
+class HomeDeps(WriterDeps, Protocol):
+    """What creating a home needs beyond appending."""
+
+    @property
+    def home(self) -> Path:
+        """The home directory."""
+        ...
+
+    @property
+    def config_path(self) -> Path:
+        """Where ``ledger.toml`` lives."""
+        ...
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Write a whole file atomically."""
+        ...
+
+    def has_trust_store(self) -> bool:
+        """Whether the home already has a trust store."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    """What ``ledger init`` created or found."""
+
+    home: str
+    key_id: str
+    created_key: bool
+    created_config: bool
+
+
+def init_home(deps: HomeDeps, daily_cap_usd: str | None) -> InitResult:
+    """Create the home, its config, a writer key and the trust store.
+
+    An existing key, trust store or config is kept as it is.
+
+    Raises:
+        UsageError: ``daily_cap_usd`` is not a number ≥ 0.
+        KeyFileError: an existing key or trust store is unusable.
+        ChainIOError: a file cannot be written.
+    """
+    if daily_cap_usd is not None:
+        try:
+            cap = usd_to_micros(daily_cap_usd)
+        except ValueError as exc:
+            raise UsageError(f"--daily-cap-usd: {exc}") from exc
+        if cap < 0:
+            raise UsageError("--daily-cap-usd: must be ≥ 0")
+    home = deps.home
+    created_config = False
+    if not deps.config_path.exists():
+        deps.write_file(deps.config_path, config_template(daily_cap_usd).encode("utf-8"))
+        created_config = True
+    keys = deps.keys
+    if deps.has_trust_store():
+        signer = keys.active_signer(keys.load_trust())
+        return InitResult(str(home), signer.key_id, False, created_config)
+    signer = keys.generate()
+    # The first key is valid from the beginning of time: entries replayed with
+    # LEDGER_NOW before the moment of init must still verify. From init on,
+    # every entry must be signed: an unsigned line appended by anyone who can
+    # write the file would otherwise verify and be folded.
+    keys.save_trust(
+        TrustStore(
+            keys=(TrustedKey(signer.key_id, signer.public_raw),),
+            strict_after=deps.clock.now(),
+        )
+    )
+    return InitResult(str(home), signer.key_id, True, created_config)
+
+
+def ensure_strict_after(deps: WriterDeps, root: Signer | None = None) -> str | None:
+    """Give a trust store without ``strict_after`` (an older home) one: now.
+
+    Returns a note for the operator when the trust store changed, or could not
+    be changed because it needs the offline root; ``None`` when there was
+    nothing to do.
+
+    Raises:
+        InputDataError: the trust store is unreadable.
+        ChainIOError: the trust store could not be written.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    if trust.strict_after is not None:
+        return None
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        return (
+            "the trust store accepts unsigned entries (no strict_after); "
+            "give --root-key to any keys command to refuse them from now on"
+        )
+    now = deps.clock.now()
+    keys.save_trust(trust.with_strict_after(now), root)
+    return f"the trust store now refuses unsigned entries from {format_ts(now)} (strict_after)"
+
+
+@dataclass(frozen=True, slots=True)
+class RotateResult:
+    """The outcome of ``ledger keys rotate``."""
+
+    old_key_id: str
+    new_key_id: str
+    rotated_at: str
+    entry_hash: str
+
+
+def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
+    """Make a new writer key; the old one signs a ``ledger.key_rotated`` naming it.
+
+    The event is appended first and the trust store replaced after: a crash in
+    between leaves the old key active and the chain verifying.
+
+    Raises:
+        KeyFileError: no active key to rotate from.
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain, the new key or the trust store could not be
+            written; the old key stays active and the chain still verifies.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    old = keys.active_signer(trust)
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        # An unsigned (or wrongly signed) trust store would lock every command out.
+        raise KeyFileError(
+            "this home pins an offline root key: rotate with --root-key <its private key PEM>"
+        )
+    writer = Writer(deps)
+    with deps.chain.transaction() as tx:
+        # A chain that cannot be appended to is found before a key is made, so
+        # a failed rotation leaves no orphaned key file behind.
+        tx.head()
+        new = keys.generate()
+        sealed = writer.append(
+            tx,
+            "ledger.key_rotated",
+            {
+                "old_key_id": old.key_id,
+                "new_key_id": new.key_id,
+                "new_public_key": base64.b64encode(new.public_raw).decode("ascii"),
+            },
+            signer=old,
+        )
+        moment = parse_ts(sealed.ts_utc)
+        rotated = trust.ends_validity(old.key_id, moment).with_key(
+            TrustedKey(new.key_id, new.public_raw, moment, None)
+        )
+        keys.save_trust(rotated, root)
+    return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)
+
+
+def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None]) -> str:
+    """Sign the trust store with an offline root key and pin that key in the home.
+
+    From then on the home refuses a trust store without the root's signature.
+
+    Raises:
+        KeyFileError: the home already pins a different root.
+        InputDataError: the trust store is unreadable.
+    """
+    keys = deps.keys
+    pinned = keys.pinned_root()
+    if pinned is not None and pinned != root.public_raw:
+        raise KeyFileError("this home already pins a different root key")
+    keys.save_trust(keys.load_trust(), root)
+    write_pin(root.public_raw)
+    return root.key_id
+
+
+def revoke_key(
+    deps: WriterDeps,
+    key_id: str,
+    reason: str,
+    revoked_at: dt.datetime | None,
+    root: Signer | None = None,
+) -> None:
+    """Revoke a writer key in the trust store (from ``revoked_at``, or entirely).
+
+    Raises:
+        UsageError: the key is unknown, or is the active writer key.
+        KeyFileError: the home pins a root and ``root`` is not it.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    if trust.key(key_id) is None:
+        raise UsageError(f"no key {key_id} in the trust store")
+    if keys.active_signer(trust).key_id == key_id:
+        raise UsageError(f"{key_id} is the active writer key: run `ledger keys rotate` first")
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        raise KeyFileError("this home pins an offline root key: pass --root-key")
+    keys.save_trust(trust.with_revocation(Revocation(key_id, revoked_at, reason)), root)
+
+
+def trust_foreign_key(
+    deps: WriterDeps, key_id: str, public_raw: bytes, root: Signer | None = None
+) -> bool:
+    """Trust another writer's public key (loa's) to verify its entries, never to sign.
+
+    Returns whether the trust store changed (the same key again is a no-op).
+
+    Raises:
+        UsageError: the id names a key of this home, or another public key.
+        KeyFileError: the home pins a root and ``root`` is not it.
+    """
+    keys = deps.keys
+    trust = keys.load_trust()
+    known = trust.key(key_id)
+    if known is not None:
+        if known.public_raw == public_raw and not known.signs:
+            return False
+        raise UsageError(f"the trust store already has a different key {key_id}")
+    pinned = keys.pinned_root()
+    if pinned is not None and (root is None or root.public_raw != pinned):
+        raise KeyFileError("this home pins an offline root key: pass --root-key")
+    trusted = trust.with_key(TrustedKey(key_id, public_raw, signs=False))
+    # Taking over another writer's log: its entries up to now were written
+    # under its own rules, so unsigned entries are refused from the takeover on.
+    now = deps.clock.now()
+    if trusted.strict_after is None or trusted.strict_after < now:
+        trusted = trusted.with_strict_after(now)
+    keys.save_trust(trusted, root)
+    return True

@@ -1,0 +1,85 @@
+"""Idempotency keys: finding the first entry sealed with a key (SPEC §3).
+
+The key index is derived state (one small MAC'd record per key, kept by the
+``StateStore``); a lookup is held against the counter it was loaded with, or,
+when that counter cannot be trusted, against the chain itself.
+"""
+
+from typing import Any, Protocol
+
+from ledger.errors import ChainIOError, InputDataError
+from ledger.services.chain.state import Counter
+from ledger.services.ports import ChainStore, StateStore
+
+
+def find_duplicate(
+    counter: Counter, deps: "DuplicateDeps", key: str, event_type: str
+) -> dict[str, Any] | None:
+    """The first entry sealed with idempotency ``key``, if the chain holds one.
+
+    Looked up in the key index (one file), or among the keys folded by this
+    load and not yet saved. A trusted counter vouches for the index up to its
+    own length; an untrusted one does not, so the entry is then checked in the
+    chain itself (slow, but only a damaged home takes that path). A key used by
+    another event type is not a duplicate of this one.
+    """
+    record = find_indexed(counter, deps, key)
+    if record is None or record.get("event_type") != event_type:
+        return None
+    return record
+
+
+def find_indexed(counter: Counter, deps: "DuplicateDeps", key: str) -> dict[str, Any] | None:
+    """The key index record of ``key`` (any kind), held against the chain as above."""
+    record = next((r for r in counter.new_keys if r["key"] == key), None)
+    if record is None:
+        record = deps.states.load_key(key)
+    if record is None:
+        return None
+    number = record.get("entry")
+    if counter.problem is None and isinstance(number, int) and number >= 1:
+        return record if number <= int(counter.data["meta"]["entries"]) else None
+    return record if _chain_holds(deps.chain, str(record.get("entry_hash"))) else None
+
+
+def _chain_holds(store: ChainStore, entry_hash: str) -> bool:
+    from ledger.core.envelope import parse_line
+
+    try:
+        for raw in store.iter_lines():
+            try:
+                if parse_line(raw.rstrip(b"\n")).entry_hash == entry_hash:
+                    return True
+            except (ValueError, InputDataError):
+                continue
+    except ChainIOError:
+        return False
+    return False
+
+
+class DuplicateDeps(Protocol):
+    """What a duplicate lookup needs."""
+
+    @property
+    def chain(self) -> ChainStore:
+        """The chain."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived-state store."""
+        ...
+
+
+def remember_keys_untrusted(counter: Counter, states: StateStore) -> None:
+    """Index keys sealed while the counter is untrusted (the state is not saved then).
+
+    Lookups on an untrusted counter check each indexed key in the chain, so an
+    index that runs ahead of the stored state is safe.
+    """
+    if counter.problem is not None and counter.new_keys:
+        try:
+            states.save_keys(counter.new_keys)
+        except ChainIOError:
+            return
+        counter.new_keys = []

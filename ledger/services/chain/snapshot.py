@@ -1,0 +1,307 @@
+"""``ledger snapshot``: a signed, compressed copy of the verified chain (SPEC §5).
+
+Under the chain lock: verify the chain as ``verify-chain`` verifies the home's
+(trust store and newest checkpoint), sign a checkpoint of its head (written to
+``checkpoints/`` as well), write the snapshot's three files (format in
+``ledger.core.snapshot``), prune snapshots older than ``snapshot.keep_days``,
+and append a ``ledger.snapshot`` envelope naming the new one. A chain that does
+not verify is refused and nothing is written.
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ledger.core.canonical import sha256_hex
+from ledger.core.chain_check import check_chain, split_lines
+from ledger.core.checkpoint import Checkpoint, make_checkpoint
+from ledger.core.config import Config
+from ledger.core.seal import seal_time
+from ledger.core.snapshot import (
+    Manifest,
+    SnapshotFileError,
+    SnapshotRefusedError,
+    document_bytes,
+    make_manifest,
+    manifest_from_bytes,
+    snapshot_stem,
+    snapshots_to_prune,
+)
+from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
+from ledger.core.timefmt import format_ts
+from ledger.core.trust import TrustStore
+from ledger.services.chain.proofs import tree_root_of_lines
+from ledger.services.chain.verify import CheckpointDeps
+from ledger.services.chain.writer import Writer
+from ledger.services.ports import StateStore
+
+SNAPSHOT_EVENT = "ledger.snapshot"
+
+
+class SnapshotStore(Protocol):
+    """The files of a home that snapshots and recovery read and write."""
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the home when inside it."""
+        ...
+
+    def read(self, path: Path, what: str) -> bytes:
+        """A whole file (``InputDataError`` when unreadable)."""
+        ...
+
+    def compress(self, data: bytes) -> bytes:
+        """Compress a chain."""
+        ...
+
+    def decompress(self, data: bytes, source: str) -> bytes:
+        """Decompress a chain (``InputDataError`` when corrupt)."""
+        ...
+
+    def chain_name(self) -> str:
+        """The chain file's name, for messages."""
+        ...
+
+    def read_chain(self) -> bytes | None:
+        """The chain's bytes, or ``None`` when the file is missing."""
+        ...
+
+    def write_snapshot(
+        self, stem: str, chain_gz: bytes, checkpoint: bytes, manifest: bytes
+    ) -> tuple[Path, Path, Path]:
+        """Write a snapshot's files atomically, the manifest last.
+
+        Returns:
+            The files written: the compressed chain, the checkpoint, the manifest.
+        """
+        ...
+
+    def snapshot_manifests(self) -> list[Path]:
+        """Every snapshot manifest of the home."""
+        ...
+
+    def remove_snapshot(self, manifest: Path, siblings: list[str]) -> None:
+        """Delete a snapshot's manifest and its sibling files."""
+        ...
+
+    def checkpoint_files(self) -> list[Path]:
+        """Every checkpoint file of the home."""
+        ...
+
+    def damaged_evidence_path(self, stamp: str) -> Path:
+        """Where ``keep_damaged`` would store the damaged chain now."""
+        ...
+
+    def keep_damaged(self, data: bytes, stamp: str) -> Path:
+        """Store the damaged chain's bytes as new evidence; returns where."""
+        ...
+
+    def evidence_path(self, name: str) -> Path:
+        """The first free evidence path for ``name``."""
+        ...
+
+    def retire(self, path: Path) -> Path:
+        """Move a file into the evidence folder; returns where."""
+        ...
+
+    def replace_chain(self, data: bytes) -> None:
+        """Replace the chain atomically."""
+        ...
+
+    def clear_state(self) -> list[Path]:
+        """Delete the derived state; returns what was removed."""
+        ...
+
+
+class SnapshotDeps(CheckpointDeps, Protocol):
+    """What snapshots and recovery need beyond appending and checkpointing."""
+
+    @property
+    def config(self) -> Config:
+        """The home's configuration (``snapshot.keep_days``)."""
+        ...
+
+    def snapshot_files(self) -> SnapshotStore:
+        """The home's snapshot, evidence and state files."""
+        ...
+
+    @property
+    def states(self) -> StateStore:
+        """The derived state (where a full verification's finding is kept)."""
+        ...
+
+    def newest_checkpoint(self) -> Checkpoint | None:
+        """The home's newest checkpoint."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotResult:
+    """A written snapshot.
+
+    ``path`` is its manifest; ``files`` every file the snapshot wrote, in the
+    order written: the checkpoint copy in ``checkpoints/``, then the compressed
+    chain, the checkpoint and the manifest in the snapshot folder.
+    """
+
+    path: str
+    relative_path: str
+    entries: int
+    head_hash: str
+    entry_hash: str
+    pruned: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
+    """Snapshot the verified chain, prune old snapshots, record ``ledger.snapshot``.
+
+    Returns:
+        The manifest's path, every file written, and the entry count and head
+        hash of the chain snapshotted (before the ``ledger.snapshot`` entry).
+
+    Raises:
+        SnapshotRefusedError: the chain is empty or does not verify (nothing written).
+        KeyFileError, InputDataError: no usable writer key or trust store.
+        CheckpointError: the home's newest checkpoint is malformed.
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: a file could not be written.
+    """
+    trust = deps.keys.load_trust()
+    signer = deps.keys.active_signer(trust)
+    files = deps.snapshot_files()
+    writer = Writer(deps)
+    with deps.chain.transaction() as tx:
+        data = files.read_chain()
+        if not data:
+            raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
+        check = check_chain(split_lines(data), trust, deps.newest_checkpoint())
+        if not check.ok or check.genesis_hash is None or check.head_hash is None:
+            where = "" if check.line is None else f"BROKEN line {check.line}: "
+            raise SnapshotRefusedError(
+                f"refusing to snapshot a broken chain: {where}{check.reason}; run `ledger recover`"
+            )
+        now = deps.clock.now()
+        # Never dated before the head it vouches for (a clock behind, LEDGER_NOW
+        # replaying the past): the signing key must be valid at that time.
+        moment = seal_time(now, check.head_ts)
+        checkpoint = make_checkpoint(
+            signer,
+            check.genesis_hash,
+            check.entries,
+            check.head_hash,
+            format_ts(moment),
+            tree_root_of_lines(split_lines(data)),
+        )
+        checkpoint_file = document_bytes(checkpoint.to_document())
+        stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
+        chain_gz = files.compress(data)
+        manifest = make_manifest(
+            signer,
+            checkpoint,
+            stem=stem,
+            chain_gz=chain_gz,
+            raw_chain=data,
+            checkpoint_file=checkpoint_file,
+        )
+        manifest_file = document_bytes(manifest.to_document())
+        checkpoint_copy = deps.write_checkpoint(checkpoint)
+        written = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
+        path = written[-1]
+        pruned = prune_snapshots(files, now, deps.config.snapshot_keep_days, keep=path)
+        relative = files.relative(path)
+        sealed = writer.append(
+            tx,
+            SNAPSHOT_EVENT,
+            {
+                "path": relative,
+                "sha256": sha256_hex(manifest_file),
+                "entries": check.entries,
+                "head_hash": check.head_hash,
+                "chain_id": check.genesis_hash,
+                "chain_sha256": manifest.chain_sha256,
+                "pruned": list(pruned),
+            },
+            signer=signer,
+        )
+    return SnapshotResult(
+        str(path),
+        relative,
+        check.entries,
+        check.head_hash,
+        sealed.entry_hash,
+        pruned,
+        tuple(str(name) for name in (checkpoint_copy, *written)),
+    )
+
+
+def read_manifests(files: SnapshotStore) -> tuple[list[tuple[Path, Manifest]], list[Path]]:
+    """The home's snapshot manifests that parse, and the paths of those that do not.
+
+    Raises:
+        InputDataError: a manifest file cannot be read at all.
+    """
+    parsed: list[tuple[Path, Manifest]] = []
+    broken: list[Path] = []
+    for path in files.snapshot_manifests():
+        try:
+            parsed.append((path, manifest_from_bytes(files.read(path, "snapshot"), str(path))))
+        except SnapshotFileError:
+            broken.append(path)
+    return parsed, broken
+
+
+def prune_snapshots(
+    files: SnapshotStore, now: dt.datetime, keep_days: int, *, keep: Path
+) -> tuple[str, ...]:
+    """Delete snapshots whose checkpoint is older than ``keep_days``; never the newest.
+
+    Manifests that do not parse are left alone (an operator should look at them).
+
+    Returns:
+        The removed manifests, relative to the home.
+
+    Raises:
+        ChainIOError: a file could not be removed.
+    """
+    manifests, _broken = read_manifests(files)
+    by_name = {str(path): (path, manifest) for path, manifest in manifests}
+    doomed = snapshots_to_prune(
+        [(name, manifest.ts_utc, manifest.entries) for name, (_p, manifest) in by_name.items()],
+        now,
+        keep_days,
+        str(keep),
+    )
+    removed = []
+    for name in doomed:
+        path, manifest = by_name[name]
+        files.remove_snapshot(path, [manifest.chain_file, manifest.checkpoint_file])
+        removed.append(files.relative(path))
+    return tuple(removed)
+
+
+def load_snapshot(
+    files: SnapshotStore, path: Path, manifest: Manifest, trust: TrustStore
+) -> VerifiedSnapshot:
+    """Read a snapshot's files and verify every binding.
+
+    Raises:
+        InputDataError: a file is missing, unreadable or not gzip (exit 65).
+        SnapshotFileError, CheckpointError: the checkpoint file is malformed (65).
+        SnapshotInvalidError: the snapshot does not verify (exit 1).
+    """
+    chain_gz = files.read(path.parent / manifest.chain_file, "snapshot chain")
+    checkpoint_file = files.read(path.parent / manifest.checkpoint_file, "snapshot checkpoint")
+    source = files.relative(path)
+    verify_sealed_files(
+        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source
+    )
+    raw_chain = files.decompress(chain_gz, str(path.parent / manifest.chain_file))
+    return verify_snapshot(
+        manifest,
+        chain_gz=chain_gz,
+        raw_chain=raw_chain,
+        checkpoint_file=checkpoint_file,
+        trust=trust,
+        source=source,
+    )

@@ -1,0 +1,410 @@
+"""Loading the derived counter state under the chain lock, and keeping it current.
+
+On every use the stored state is checked against the chain head: equal means
+trusted; behind means the missing tail is verified and folded in; anything
+else means the counter cannot be trusted (SPEC §4 row 1). A missing state is
+rebuilt from the verified chain.
+"""
+
+import copy
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from ledger.core.budget_state import empty_budget_state
+from ledger.core.budgets import Budget
+from ledger.core.budgets import fingerprint as budgets_fingerprint
+from ledger.core.envelope import GENESIS
+from ledger.core.seal import SealedEntry
+from ledger.core.state import (
+    apply_entry,
+    apply_parsed,
+    empty_state,
+    idempotency_record,
+    unfoldable_problem,
+)
+from ledger.core.trust import trust_fingerprint
+from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
+from ledger.services.chain.findings import FINDING_KEY, finding_problem
+from ledger.services.chain.requests import (
+    AlreadyAnsweredError,
+    RequestScope,
+    current_request,
+    request_record,
+)
+from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
+
+if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.config import Config
+    from ledger.core.envelope import ParsedEntry
+    from ledger.core.foldable import SchemaFor
+    from ledger.core.trust import TrustStore
+
+
+class Counter:
+    """The folded state and the head it reflects; ``problem`` when untrustworthy."""
+
+    __slots__ = ("budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        head: Head | None,
+        problem: str | None = None,
+        *,
+        dirty: bool = False,
+        new_keys: list[dict[str, Any]] | None = None,
+        rebuilt: bool = False,
+        zone: dt.tzinfo = dt.UTC,
+    ) -> None:
+        self.data = data
+        self.head = head
+        self.problem = problem
+        self.dirty = dirty
+        # Idempotency keys folded since the state was stored; the key index
+        # receives them before the state is saved, so an index that lags the
+        # state can only happen with a state that lags the chain (caught up).
+        self.new_keys = new_keys if new_keys is not None else []
+        self.rebuilt = rebuilt
+        # The budget day's zone the state is folded in (``usd.day_timezone``).
+        self.zone = zone
+        # The ``[[budgets]]`` definitions the budgets' counters are kept for.
+        self.budgets: tuple[Budget, ...] = ()
+
+
+def _fold_range(
+    store: ChainStore,
+    data: dict[str, Any],
+    trust: "TrustStore",
+    start: int,
+    end: int,
+    expected_prev: str,
+    first_line: int = 1,
+    remember: tuple[int, dict[int, str]] | None = None,
+    keys: list[dict[str, Any]] | None = None,
+    schema_for: "SchemaFor | None" = None,
+    zone: dt.tzinfo = dt.UTC,
+    budgets: tuple[Budget, ...] = (),
+) -> str | None:
+    from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
+
+    if schema_for is None:
+        schema_for = _no_schemas
+
+    def fold(parsed: "ParsedEntry") -> None:
+        apply_parsed(data, parsed, schema_for, zone, budgets)
+        number = data["meta"]["entries"]
+        if remember is not None and number == remember[0]:
+            remember[1][remember[0]] = parsed.entry_hash
+        if keys is not None:
+            keys.extend(
+                _index_records(parsed.event_type, parsed.payload, parsed.entry_hash, number)
+            )
+
+    verifier = ChainVerifier(
+        trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
+    )
+    for raw in store.iter_lines(start, end):
+        if not verifier.feed(raw):
+            break
+    report = verifier.report()
+    if report.ok:
+        return None
+    where = "" if start == 0 else " after the derived state's head"
+    return f"chain does not verify{where}: line {report.line}: {report.reason}"
+
+
+def _index_records(
+    event_type: str, payload: dict[str, Any], entry_hash: str, number: int
+) -> list[dict[str, Any]]:
+    """The key index records of one entry: its idempotency key's, its served request's."""
+    records = []
+    keyed = idempotency_record(event_type, payload, entry_hash, number)
+    if keyed is not None:
+        records.append(keyed)
+    served = request_record(payload, entry_hash, event_type, number)
+    if served is not None:
+        records.append(served)
+    return records
+
+
+def _no_schemas(_event_type: str) -> None:
+    return None
+
+
+def schema_lookup(deps: "CounterDeps") -> "SchemaFor":
+    """The deps' schema loader, answering ``None`` for an event type with no schema."""
+
+    def schema_for(event_type: str) -> dict[str, Any] | None:
+        try:
+            return deps.schema(event_type)
+        except LedgerError:
+            return None
+
+    return schema_for
+
+
+def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
+    """The counter state matching the chain head, or one marked untrustworthy.
+
+    Never raises for a damaged chain or state: the damage becomes ``problem``.
+    A missing state is rebuilt from the chain, which must verify and must still
+    hold everything its newest checkpoint vouches for: without that check a cut
+    chain plus a deleted state file would quietly forget spend. A state folded
+    under another ``usd.day_timezone`` (or before the zone was remembered) is
+    rebuilt too: its days are keyed in that zone. So is a state whose budget
+    counters were kept for other ``[[budgets]]`` definitions: a changed budget
+    is counted afresh from the chain, never from counters kept for another.
+
+    Inside a served request (``ledger.services.chain.requests``) the counter is
+    first asked whether another run already sealed the request.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+        AlreadyAnsweredError: the served request running now was sealed by
+            another run; nothing may be written for it.
+    """
+    config = deps.config
+    counter = _load_counter(tx, deps, config.day_zone, config.day_timezone, config.budgets)
+    counter.zone = config.day_zone
+    counter.budgets = config.budgets
+    request = current_request()
+    if request is not None and request.stop_when_answered:
+        _stop_if_answered(counter, deps, request)
+    return counter
+
+
+def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope) -> None:
+    """Stop a served request another run already sealed (checked under the chain lock).
+
+    Raises:
+        AlreadyAnsweredError: the request id is in the chain, sealed by another run.
+    """
+    from ledger.services.chain.idempotency import find_indexed
+
+    found = find_indexed(counter, deps, request.index_key)
+    if found is not None and found.get("entry_hash") not in request.sealed:
+        raise AlreadyAnsweredError(found)
+
+
+def _load_counter(
+    tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str, budgets: tuple[Budget, ...]
+) -> Counter:
+    store, states, trust = deps.chain, deps.states, deps.keys.load_trust
+    try:
+        head = tx.head()
+    except ChainIOError as exc:
+        return Counter(empty_state(), None, str(exc))
+    try:
+        stored = states.load()
+    except StateMismatchError as exc:
+        return Counter(empty_state(), head, f"{exc}; run `ledger rebuild-state`")
+    # A full verification's finding survives every rebuild; only recover clears it.
+    finding = None if stored is None else stored.data["meta"].get(FINDING_KEY)
+    try:
+        fingerprint = trust_fingerprint(trust())
+        if stored is not None and stored.data["meta"].get("trust") != fingerprint:
+            # Verified under another trust store (a revocation, a rotation, an
+            # edit): every entry is verified again before the next decision.
+            stored = None
+        if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
+            # Folded with its days in another zone: every day is keyed afresh.
+            stored = None
+        if stored is not None and "budgets" not in stored.data and not budgets:
+            # Kept before budgets existed, and none are defined: nothing to count.
+            stored.data["budgets"] = empty_budget_state()
+        kept_for = (stored.data.get("budgets") or {}).get("fingerprint") if stored else None
+        if stored is not None and kept_for != budgets_fingerprint(budgets):
+            # Kept for other budget definitions: counted afresh from the chain.
+            stored = None
+        if stored is None:
+            data = empty_state(budgets)
+            checkpoint = deps.newest_checkpoint()
+            hashes: dict[int, str] = {}
+            keys: list[dict[str, Any]] = []
+            if head is not None:
+                problem = _fold_range(
+                    store, data, trust(), 0, head.size, GENESIS,
+                    remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
+                    schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+                )  # fmt: skip
+                if problem:
+                    return Counter(data, head, problem + "; run `ledger recover`")
+            if checkpoint is not None:
+                problem = checkpoint_problem(data, head, checkpoint, hashes, trust())
+                if problem:
+                    return Counter(data, head, problem + "; run `ledger recover`")
+                data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+            data["meta"]["trust"] = fingerprint
+            data["meta"]["day_zone"] = zone_name
+            if finding is not None:
+                data["meta"][FINDING_KEY] = finding
+            return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
+        if head is None:
+            if stored.head_hash is None:
+                return Counter(stored.data, None)
+            return Counter(empty_state(), None, _mismatch())
+        if stored.size == head.size and stored.head_hash == head.entry_hash:
+            return _held_against_checkpoint(Counter(stored.data, head), deps)
+        if stored.size < head.size and stored.head_hash is not None:
+            data = copy.deepcopy(stored.data)
+            # Line numbers count from the top of the chain, as verify-chain's do
+            # (our own writer never writes markers, so entries equal lines).
+            first_line = int(stored.data["meta"]["entries"]) + 1
+            keys = []
+            problem = _fold_range(
+                store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
+                keys=keys, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+            )  # fmt: skip
+            if problem:
+                return Counter(data, head, problem)
+            return _held_against_checkpoint(
+                Counter(data, head, None, dirty=True, new_keys=keys), deps
+            )
+    except (InputDataError, ChainIOError) as exc:
+        return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
+    return Counter(empty_state(), head, _mismatch())
+
+
+def _held_against_checkpoint(counter: Counter, deps: CounterDeps) -> Counter:
+    """The counter, or the same marked untrustworthy if the newest checkpoint disowns it.
+
+    SPEC §4: a stored state is trusted only while the chain is at least as long
+    as the newest checkpoint and agrees with it. A state restored beside a cut
+    chain matches that chain's head, so the head alone proves nothing. The
+    checkpoint last found in agreement is remembered in the state; a new one
+    is checked once (a scan for its entry when it is not the head).
+
+    Raises:
+        InputDataError: the newest checkpoint is unreadable.
+        ChainIOError: the chain cannot be read.
+    """
+    checkpoint = deps.newest_checkpoint()
+    if checkpoint is None:
+        return counter
+    meta = counter.data["meta"]
+    if meta.get("checkpoint") == [checkpoint.entries, checkpoint.head_hash]:
+        return counter
+    from ledger.core.checkpoint import checkpoint_signature_problem
+
+    problem = checkpoint_signature_problem(checkpoint, deps.keys.load_trust())
+    entries = int(meta["entries"])
+    if problem is None and entries < checkpoint.entries:
+        problem = (
+            f"chain has {entries} entries but its newest checkpoint vouches for "
+            f"{checkpoint.entries} (truncated or deleted)"
+        )
+    if problem is None:
+        head = counter.head
+        if entries == checkpoint.entries and head is not None:
+            found: str | None = head.entry_hash
+        else:
+            found = deps.chain.hash_of_entry(checkpoint.entries)
+        if found != checkpoint.head_hash:
+            problem = f"entry {checkpoint.entries} differs from the newest checkpoint's head"
+    if problem is not None:
+        return Counter(counter.data, counter.head, problem + "; run `ledger recover`")
+    meta["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+    counter.dirty = True
+    return counter
+
+
+def counter_problem(counter: Counter, config: "Config") -> str | None:
+    """Why the counter cannot be trusted (SPEC §4 row 1), or ``None``.
+
+    Beyond damage found while loading: a negative amount, or a timestamp more
+    than ``clock_tolerance_seconds`` earlier than the entry before it.
+    """
+    if counter.problem is not None:
+        return counter.problem
+    finding = finding_problem(counter.data)
+    if finding is not None:
+        return finding
+    unfoldable = unfoldable_problem(counter.data)
+    if unfoldable is not None:
+        return unfoldable
+    meta = counter.data["meta"]
+    if meta.get("negative"):
+        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
+    if meta.get("max_backstep_us", 0) > config.clock_tolerance_seconds * 1_000_000:
+        return (
+            f"a recorded timestamp is {meta['max_backstep_us'] // 1_000_000} s earlier than "
+            "the entry before it"
+        )
+    return None
+
+
+def checkpoint_problem(
+    data: dict[str, Any],
+    head: Head | None,
+    checkpoint: "Checkpoint",
+    hashes: dict[int, str],
+    trust: "TrustStore",
+) -> str | None:
+    """Why a folded chain does not hold what its newest checkpoint vouches for, or ``None``.
+
+    ``data`` is the fold's state, ``hashes`` the entry hashes it remembered by
+    position; the checkpoint's signature is checked against ``trust`` first.
+    """
+    from ledger.core.checkpoint import checkpoint_signature_problem
+
+    signature = checkpoint_signature_problem(checkpoint, trust)
+    if signature is not None:
+        return signature
+    entries = int(data["meta"]["entries"]) if head is not None else 0
+    if entries < checkpoint.entries:
+        return (
+            f"chain has {entries} entries but its newest checkpoint vouches for "
+            f"{checkpoint.entries} (truncated or deleted)"
+        )
+    if hashes.get(checkpoint.entries) != checkpoint.head_hash:
+        return f"entry {checkpoint.entries} differs from the newest checkpoint's head"
+    return None
+
+
+def _mismatch() -> str:
+    return "derived state does not match the chain head; run `ledger rebuild-state`"
+
+
+def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:
+    """Fold an entry this process just appended (already trusted: we sealed it).
+
+    An untrusted counter is not folded (it is never saved); only the entry's
+    idempotency key is noted, so a repeat is still found in the chain.
+    """
+    entry = sealed.entry
+    if counter.problem is None:
+        apply_entry(
+            counter.data, entry["event_type"], sealed.ts_utc, entry["payload"], sealed.entry_hash,
+            counter.zone, counter.budgets,
+        )  # fmt: skip
+        number = int(counter.data["meta"]["entries"])
+    else:
+        number = 0  # unknown here: lookups on an untrusted counter search the chain
+    counter.new_keys.extend(
+        _index_records(entry["event_type"], entry["payload"], sealed.entry_hash, number)
+    )
+    counter.head = head
+    counter.dirty = True
+
+
+def save_counter(counter: Counter, states: StateStore) -> None:
+    """Store the counter if it changed and is trustworthy.
+
+    The state is a cache: when it cannot be written (a full disk) the old file
+    stays, lags the chain, and is caught up on the next call. The entry already
+    appended is what counts, so the caller's call still succeeded.
+    """
+    if counter.problem is None and counter.dirty:
+        head = counter.head
+        try:
+            if counter.new_keys or counter.rebuilt:
+                states.save_keys(counter.new_keys, replace=counter.rebuilt)
+                counter.new_keys = []
+                counter.rebuilt = False
+            states.save_state(
+                head.entry_hash if head else None, head.size if head else 0, counter.data
+            )
+        except ChainIOError:
+            return
+        counter.dirty = False

@@ -1,0 +1,166 @@
+"""Budgets as the per-call commands and the views show them.
+
+The checks of a call's budget scope (``--tag``, ``--key``) and the figures a
+verdict, ``ledger budgets``, ``usage --budget`` and ``status`` print.
+"""
+
+import re
+from typing import Any
+
+from ledger.core.timefmt import format_ts
+from ledger.core.units import MICROS_PER_USD
+from ledger.core.verdict import usage_pct
+from ledger.errors import UsageError
+
+TAG_RE = re.compile(r"^[A-Za-z0-9._:/@+-]{1,64}$")
+TAGS_MAX = 32
+KEY_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+def usd(micros: int | None) -> float | None:
+    """Micro-USD as USD for the JSON document (display only).
+
+    The same float ``micros_to_usd`` gives (an int quotient is correctly
+    rounded), without building a Fraction for each of a verdict's figures.
+    """
+    return None if micros is None else micros / MICROS_PER_USD
+
+
+def tag_list(values: object) -> tuple[str, ...]:
+    """Checked ``--tag`` values, in order, each once.
+
+    Raises:
+        UsageError: a tag that does not match ``^[A-Za-z0-9._:/@+-]{1,64}$``, or
+            more than 32 of them.
+    """
+    if values is None:
+        return ()
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise UsageError("--tag: give a list of tags")
+    for value in values:
+        if not isinstance(value, str) or not TAG_RE.fullmatch(value):
+            raise UsageError(f"--tag: {value!r} must match ^[A-Za-z0-9._:/@+-]{{1,64}}$")
+    unique = tuple(dict.fromkeys(values))
+    if len(unique) > TAGS_MAX:
+        raise UsageError(f"--tag: at most {TAGS_MAX} tags")
+    return unique
+
+
+def key_name(value: object) -> str | None:
+    """A checked gateway key name (``--key``).
+
+    Raises:
+        UsageError: not a name matching ``^[a-z][a-z0-9_-]{0,63}$``.
+    """
+    if value is not None and (not isinstance(value, str) or not KEY_NAME_RE.fullmatch(value)):
+        raise UsageError("--key: must be a key name matching ^[a-z][a-z0-9_-]{0,63}$")
+    return value
+
+
+def budgets_document(checks: Any, estimate_micros: int) -> list[dict[str, Any]]:
+    """Each applicable budget's figures as the verdict prints them (USD, projected %)."""
+    shown = []
+    for check in checks:
+        figures, scope = check.figures, check.scope
+        projected = usage_pct(scope, estimate_micros)
+        entry: dict[str, Any] = {
+            "name": figures.found.budget.name,
+            "period": figures.found.budget.period,
+            "period_start": format_ts(figures.period_start),
+            "period_end": format_ts(figures.period_end),
+            "used": usd(scope.used_micros),
+            "reserved": usd(scope.reserved_micros),
+            "cap": usd(scope.cap_micros),
+            "usage_pct": None if projected is None else round(float(projected), 4),
+        }
+        if figures.found.budget.per is not None:
+            entry["per_value"] = figures.found.per_value
+        shown.append(entry)
+    return shown
+
+
+def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
+    """Every budget (or the one named) with its current period's figures; writes nothing.
+
+    A budget with ``per`` has a row for each value that has spend or a
+    reservation in its current period; without any, one row with no value.
+    Figures are those a verdict would use now, without an estimate.
+
+    Raises:
+        UsageError: ``name`` is not a defined budget.
+        ConfigError: the configuration is invalid.
+    """
+    from ledger.core.budget_state import BudgetFigures, figures
+    from ledger.core.budgets import Applicable, period_bounds
+    from ledger.core.seal import chain_time
+    from ledger.services.chain.state import counter_problem, load_counter
+
+    config = deps.config
+    budgets = [b for b in config.budgets if name is None or b.name == name]
+    if name is not None and not budgets:
+        raise UsageError(f"--budget: no budget named {name!r} in ledger.toml")
+    with deps.chain.read_transaction() as tx:
+        local_now = deps.clock.now()
+        counter = load_counter(tx, deps)
+    head = counter.head.ts_utc if counter.head is not None else None
+    now = chain_time(local_now, head)
+    problem = counter_problem(counter, config)
+    state = counter.data.get("budgets") if problem is None else None
+    rows = []
+    for budget in budgets:
+        values: list[str | None] = [None]
+        if budget.per is not None:
+            table = (state or {}).get("by_name", {}).get(budget.name) or {"values": {}}
+            values = sorted(table["values"]) or [None]
+        for value in values:
+            found = Applicable(budget, value)
+            if state is not None and (value is not None or budget.per is None):
+                seen = figures(state, found, now, config.day_zone)
+            else:
+                start, end = period_bounds(budget, now, config.day_zone)
+                seen = BudgetFigures(found, start, end, 0, 0, None)
+            rows.append(_row(budget, value, seen))
+    return {"budgets": rows, "now": format_ts(now), "diagnostic": problem}
+
+
+def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:
+    used = max(seen.used_micros, 0)
+    pct = None
+    if budget.cap_micros:
+        pct = round(100 * (used + seen.reserved_micros) / budget.cap_micros, 4)
+    return {
+        "name": budget.name,
+        "period": budget.period,
+        "match": dict(budget.match),
+        "per": budget.per,
+        "per_value": value,
+        "period_start": format_ts(seen.period_start),
+        "period_end": format_ts(seen.period_end),
+        "used": usd(used),
+        "reserved": usd(seen.reserved_micros),
+        "cap": usd(budget.cap_micros),
+        "remaining": usd(max(budget.cap_micros - used - seen.reserved_micros, 0)),
+        "usage_pct": pct,
+        "used_micros": used,
+        "reserved_micros": seen.reserved_micros,
+        "cap_micros": budget.cap_micros,
+    }
+
+
+def budget_table(document: dict[str, Any]) -> list[str]:
+    """The budgets as lines of text for people (money to the cent, never negative)."""
+    rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "%", "LEFT"]]
+    for row in document["budgets"]:
+        label = row["name"] + (f"[{row['per_value']}]" if row["per_value"] is not None else "")
+        rows.append([
+            label, row["period"], row["period_start"][:16] + "Z", row["period_end"][:16] + "Z",
+            f"${row['used']:.2f}", f"${row['reserved']:.2f}", f"${row['cap']:.2f}",
+            "-" if row["usage_pct"] is None else f"{row['usage_pct']:.1f}",
+            f"${row['remaining']:.2f}",
+        ])  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]  # fmt: skip
+    if document["diagnostic"]:
+        lines.append(f"WARNING: counters cannot be trusted: {document['diagnostic']}")
+    return lines

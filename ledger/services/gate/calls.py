@@ -1,0 +1,405 @@
+"""The per-call requests, checked and answered in one place for the CLI and the Python API.
+
+``ledger verdict``, ``record`` and ``usage`` on the command line and
+``Ledger.verdict``, ``record`` and ``usage`` in Python check their arguments
+here, call the gate, and get back the same JSON document (SPEC §3, §7), so
+the two can never drift apart.
+"""
+
+import datetime as dt
+import re
+from typing import Any, NamedTuple, Protocol
+
+from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
+from ledger.core.units import usd_to_micros
+from ledger.core.usage_objects import UsageObjectError, usage_tokens
+from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
+from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
+from ledger.services.gate.gate import GateDeps, check_verdict, usage
+from ledger.services.gate.prices import PriceDeps, find_price, price_for
+from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
+from ledger.services.gate.recording import record_call
+
+PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+REF_RE = re.compile(r"^[0-9a-f]{64}$")
+IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+TEXT_MAX = 256
+# RFC 8785 numbers are IEEE-754 doubles: integers beyond 2^53 - 1 cannot be sealed.
+MAX_MICROS = 2**53 - 1
+# Providers tried, in order, when a model is priced without --provider.
+INFERRED_PROVIDERS = ("anthropic", "openai")
+
+
+class CallDeps(GateDeps, PriceDeps, ProviderDeps, Protocol):
+    """What a per-call request needs: the gate, the price table and the known providers."""
+
+
+def amount(value: object, what: str) -> int:
+    """A USD amount as micro-USD: a decimal, not negative, within the chain's range.
+
+    Raises:
+        UsageError: not a number, negative, or too large.
+    """
+    text = str(value)
+    try:
+        micros = usd_to_micros(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from exc
+    if micros < 0 or text.strip().startswith("-"):
+        raise UsageError(f"{what}: negative amount {text}")
+    if micros > MAX_MICROS:
+        raise UsageError(f"{what}: amount too large: {text}")
+    return micros
+
+
+def provider_id(value: object, *, required: bool = False) -> str | None:
+    """A checked provider id (``None`` when not given and not required).
+
+    Raises:
+        UsageError: missing when required, or not a provider id.
+    """
+    if value is None:
+        if required:
+            raise UsageError("--provider is required")
+        return None
+    if not isinstance(value, str) or not PROVIDER_RE.fullmatch(value):
+        raise UsageError(f"--provider: {value!r} is not a provider id (^[a-z][a-z0-9_-]{{0,63}}$)")
+    return value
+
+
+def text_arg(value: object, what: str) -> str | None:
+    """Free text the chain stores: at most 256 characters of UTF-8.
+
+    Raises:
+        UsageError: too long, or not valid UTF-8.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{what}: must be text")
+    if len(value) > TEXT_MAX:
+        raise UsageError(f"{what}: longer than {TEXT_MAX} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # argv bytes that are not UTF-8 arrive as lone surrogates: the chain holds UTF-8 only.
+        raise UsageError(f"{what}: not valid UTF-8 text") from exc
+    return value
+
+
+def idempotency_key(value: object) -> str | None:
+    """A checked idempotency key (SPEC §3).
+
+    Raises:
+        UsageError: the key does not match ``^[A-Za-z0-9._:-]{1,128}$``.
+    """
+    if value is not None and (
+        not isinstance(value, str) or not IDEMPOTENCY_KEY_RE.fullmatch(value)
+    ):
+        raise UsageError("--idempotency-key: must match ^[A-Za-z0-9._:-]{1,128}$")
+    return value
+
+
+def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
+    """A record's scope for budgets, sealed only when given."""
+    details: dict[str, Any] = {}
+    if agent is not None:
+        details["agent"] = text_arg(agent, "--agent")
+    if tags:
+        details["tags"] = list(tag_list(tags))
+    if key is not None:
+        details["key"] = key_name(key)
+    return details
+
+
+def count(value: object, what: str) -> int | None:
+    """A token count: an integer ≥ 0 within the chain's range.
+
+    Raises:
+        UsageError: negative, not an integer, or too large.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{what}: must be an integer")
+    if value < 0:
+        raise UsageError(f"{what}: must be ≥ 0")
+    if value > MAX_MICROS:
+        raise UsageError(f"{what}: larger than the chain can hold (2^53 - 1)")
+    return value
+
+
+def _age(now: dt.datetime, then: dt.datetime | None) -> float | None:
+    return None if then is None else round((now - then).total_seconds(), 3)
+
+
+def _quote(deps: CallDeps, provider: str | None, model: str) -> Quote:
+    if provider is not None:
+        return price_for(deps, provider, model)
+    for candidate in INFERRED_PROVIDERS:
+        found, _why = find_price(deps, candidate, model)
+        if found is not None:
+            return found
+    raise UnknownPriceError(
+        f"no price for {model}: not priced for any of {', '.join(INFERRED_PROVIDERS)}; "
+        "name its provider with --provider"
+    )
+
+
+def verdict(
+    deps: CallDeps,
+    estimate: object = None,
+    provider: object = None,
+    *,
+    model: object = None,
+    input_tokens: object = None,
+    max_output_tokens: object = None,
+    cycle_id: object = None,
+    agent: object = None,
+    tags: object = None,
+    gateway_key: object = None,
+) -> tuple[dict[str, Any], bool]:
+    """Check and run one pre-call verdict; returns its JSON document and whether it admits.
+
+    Without ``estimate``, the estimate is the price of ``input_tokens`` input
+    and ``max_output_tokens`` output tokens of ``model`` (an upper bound).
+
+    Raises:
+        UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
+            nothing is reserved or written then.
+        ConfigError: the configuration is invalid or has no daily cap.
+    """
+    name = provider_id(provider)
+    require_known_provider(deps, name)
+    model_name = text_arg(model, "--model")
+    call_tags, call_key = tag_list(tags), key_name(gateway_key)
+    inputs = count(input_tokens, "--input-tokens")
+    max_outputs = count(max_output_tokens, "--max-output-tokens")
+    details: dict[str, Any] = {}
+    if estimate is not None:
+        micros = amount(estimate, "EST_USD")
+        if model_name is not None:
+            details = {"model": model_name, "price_source": None}
+    else:
+        if model_name is None or inputs is None or max_outputs is None:
+            raise UsageError("give EST_USD, or --model with --input-tokens and --max-output-tokens")
+        found = _quote(deps, None if name == "aggregate" else name, model_name)
+        if name is None:
+            name = found.provider
+        micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
+        if micros > MAX_MICROS:
+            raise UsageError("estimate: amount too large")
+        details = {"model": model_name, "price_source": found.source}
+    if details:
+        details["input_tokens"] = inputs
+        details["max_output_tokens"] = max_outputs
+    if name == "aggregate":
+        name = None
+    outcome = check_verdict(
+        deps, micros, name, text_arg(cycle_id, "--cycle-id"), text_arg(agent, "--agent"),
+        details=details or None, tags=call_tags, key=call_key,
+    )  # fmt: skip
+    decision = outcome.decision
+    scope = decision.deciding
+    reading = scope.reading
+    used, reserved, cap = scope.used_micros, scope.reserved_micros, scope.cap_micros
+    projected = decision.projected_pct
+    document: dict[str, Any] = {
+        "verdict": decision.verdict.value,
+        "verdict_ref": outcome.verdict_ref,
+        "usd_used": usd(used),
+        "usd_reserved": usd(reserved),
+        "usd_remaining": usd(cap - used - reserved),
+        "daily_cap_usd": usd(cap),
+        "estimated_usd_for_call": usd(micros),
+        "usage_pct": None if projected is None else round(float(projected), 4),
+        "deciding_cap": scope.key,
+        "provider": outcome.provider or "aggregate",
+        "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
+        "billing_api_age_seconds": _age(outcome.now, reading.fetched_at if reading else None),
+        "counter_age_seconds": _age(outcome.now, scope.last_spend_ts),
+        "uncertainty_reason": decision.reason.value if decision.reason else None,
+        "diagnostic": decision.diagnostic,
+        "usd_used_micros": used,
+        "usd_reserved_micros": reserved,
+        "daily_cap_micros": cap,
+        "estimated_micros": micros,
+    }
+    if details:
+        document["model"] = details["model"]
+        document["price_source"] = details["price_source"]
+    if deps.config.budgets:
+        # Only homes that define budgets print the list (empty when none applies).
+        document["budgets"] = budgets_document(outcome.budgets, micros)
+    if outcome.recording_error is not None:
+        document["recording_error"] = outcome.recording_error
+    return document, decision.admits and outcome.recording_error is None
+
+
+class Priced(NamedTuple):
+    """A usage object's tokens and, when the model has a price, their cost."""
+
+    tokens: TokenCounts
+    actual_micros: int | None
+    details: dict[str, Any]
+    warning: str | None
+
+
+def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -> Priced:
+    """Token counts and exact cost of a provider's usage object.
+
+    An unpriced model is not an error here: the call happened, so its tokens
+    are recorded with ``actual_micros`` null (SPEC §7).
+
+    Raises:
+        UsageObjectInvalidError: the usage object is malformed or of another
+            provider's shape (exit 2, naming the field).
+    """
+    try:
+        tokens = usage_tokens(provider, usage_object)
+    except UsageObjectError as exc:
+        raise UsageObjectInvalidError(f"--usage-json: {exc}") from exc
+    found, why = find_price(deps, provider, model)
+    details: dict[str, Any] = {"tokens": tokens.as_payload()}
+    if found is None:
+        reason = f"no price for {provider}/{model}: {why}"
+        details.update(price_source=None, rates=None, unpriced_reason=reason[:512])
+        warning = (
+            f"{reason}; recorded with actual_micros null, and verdicts halt until the model "
+            "is priced and `ledger rebuild-state` runs"
+        )
+        return Priced(tokens, None, details, warning)
+    micros, rates = quote_cost_micros(tokens, found)
+    details.update(price_source=found.source, rates=rates.as_text())
+    return Priced(tokens, micros, details, None)
+
+
+def record(
+    deps: CallDeps,
+    actual: object = None,
+    provider: str | None = None,
+    *,
+    verdict_ref: object = None,
+    model: object = None,
+    cycle_id: object = None,
+    input_tokens: object = None,
+    output_tokens: object = None,
+    idempotency_key_value: object = None,
+    usage_object: Any = None,
+    agent: object = None,
+    tags: object = None,
+    gateway_key: object = None,
+) -> tuple[dict[str, Any], str | None]:
+    """Check and seal one record; returns its JSON document and a warning for stderr.
+
+    Without ``actual``, the cost is computed from ``usage_object`` (the
+    provider's own usage object) at ``model``'s price.
+
+    Raises:
+        UsageError: a bad argument or usage object, found before anything is written.
+        LockTimeoutError, ChainIOError: the chain cannot be appended to.
+    """
+    name = provider_id(provider, required=True)
+    assert name is not None  # noqa: S101 - required=True
+    unknown = unknown_provider(deps, name)
+    ref = None
+    if verdict_ref is not None:
+        if not isinstance(verdict_ref, str) or not REF_RE.fullmatch(verdict_ref):
+            raise UsageError("--verdict-ref: must be a 64-digit lowercase hex hash")
+        ref = verdict_ref
+    key = idempotency_key(idempotency_key_value)
+    model_name = text_arg(model, "--model")
+    input_count = count(input_tokens, "--input-tokens")
+    output_count = count(output_tokens, "--output-tokens")
+    details: dict[str, Any] = {}
+    warning = None
+    if actual is not None:
+        micros: int | None = amount(actual, "ACTUAL_USD")
+        if usage_object is not None:
+            try:
+                details["tokens"] = usage_tokens(name, usage_object).as_payload()
+            except UsageObjectError as exc:
+                raise UsageObjectInvalidError(f"--usage-json: {exc}") from exc
+    else:
+        if model_name is None or usage_object is None:
+            raise UsageError("give ACTUAL_USD, or --model with --usage-json")
+        priced = price_usage(deps, name, model_name, usage_object)
+        micros, details, warning = priced.actual_micros, priced.details, priced.warning
+        tokens = priced.tokens
+        input_count = tokens.input + tokens.cache_write_5m + tokens.cache_write_1h
+        input_count += tokens.cache_read
+        output_count = tokens.output
+    details.update(_scope_details(agent, tags, gateway_key))
+    outcome = record_call(
+        deps, micros, name, ref, model_name, text_arg(cycle_id, "--cycle-id"),
+        input_count, output_count, key, details=details or None,
+    )  # fmt: skip
+    first = outcome.payload or {}
+    sealed = first.get("actual_micros", micros)
+    document: dict[str, Any] = {
+        "recorded": True,
+        "entry_hash": outcome.entry_hash,
+        "provider": first.get("provider", name),
+        "actual_usd": usd(sealed),
+        "actual_micros": sealed,
+        "verdict_ref": first.get("verdict_ref", ref),
+        "settled": outcome.settled,
+        "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
+        "idempotency_key": key,
+        "duplicate": outcome.duplicate,
+    }
+    if "tokens" in first or "price_source" in first:
+        document["model"] = first.get("model_id")
+        document["price_source"] = first.get("price_source")
+        document["tokens"] = first.get("tokens")
+    if outcome.duplicate:
+        warning = None
+    if outcome.spooled:
+        # SPEC §8: kept in the home until the store answers; sealed then, once, by its key.
+        document.update(entry_hash=None, idempotency_key=first.get("idempotency_key"), spooled=True)
+    if outcome.duplicate:
+        unknown = None
+    if unknown is not None:
+        unknown = f"--provider: {unknown} (recorded anyway: spend is never refused)"
+    warnings = [text for text in (outcome.warning or warning, unknown) if text]
+    return document, "; ".join(warnings) or None
+
+
+def usage_view(deps: GateDeps, provider: object = None) -> dict[str, Any]:
+    """Today's figures as the JSON document ``ledger usage`` prints (writes nothing).
+
+    Raises:
+        UsageError: a bad provider id.
+        ConfigError: the configuration is invalid.
+    """
+    name = provider_id(provider)
+    if name == "aggregate":
+        name = None
+    outcome = usage(deps, name)
+    scope = outcome.provider_scope or outcome.aggregate
+    remaining = []
+    if outcome.daily_cap_micros is not None:
+        agg = outcome.aggregate
+        remaining.append(outcome.daily_cap_micros - agg.used_micros - agg.reserved_micros)
+    if outcome.provider_cap_micros is not None and outcome.provider_scope is not None:
+        own = outcome.provider_scope
+        remaining.append(outcome.provider_cap_micros - own.used_micros - own.reserved_micros)
+    reading = scope.reading
+    return {
+        "usd_used": usd(scope.used_micros),
+        "usd_reserved": usd(scope.reserved_micros),
+        "usd_remaining": usd(min(remaining)) if remaining else None,
+        "daily_cap_usd": usd(outcome.daily_cap_micros),
+        "provider_cap_usd": usd(outcome.provider_cap_micros),
+        "provider": name or "aggregate",
+        "utc_day": outcome.utc_day,
+        "budget_day": outcome.budget_day,
+        "billing_api_age_seconds": _age(outcome.now, reading.fetched_at if reading else None),
+        "counter_age_seconds": _age(outcome.now, scope.last_spend_ts),
+        "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
+        "diagnostic": outcome.diagnostic,
+        "usd_used_micros": scope.used_micros,
+        "usd_reserved_micros": scope.reserved_micros,
+    }

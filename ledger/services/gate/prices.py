@@ -1,0 +1,160 @@
+"""Price lookup with operator overrides, and syncing the price snapshot (SPEC §7).
+
+A price is an operator override from ``ledger.toml``, else the rates the home's
+price snapshot took from genai-prices. The snapshot is one small file per
+provider, so a per-call command reads only the provider it prices and never
+imports genai-prices. A model with neither is unpriced: never $0.
+"""
+
+import datetime as dt
+import hashlib
+from typing import Any, NamedTuple, Protocol
+
+from ledger.core.config import Config
+from ledger.core.prices import (
+    PriceError,
+    ProviderPrices,
+    Quote,
+    parse_provider_file,
+    quote,
+)
+from ledger.errors import ChainIOError, UnknownPriceError
+from ledger.services.chain.writer import Writer, WriterDeps
+
+
+class PriceDeps(Protocol):
+    """What a price lookup needs."""
+
+    @property
+    def config(self) -> Config:
+        """The configuration (price overrides)."""
+        ...
+
+    def price_file(self, provider: str) -> bytes | None:
+        """One provider's price snapshot file, or ``None`` when there is none."""
+        ...
+
+
+class SyncDeps(WriterDeps, PriceDeps, Protocol):
+    """What syncing the snapshot needs."""
+
+    def build_price_snapshot(self, now: dt.datetime) -> dict[str, bytes]:
+        """The library's prices in effect at ``now``, one file per provider."""
+        ...
+
+    def write_price_files(self, files: dict[str, bytes]) -> str:
+        """Replace the snapshot files; returns the folder's path."""
+        ...
+
+
+def _loader(deps: PriceDeps) -> Any:
+    cache: dict[str, ProviderPrices | None] = {}
+
+    def load(provider: str) -> ProviderPrices | None:
+        if provider not in cache:
+            raw = deps.price_file(provider)
+            cache[provider] = None if raw is None else parse_provider_file(raw, provider)
+        return cache[provider]
+
+    return load
+
+
+def find_price(deps: PriceDeps, provider: str, model: str) -> tuple[Quote | None, str]:
+    """The quote for ``provider/model``, or ``None`` and why there is none.
+
+    Never raises for a missing or unreadable snapshot: that is an unknown price.
+    """
+    try:
+        found = quote(provider, model, deps.config.price_overrides, _loader(deps))
+    except (PriceError, ChainIOError) as exc:
+        return None, f"the price snapshot cannot be used ({exc}); run `ledger prices sync`"
+    if found is not None:
+        return found, ""
+    if deps.price_file(provider) is None:
+        why = (
+            f"no price snapshot for provider {provider} in the home and no "
+            f'[prices."{provider}/{model}"] in ledger.toml'
+        )
+    else:
+        why = f'not in the price snapshot and no [prices."{provider}/{model}"] in ledger.toml'
+    return None, why
+
+
+def price_for(deps: PriceDeps, provider: str, model: str) -> Quote:
+    """The quote for ``provider/model``.
+
+    Raises:
+        UnknownPriceError: the model has no price (exit 2); the message says
+            ``no price for <provider>/<model>: …``.
+    """
+    found, why = find_price(deps, provider, model)
+    if found is None:
+        raise UnknownPriceError(f"no price for {provider}/{model}: {why}")
+    return found
+
+
+class SyncOutcome(NamedTuple):
+    """What ``ledger prices sync`` wrote."""
+
+    path: str
+    source: str
+    providers: int
+    models: int
+    sha256: str
+    entry_hash: str | None
+
+
+def snapshot_digest(files: dict[str, bytes]) -> str:
+    """One SHA-256 over every snapshot file: each name, a NUL, its own SHA-256, a newline."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0{hashlib.sha256(files[name]).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+def sync_prices(deps: SyncDeps, *, record: bool = True) -> SyncOutcome:
+    """Write the price snapshot from the installed genai-prices.
+
+    With ``record``, its digest is sealed in the chain (``ledger.prices_synced``).
+
+    Raises:
+        ChainIOError: a file or the chain cannot be written.
+        LockTimeoutError: the chain lock stayed busy.
+    """
+    import json
+
+    now = deps.clock.now()
+    files = deps.build_price_snapshot(now)
+    first = json.loads(next(iter(files.values()))) if files else {}
+    source = str(first.get("source", "genai-prices"))
+    models = sum(len(json.loads(raw)["models"]) for raw in files.values())
+    path = deps.write_price_files(files)
+    digest = snapshot_digest(files)
+    entry_hash = None
+    if record:
+        payload = {
+            "source": source,
+            "taken_at": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "providers": len(files),
+            "models": models,
+            "sha256": digest,
+        }
+        writer = Writer(deps)
+        with deps.chain.transaction() as tx:
+            entry_hash = writer.append(tx, "ledger.prices_synced", payload).entry_hash
+    return SyncOutcome(path, source, len(files), models, digest, entry_hash)
+
+
+def init_prices(deps: SyncDeps) -> str | None:
+    """``ledger init``: write the price snapshot when the home has none; returns its folder.
+
+    An existing snapshot is kept (as ``init`` keeps an existing key and config).
+    Nothing is sealed: ``init`` leaves the chain empty, and every priced
+    envelope names its ``price_source`` and the rates it used.
+
+    Raises:
+        ChainIOError: a file cannot be written.
+    """
+    if any(deps.price_file(name) is not None for name in ("anthropic", "openai")):
+        return None
+    return deps.write_price_files(deps.build_price_snapshot(deps.clock.now()))

@@ -1,0 +1,144 @@
+"""Recording a call's actual spend: ``record`` (SPEC §4, §7–8).
+
+Spend is never refused. A record is sealed under the chain lock and settles
+the reservation its verdict made; a record that cannot reach the store is
+kept in the home's spool and sealed later, exactly once.
+"""
+
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from ledger.core.refs import short_ref
+from ledger.core.seal import chain_time
+from ledger.core.timefmt import budget_day, format_ts, utc_day
+from ledger.errors import StoreUnreachableError
+from ledger.services.chain.idempotency import find_duplicate, remember_keys_untrusted
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
+from ledger.services.chain.writer import Writer
+
+if TYPE_CHECKING:
+    from ledger.services.gate.gate import GateDeps
+
+
+class RecordOutcome(NamedTuple):
+    """A recorded call (or, for a repeated idempotency key, the first one)."""
+
+    entry_hash: str
+    utc_day: str
+    settled: bool
+    warning: str | None
+    duplicate: bool = False
+    payload: dict[str, Any] | None = None
+    spooled: bool = False
+    budget_day: str | None = None
+
+
+def record_call(
+    deps: "GateDeps",
+    actual_micros: int | None,
+    provider: str,
+    verdict_ref: str | None = None,
+    model_id: str | None = None,
+    cycle_id: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    idempotency_key: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> RecordOutcome:
+    """Record actual spend and settle its reservation. Spend is never refused.
+
+    ``actual_micros`` is ``None`` for a call whose model has no price: the
+    record is sealed all the same (SPEC §7), with its token counts in
+    ``details``, and the gate halts until it is priced.
+
+    With ``idempotency_key``, a key already sealed in the chain writes nothing
+    and returns the first record (``duplicate``): the lookup and the append
+    are one step under the chain lock, so concurrent repeats seal exactly one.
+
+    A database store that cannot be reached keeps the record in the home's
+    spool (SPEC §8): ``spooled`` is set, and the record is sealed exactly once,
+    by its idempotency key, by the next write that reaches the store.
+
+    Raises:
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain cannot be appended to (e.g. a torn tail).
+        StoreUnreachableError: the store cannot be reached and there is no spool.
+    """
+    request: dict[str, Any] = {
+        "actual_micros": actual_micros, "provider": provider, "verdict_ref": verdict_ref,
+        "model_id": model_id, "cycle_id": cycle_id, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "idempotency_key": idempotency_key, "details": details,
+    }  # fmt: skip
+    try:
+        return _seal_record(deps, request)
+    except StoreUnreachableError:
+        if getattr(deps, "spool", None) is None:
+            raise
+        from ledger.services.gate.spool import spool_record
+
+        return spool_record(cast("Any", deps), request)
+
+
+def _seal_record(deps: "GateDeps", request: dict[str, Any]) -> RecordOutcome:
+    """Seal one ``record_call`` request (its arguments by name) under the chain lock.
+
+    The request is the same mapping the spool keeps, so a spooled record is
+    sealed later by exactly this step.
+    """
+    verdict_ref: str | None = request["verdict_ref"]
+    idempotency_key: str | None = request["idempotency_key"]
+    writer = Writer(deps)
+    writer.signer()  # fail before the lock when there is no usable key
+    with deps.chain.transaction() as tx:
+        counter = load_counter(tx, deps)
+        if idempotency_key is not None:
+            first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
+            if first is not None:
+                save_counter(counter, deps.states)
+                body = first["payload"]
+                return RecordOutcome(
+                    first["entry_hash"], str(body.get("utc_day")), bool(body.get("settled")),
+                    None, duplicate=True, payload=body, budget_day=body.get("budget_day"),
+                )  # fmt: skip
+        head_ts = counter.head.ts_utc if counter.head is not None else None
+        now = chain_time(deps.clock.now(), head_ts)
+        day, spend_utc_day = budget_day(now, deps.config.day_zone), utc_day(now)
+        warning = None
+        settled = False
+        if verdict_ref is not None:
+            reservation = counter.data["usd"]["reservations"].get(verdict_ref)
+            if reservation is None:
+                warning = (
+                    f"verdict_ref {short_ref(verdict_ref)}… is unknown, expired or already "
+                    "settled; recorded anyway"
+                )
+            elif reservation["expires_at"] <= format_ts(now):
+                warning = f"verdict_ref {short_ref(verdict_ref)}… has expired; recorded anyway"
+            else:
+                settled = True
+                # SPEC §4: a settled record counts on its reservation's budget
+                # day, so a call admitted before midnight and recorded after it
+                # never pushes the new day past its cap. The payload's
+                # utc_day is that verdict's UTC day, as it always was.
+                day = reservation.get("budget_day") or reservation["utc_day"]
+                spend_utc_day = reservation["utc_day"]
+        payload = {
+            "provider": request["provider"],
+            "actual_micros": request["actual_micros"],
+            "utc_day": spend_utc_day,
+            "budget_day": day,
+            "verdict_ref": verdict_ref,
+            "settled": settled,
+            "model_id": request["model_id"],
+            "cycle_id": request["cycle_id"],
+            "input_tokens": request["input_tokens"],
+            "output_tokens": request["output_tokens"],
+            "idempotency_key": idempotency_key,
+            **(request["details"] or {}),
+        }
+        sealed = writer.append(tx, "budget.record_call", payload, now=now)
+        fold_sealed(counter, sealed, tx.head())
+        save_counter(counter, deps.states)
+        remember_keys_untrusted(counter, deps.states)
+    return RecordOutcome(
+        sealed.entry_hash, spend_utc_day, settled, warning, payload=payload, budget_day=day
+    )

@@ -1,0 +1,144 @@
+"""The figures ``ledger metrics`` exposes (SPEC §10), gathered without writing anything.
+
+Per scope (the aggregate and each provider with a sub-cap): used, reserved, cap
+and usage % from the gate's own read-only ``usage`` (derived state, caught up
+as a verdict would). From one pass over the chain's lines: the entry count,
+today's verdicts by outcome and uncertainty reason, and the newest snapshot's
+time. Today is the budget day (``usd.day_timezone``), which spans at most two
+UTC dates: only lines of those dates (and snapshot entries) are parsed; the
+rest are counted by their bytes, so the pass costs little more than reading the
+file.
+"""
+
+import datetime as dt
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.core.envelope import EnvelopeFormatError, parse_line
+from ledger.core.spend import ScopeState
+from ledger.core.timefmt import day_bounds, format_ts, parse_ts
+from ledger.core.verdict import usage_pct
+from ledger.services.gate.gate import GateDeps, usage
+
+_TS = re.compile(rb'"ts_utc":"(\d{4}-\d{2}-\d{2})')
+_SNAPSHOT = b'"event_type":"ledger.snapshot"'
+VERDICT_EVENTS = {
+    "budget.allow": "allow",
+    "budget.warn_90": "warn-90",
+    "budget.halt_100": "halt-100",
+    "budget.halt_uncertainty": "halt-uncertainty",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFigures:
+    """One cap's figures for today."""
+
+    scope: str
+    used_micros: int
+    reserved_micros: int
+    cap_micros: int
+    usage_pct: float | None
+    drift_pct: float | None
+    billing_age_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Everything ``ledger metrics`` exposes."""
+
+    utc_day: str
+    scopes: list[ScopeFigures]
+    verdicts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    entries: int = 0
+    snapshot_age_seconds: float | None = None
+    counter_trusted: bool = True
+    budget_day: str | None = None
+    budgets: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _figures(scope: ScopeState, now: dt.datetime) -> ScopeFigures:
+    pct = usage_pct(scope)
+    drift = scope.reconcile_drift_pct
+    reading = scope.reading
+    return ScopeFigures(
+        scope.key,
+        scope.used_micros,
+        scope.reserved_micros,
+        scope.cap_micros,
+        None if pct is None else float(pct),
+        None if drift is None else float(drift),
+        # Operators alert on this: a bill not read for long means the gate
+        # halts near the cap (billing_stale) for want of a reading.
+        None if reading is None else max((now - reading.fetched_at).total_seconds(), 0.0),
+    )
+
+
+def scan_chain(
+    lines: Iterable[bytes], bounds: tuple[str, str]
+) -> tuple[int, Counter[tuple[str, str]], str | None]:
+    """``(entries, the day's verdicts by (outcome, reason), newest snapshot ts)`` of raw lines.
+
+    ``bounds`` are the day's first moment and the next day's, in the chain's
+    time format (the budget day may span two UTC dates).
+    """
+    entries = 0
+    verdicts: Counter[tuple[str, str]] = Counter()
+    newest_snapshot: str | None = None
+    start, end = bounds
+    wanted = {start[:10].encode(), end[:10].encode()}
+    for raw in lines:
+        if raw.startswith(b"[") or not raw.endswith(b"\n"):
+            continue
+        entries += 1
+        match = _TS.search(raw)
+        is_snapshot = _SNAPSHOT in raw
+        if not is_snapshot and (match is None or match.group(1) not in wanted):
+            continue
+        try:
+            parsed = parse_line(raw[:-1])
+        except EnvelopeFormatError:
+            continue
+        if parsed.event_type == "ledger.snapshot":
+            newest_snapshot = max(newest_snapshot or "", parsed.ts_utc)
+        outcome = VERDICT_EVENTS.get(parsed.event_type)
+        if outcome is not None and start <= parsed.ts_utc < end:
+            reason = parsed.payload.get("uncertainty_reason") or ""
+            verdicts[outcome, str(reason)] += 1
+    return entries, verdicts, newest_snapshot or None
+
+
+def gather(deps: GateDeps) -> Metrics:
+    """Today's figures; writes nothing.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain cannot be read.
+    """
+    config = deps.config
+    first = usage(deps, None)
+    scopes = [_figures(first.aggregate, first.now)] if first.daily_cap_micros is not None else []
+    for provider in sorted(config.provider_caps_micros):
+        outcome = usage(deps, provider)
+        if outcome.provider_scope is not None:
+            scopes.append(_figures(outcome.provider_scope, outcome.now))
+    trusted = first.uncertainty is None or first.uncertainty.value != "counter_inconsistent"
+    lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
+    day = first.budget_day or first.utc_day
+    start, end = day_bounds(day, config.day_zone)
+    entries, verdicts, snapshot_ts = scan_chain(lines, (format_ts(start), format_ts(end)))
+    age = None
+    if snapshot_ts is not None:
+        age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
+    budgets = []
+    if config.budgets:
+        from ledger.services.gate.budget_views import budget_rows
+
+        budgets = budget_rows(deps)["budgets"]
+    return Metrics(
+        first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day, budgets=budgets
+    )

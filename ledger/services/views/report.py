@@ -1,0 +1,378 @@
+"""One budget day for ``ledger report`` (SPEC §10), drawn from the verified chain.
+
+The whole chain is verified and folded with the gate's own fold, so every
+figure is the counter the gate saw at that moment: after each entry that can
+move the day's spend (a record, a forced reconcile's re-base, prices sealed by
+``rebuild-state``), every scope's counter is sampled, which gives the
+cumulative series. Verdicts and reconciles sealed during the day are tallied
+from their entries.
+
+A chain that does not verify, or that disagrees with the newest checkpoint in
+the home, is an error (exit 1): a report is never drawn from a chain the gate
+would refuse. Damage the gate turns into a halt (an entry it cannot fold, a
+negative amount, a timestamp that steps back, unpriced spend) is reported as
+that halt, with the gate's diagnostic.
+
+The fold keeps the current and the previous budget day only, so a day's
+figures are read at the last moment the fold still holds it (before the first
+entry two days later); spend can reach a day only until then (a record that
+settles a reservation made before midnight).
+"""
+
+import copy
+import datetime as dt
+from collections import Counter as Tally
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ledger.core.chain import ChainVerifier
+from ledger.core.foldable import Foldable, check_entry
+from ledger.core.seal import chain_time
+from ledger.core.spend import AGGREGATE, scope_state, unpriced_problem
+from ledger.core.state import apply_parsed, empty_state
+from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
+from ledger.core.units import percent
+from ledger.errors import ChainBrokenError, LedgerError
+from ledger.services.chain.state import Counter, checkpoint_problem, counter_problem, schema_lookup
+from ledger.services.ports import CounterDeps
+from ledger.services.views.metrics import VERDICT_EVENTS
+from ledger.services.views.report_detail import DayDetail
+
+if TYPE_CHECKING:
+    from ledger.core.config import Config
+    from ledger.core.envelope import ParsedEntry
+    from ledger.core.foldable import SchemaFor
+    from ledger.services.ports import Clock
+
+SPEND_EVENTS = frozenset(
+    {"budget.record_call", "budget.reconcile", "ledger.state_rebuilt", "ledger.recovered"}
+)
+
+
+class ReportDeps(CounterDeps, Protocol):
+    """What a report needs: the chain, its trust, the configuration and the clock."""
+
+    @property
+    def config(self) -> "Config":
+        """The configuration in force now."""
+        ...
+
+    @property
+    def clock(self) -> "Clock":
+        """The time now."""
+        ...
+
+
+class CheckpointDisagreesError(LedgerError):
+    """The chain is shorter than, or differs from, the newest checkpoint (exit 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeDay:
+    """One cap's scope over the day."""
+
+    scope: str
+    cap_micros: int | None
+    counter_micros: int
+    billing_micros: int | None
+    reserved_micros: int
+    records: int
+    series: list[tuple[str, int]]
+
+    @property
+    def used_micros(self) -> int:
+        """The larger of the counter and the day's bill, as the gate counts it."""
+        if self.billing_micros is None:
+            return self.counter_micros
+        return max(self.counter_micros, self.billing_micros)
+
+    def to_document(self) -> dict[str, Any]:
+        """The JSON form."""
+        cap = self.cap_micros
+        used, reserved = self.used_micros, self.reserved_micros
+        pct = None if not cap else f"{float(percent(used + reserved, cap)):.4f}"
+        return {
+            "scope": self.scope,
+            "cap_micros": cap,
+            "counter_micros": self.counter_micros,
+            "billing_micros": self.billing_micros,
+            "used_micros": used,
+            "reserved_micros": reserved,
+            "remaining_micros": None if cap is None else cap - used - reserved,
+            "usage_pct": pct,
+            "records": self.records,
+            "series": [[ts, micros] for ts, micros in self.series],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DayReport:
+    """Everything ``ledger report`` shows for one budget day."""
+
+    day: str
+    timezone: str
+    start: dt.datetime
+    end: dt.datetime
+    now: dt.datetime
+    entries: int
+    scopes: list[ScopeDay]
+    verdicts: Tally[tuple[str, str | None]]
+    halts: list[dict[str, Any]]
+    reconciles: list[dict[str, Any]]
+    unpriced_calls: int
+    problem: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, Any]:
+        """The JSON form (money in integer micro-USD)."""
+        by_outcome: Tally[str] = Tally()
+        for (outcome, _reason), count in self.verdicts.items():
+            by_outcome[outcome] += count
+        return {
+            "budget_day": self.day,
+            "timezone": self.timezone,
+            "day_start": format_ts(self.start),
+            "day_end": format_ts(self.end),
+            "generated_at": format_ts(self.now),
+            "entries": self.entries,
+            "counter": {
+                "trusted": self.problem is None,
+                "uncertainty_reason": None if self.problem is None else "counter_inconsistent",
+                "diagnostic": self.problem,
+            },
+            "scopes": [scope.to_document() for scope in self.scopes],
+            "verdicts": {
+                "total": sum(self.verdicts.values()),
+                "by_outcome": dict(sorted(by_outcome.items())),
+                "by_reason": [
+                    {"verdict": outcome, "uncertainty_reason": reason, "count": count}
+                    for (outcome, reason), count in sorted(
+                        self.verdicts.items(), key=lambda item: (item[0][0], item[0][1] or "")
+                    )
+                ],
+            },
+            "halts": self.halts,
+            "reconciles": self.reconciles,
+            "unpriced_calls": self.unpriced_calls,
+            **self.extra,
+        }
+
+
+def _scope_names(usd: dict[str, Any], day: str, config: "Config") -> list[str | None]:
+    """The aggregate (``None``) and every provider with a sub-cap or spend on ``day``."""
+    providers = set(config.provider_caps_micros)
+    providers.update(usd["spend"].get(day, {}))
+    providers.update(usd["rebase"].get(day, {}))
+    providers.discard(AGGREGATE)
+    return [None, *sorted(providers)]
+
+
+def _key(provider: str | None) -> str:
+    return AGGREGATE if provider is None else f"provider:{provider}"
+
+
+class _DayWalk:
+    """Folds every verified entry and keeps what the report needs of one day."""
+
+    def __init__(
+        self, day: str, zone: dt.tzinfo, config: "Config", schema_for: "SchemaFor",
+        checkpoint_entries: int | None, by: str | None = None,
+    ) -> None:  # fmt: skip
+        self.day = day
+        self.zone = zone
+        self.config = config
+        self.schema_for = schema_for
+        start, end = day_bounds(day, zone)
+        after = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
+        self.start, self.end = format_ts(start), format_ts(end)
+        self.held_until = format_ts(day_bounds(after, zone)[1])
+        before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+        self.detail = DayDetail(day, zone, schema_for, by, format_ts(day_bounds(before, zone)[0]))
+        self.first: str | None = None
+        self.last: str | None = None
+        self.data = empty_state()
+        self.series: dict[str, list[tuple[str, int]]] = {}
+        self.records: Tally[str] = Tally()
+        self.verdicts: Tally[tuple[str, str | None]] = Tally()
+        self.halts: list[dict[str, Any]] = []
+        self.reconciles: list[dict[str, Any]] = []
+        self.usd_held: dict[str, Any] | None = None
+        self.readings_at_end: dict[str, Any] | None = None
+        self.checkpoint_entries = checkpoint_entries
+        self.hashes: dict[int, str] = {}
+
+    def __call__(self, parsed: "ParsedEntry") -> None:
+        ts = parsed.ts_utc
+        usd = self.data["usd"]
+        if ts >= self.end and self.readings_at_end is None:
+            self.readings_at_end = copy.deepcopy(usd["readings"])
+        if ts >= self.held_until and self.usd_held is None:
+            self.usd_held = copy.deepcopy(usd)
+        apply_parsed(self.data, parsed, self.schema_for, self.zone)
+        number = int(self.data["meta"]["entries"])
+        if number == self.checkpoint_entries:
+            self.hashes[number] = parsed.entry_hash
+        event_type = parsed.event_type
+        self.detail.see(parsed)
+        if self.start <= ts < self.held_until and event_type in SPEND_EVENTS:
+            self._sample(parsed)
+        if self.start <= ts < self.end:
+            self.first = self.first or ts
+            self.last = ts
+            if event_type in VERDICT_EVENTS:
+                self._verdict(parsed)
+            elif event_type == "budget.reconcile":
+                self._reconcile(parsed)
+
+    def _sample(self, parsed: "ParsedEntry") -> None:
+        usd = self.data["usd"]
+        payload: Any = parsed.payload
+        if parsed.event_type == "budget.record_call" and isinstance(payload, dict):
+            provider = payload.get("provider")
+            # The fold notes a record's time on the day it counted on.
+            if usd["last_spend"].get(self.day, {}).get(provider) == parsed.ts_utc:
+                self.records[_key(provider)] += 1
+                self.records[AGGREGATE] += 1
+                self.detail.record(parsed)
+        moment = parse_ts(parsed.ts_utc)
+        for provider in _scope_names(usd, self.day, self.config):
+            local = scope_state(usd, provider, 0, self.day, moment).local_micros
+            points = self.series.setdefault(_key(provider), [(self.start, 0)])
+            if points[-1][1] != local:
+                points.append((parsed.ts_utc, local))
+
+    def _verdict(self, parsed: "ParsedEntry") -> None:
+        payload: Any = parsed.payload  # another writer's entry may hold anything
+        if not isinstance(payload, dict):
+            payload = {}
+        outcome = VERDICT_EVENTS[parsed.event_type]
+        reason = payload.get("uncertainty_reason")
+        reason = reason if isinstance(reason, str) else None
+        self.verdicts[outcome, reason] += 1
+        if outcome.startswith("halt"):
+            self.halts.append(
+                {
+                    "ts_utc": parsed.ts_utc,
+                    "verdict": outcome,
+                    "uncertainty_reason": reason,
+                    "provider": payload.get("provider"),
+                    "deciding_cap": payload.get("deciding_cap"),
+                    "entry_hash": parsed.entry_hash,
+                }
+            )
+
+    def _reconcile(self, parsed: "ParsedEntry") -> None:
+        checked = check_entry(parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for)
+        if not isinstance(checked, Foldable):
+            return
+        body = checked.payload
+        forced = bool(body.get("forced"))
+        billing = body.get("billing_micros")
+        rebase = billing - body["counter_micros"] if forced and billing is not None else None
+        self.reconciles.append(
+            {
+                "ts_utc": parsed.ts_utc,
+                "provider": body["provider"],
+                "counter_micros": body["counter_micros"],
+                "billing_micros": billing,
+                "drift_pct": body.get("drift_pct"),
+                "threshold_pct": body.get("threshold_pct"),
+                "blocking": bool(body.get("blocking")) and not forced,
+                "billing_api_unreachable": bool(body.get("billing_api_unreachable")),
+                "forced": forced,
+                "force_reason": body.get("force_reason"),
+                "rebase_micros": rebase,
+            }
+        )
+
+
+def _summaries(
+    walk: _DayWalk, usd: dict[str, Any], now: dt.datetime, config: "Config"
+) -> list[ScopeDay]:
+    day = walk.day
+    scopes = []
+    for provider in _scope_names(usd, day, config):
+        cap = (
+            config.daily_cap_micros
+            if provider is None
+            else config.provider_caps_micros.get(provider)
+        )
+        figures = scope_state(usd, provider, cap or 0, day, now, walk.zone)
+        key = _key(provider)
+        scopes.append(
+            ScopeDay(
+                key,
+                cap,
+                figures.local_micros,
+                figures.billing_micros,
+                figures.reserved_micros,
+                walk.records[key],
+                walk.series.get(key, [(walk.start, 0)]),
+            )
+        )
+    return scopes
+
+
+def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayReport:
+    """The report of budget day ``day`` (``YYYY-MM-DD``; ``None``: today); writes nothing.
+
+    Days are budget days in ``usd.day_timezone`` (SPEC §10). ``by`` (one of
+    ``BREAKDOWN_KEYS``) adds the day's spend broken down by that key.
+
+    Raises:
+        ChainBrokenError: the chain does not verify (names the first bad line).
+        CheckpointDisagreesError: the chain is cut or differs from its newest checkpoint.
+        ConfigError: the configuration is invalid.
+        LockTimeoutError: the chain lock stayed busy.
+        ChainIOError: the chain cannot be read.
+    """
+    config = deps.config
+    zone = config.day_zone
+    with deps.chain.read_transaction() as tx:
+        local_now = deps.clock.now()
+        head = tx.head()
+    now = chain_time(local_now, head.ts_utc if head is not None else None)
+    day = day or budget_day(now, zone)
+    trust = deps.keys.load_trust()
+    checkpoint = deps.newest_checkpoint()
+    walk = _DayWalk(
+        day, zone, config, schema_lookup(deps), checkpoint.entries if checkpoint else None, by
+    )
+    if head is not None:
+        verifier = ChainVerifier(trust, on_entry=walk)
+        for raw in deps.chain.iter_lines(0, head.size):
+            if not verifier.feed(raw):
+                break
+        report = verifier.report()
+        if not report.ok:
+            raise ChainBrokenError(report.line or 0, report.reason or "does not verify")
+    if checkpoint is not None:
+        problem = checkpoint_problem(walk.data, head, checkpoint, walk.hashes, trust)
+        if problem is not None:
+            raise CheckpointDisagreesError(f"the chain does not verify: {problem}")
+    usd = walk.usd_held if walk.usd_held is not None else walk.data["usd"]
+    if walk.readings_at_end is not None:
+        usd = {**usd, "readings": walk.readings_at_end}
+    unpriced = sum(1 for rec in (usd.get("unpriced") or {}).values() if rec["budget_day"] == day)
+    problem = counter_problem(Counter(walk.data, head), config) or unpriced_problem(usd, day)
+    start, end = day_bounds(day, zone)
+    return DayReport(
+        day=day,
+        timezone=config.day_timezone,
+        start=start,
+        end=end,
+        now=now,
+        entries=int(walk.data["meta"]["entries"]),
+        scopes=_summaries(walk, usd, now, config),
+        verdicts=walk.verdicts,
+        halts=walk.halts,
+        reconciles=walk.reconciles,
+        unpriced_calls=unpriced,
+        problem=problem,
+        extra={
+            "first_entry_ts": walk.first,
+            "last_entry_ts": walk.last,
+            "bill_readings": walk.detail.readings,
+            "breakdown": walk.detail.breakdown(),
+        },
+    )
