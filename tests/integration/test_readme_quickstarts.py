@@ -1,0 +1,86 @@
+"""The README's Claude Code and Python quick starts, run as pasted.
+
+Each block is cut from README.md as a reader would copy it; only the
+environment around it is the test's (a throw-away HOME, a local server that
+answers like the Anthropic API in place of the real one).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, clean_env
+from tests.integrations.provider_server import ProviderServer
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+
+
+def section(title: str) -> str:
+    return README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(text: str, language: str) -> list[str]:
+    return [part.split("```", 1)[0] for part in text.split(f"```{language}\n")[1:]]
+
+
+def test_claude_code_quick_start_installs_four_fail_closed_hooks(tmp_path: Path):
+    [commands] = blocks(section("Quick start: Claude Code"), "sh")
+    env = clean_env(HOME=str(tmp_path), PATH=f"{BIN}:/usr/bin:/bin")
+    for pasted in commands.splitlines():
+        line = pasted.split("#", 1)[0].strip()
+        if line:
+            proc = subprocess.run(
+                ["/bin/sh", "-c", line], env=env, capture_output=True, text=True, check=False
+            )
+            assert proc.returncode == 0, (line, proc.stderr)
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert set(settings["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit"}
+    home = str(tmp_path / ".ledger")
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                launcher = hook["command"].split()[0]
+                assert Path(launcher).is_absolute(), hook["command"]
+                assert f"--home {home}" in hook["command"]
+
+
+@pytest.fixture
+def server():
+    running = ProviderServer()
+    yield running
+    running.close()
+
+
+def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: ProviderServer):
+    api, client = blocks(section("Quick start: Python"), "python")
+    home = tmp_path / "home"
+    env = clean_env(
+        LEDGER_HOME=str(home),
+        LEDGER_NO_SERVER="1",
+        LEDGER_BILLING_STALE_HALT_PCT="100",
+        ANTHROPIC_BASE_URL=server.url,
+        ANTHROPIC_API_KEY="test",
+    )
+    init = [sys.executable, "-m", "ledger", "init", "--daily-cap-usd", "20"]
+    assert subprocess.run(init, env=env, capture_output=True, check=False).returncode == 0
+    for code in (api, client):
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert proc.returncode == 0, (code, proc.stderr)
+    assert [path for path, _ in server.model_requests()] == ["/v1/messages"]
+    lines = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
+    kinds = [entry["event_type"] for entry in lines]
+    # The API block: a verdict and its record, a guarded verdict and its record;
+    # the client block: the SDK call's verdict and its record.
+    assert kinds.count("budget.record_call") == 3
+    assert kinds.count("budget.allow") == 3
