@@ -259,6 +259,29 @@ def _figures(
     return BudgetFigures(found, start, end, used, reserved, parse_ts(last) if last else None)
 
 
+def window_frees(state: dict[str, Any], found: BudgetFigures, micros: int) -> dt.datetime | None:
+    """When at least ``micros`` of a rolling budget's spend has left its window.
+
+    ``None`` for a calendar budget, or when the spend in the window is less
+    than ``micros`` (leaving it cannot free that much). Reads one counter.
+    """
+    budget = found.found.budget
+    table = state["by_name"].get(budget.name)
+    if budget.window_seconds is None or table is None:
+        return None
+    counter = table["values"].get(found.found.per_value or NO_VALUE)
+    if counter is None:
+        return None
+    cutoff, left = format_ts(found.period_start), 0
+    for ts, spent in counter["items"]:
+        if ts <= cutoff:
+            continue  # already out of the window at the figures' time
+        left += spent
+        if left >= micros:
+            return parse_ts(ts) + dt.timedelta(seconds=budget.window_seconds)
+    return None
+
+
 def all_counters(state: dict[str, Any], budget: Budget) -> list[str]:
     """The ``per`` values a budget has counters for (``NO_VALUE`` without ``per``)."""
     table = state["by_name"].get(budget.name)

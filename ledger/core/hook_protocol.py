@@ -32,6 +32,7 @@ import json
 from typing import Any, NamedTuple
 
 from ledger.core.refs import short_ref
+from ledger.core.timefmt import parse_ts
 
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
@@ -209,10 +210,53 @@ def _next_budget_day(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) 
     return f"the next budget day begins ({start:%Y-%m-%d %H:%M} {zone_name})"
 
 
+def _deciding_budget(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``budgets`` entry of the budget that decided the verdict, if a budget did."""
+    deciding = str(document.get("deciding_cap") or "")
+    if not deciding.startswith("budget:"):
+        return None
+    for entry in document.get("budgets") or ():
+        if not isinstance(entry, dict):
+            continue
+        value = entry.get("per_value")
+        key = f"budget:{entry.get('name')}" + ("" if value is None else f"[{value}]")
+        if key == deciding:
+            return entry
+    return None
+
+
+def _local(text: object, zone: dt.tzinfo, zone_name: str) -> str | None:
+    try:
+        moment = parse_ts(text)
+    except ValueError:
+        return None
+    return f"{moment.astimezone(zone):%Y-%m-%d %H:%M} {zone_name}"
+
+
+def _budget_lift(entry: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
+    """When a budget's halt lifts: its period's end, or spend leaving its rolling window."""
+    name, period = entry.get("name"), str(entry.get("period"))
+    if period.startswith("rolling:"):
+        # ``lifts_at``: when enough spend has left the window (known to a halt found
+        # with nothing more asked for, which reads the window's spend).
+        at = _local(entry.get("lifts_at"), zone, zone_name)
+        when = f" (at {at})" if at is not None else ""
+        return f"spend resumes when enough spend leaves budget {name}'s {period} window{when}"
+    end = _local(entry.get("period_end"), zone, zone_name)
+    return f"spend resumes when budget {name}'s {period} ends{f' ({end})' if end else ''}"
+
+
 def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
-    """What lifts a halt verdict, in words: when the budget day turns, or which command."""
+    """What lifts a halt verdict, in words: when the day or budget period turns, or which command.
+
+    A halt decided by a ``[[budgets]]`` budget lifts when its period ends, or
+    for a rolling window when enough spend leaves it.
+    """
     next_day = _next_budget_day(document, zone, zone_name)
     if document.get("verdict") == "halt-100":
+        budget = _deciding_budget(document)
+        if budget is not None:
+            return _budget_lift(budget, zone, zone_name)
         return f"spend resumes when {next_day}"
     reason = str(document.get("uncertainty_reason"))
     lift = _LIFTED_BY.get(reason)

@@ -39,6 +39,8 @@ BUDGETS = {
     )
 }  # fmt: skip
 
+SESSION_ID = json.loads((HOOKS / "stop.json").read_text())["session_id"]
+
 # (arguments, extra environment, stdin); "{ref}" / "{check}" take the newest
 # verdict_ref / check_ref this run printed.
 SETUP = [
@@ -128,6 +130,9 @@ SESSION: list[tuple[tuple[str, ...], dict[str, str], str | None]] = [
     (("tools", "use", "agent-x"), {}, None),
     (("tools", "use", "agent-x"), {}, None),
     (("tools", "check", "agent-x"), {}, None),
+    # A Claude Code session at its per-session budget: Stop stops it, naming the budget.
+    (("record", "1", "--provider", "anthropic", "--cycle-id", SESSION_ID), BUDGETS, None),
+    (("hook", "stop"), BUDGETS, None),
     (("verdict", "1"), {"LEDGER_USD_DAILY_CAP": "2"}, None),
     (("verdict", "1"), {"LEDGER_USD_DAILY_CAP": "lots"}, None),
     (("verdict", "1"), {"LEDGER_NOW": "2026-06-02T00:00:05Z"}, None),
@@ -203,6 +208,8 @@ def test_every_per_call_command_prints_the_same_with_and_without_the_server(tmp_
     assert codes >= {0, 1, 2, 78}, codes
     budget_halt = SESSION.index((("verdict", "1", "--cycle-id", "s1"), BUDGETS, None))
     assert with_server[budget_halt].json()["deciding_cap"] == "budget:per-session[s1]"
+    session_stop = SESSION.index((("hook", "stop"), BUDGETS, None))
+    assert f"budget:per-session[{SESSION_ID}]" in with_server[session_stop].json()["stopReason"]
     # Records through the server carry the request id as their key; the user's key wins.
     keys = [e["payload"].get("idempotency_key") for e in entries(served_dir / "home")
             if e["event_type"] == "budget.record_call"]  # fmt: skip

@@ -214,7 +214,7 @@ def post_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResu
     """
     spent = record_transcript(deps, hook, final=False)
     errors = () if (line := spent.stderr_line()) is None else (line,)
-    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps)
+    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
     result = _post_tool_use(deps, hook, scope, stop_reason)
     return result._replace(errors=(*errors, *result.errors))
 
@@ -235,7 +235,7 @@ def _post_tool_use(
         return HookResult(post_tool_use_output(lines, stop_reason), errors=(problem,))
 
 
-def stop(deps: HookDeps, hook: HookInput) -> HookResult:
+def stop(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     """Record the transcript's calls not recorded yet, the newest one too.
 
     Prints ``{}``, or ``continue: false`` with the reason when the spend could
@@ -244,7 +244,7 @@ def stop(deps: HookDeps, hook: HookInput) -> HookResult:
     """
     spent = record_transcript(deps, hook, final=True)
     line = spent.stderr_line()
-    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps)
+    stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
     return HookResult(stopped({}, stop_reason), errors=() if line is None else (line,))
 
 
@@ -275,7 +275,7 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     if event == USER_PROMPT_SUBMIT:
         return user_prompt_submit(deps, hook, scope)
     if event == STOP:
-        return stop(deps, hook)
+        return stop(deps, hook, scope)
     return post_tool_use(deps, hook, scope)
 
 

@@ -7,16 +7,18 @@ is settled by the next call recorded (``ledger.services.agents.claude_spend``), 
 long session does not pile up reservations until their TTL.
 
 ``session_halt`` (PostToolUse, Stop) asks, writing nothing, whether the gate
-halts already with nothing more spent: the cap is reached, or the counter is
-uncertain. Every halt's message says what lifts it.
+halts already with nothing more spent: a cap, or a ``[[budgets]]`` budget that
+applies to the session's next call (its session, agent and provider), is
+reached, or the counter is uncertain. Every halt's message says what lifts it.
 """
 
-from fractions import Fraction
 from typing import Any, NamedTuple
 
+from ledger.core.budget_state import BudgetCheck, window_frees
+from ledger.core.budgets import CallScope
 from ledger.core.hook_protocol import HookInput, clip, halt_lift, usd_verdict_reason
 from ledger.core.refs import short_ref
-from ledger.core.spend import ScopeState
+from ledger.core.timefmt import format_ts
 from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
 from ledger.errors import ConfigError, LedgerError
 from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
@@ -142,31 +144,45 @@ def _gating_off(deps: SpendDeps, key: str | None) -> SessionVerdict:
     return SessionVerdict(warnings=() if noted[0] else (GATING_OFF,))
 
 
-def _fullness(scope: ScopeState) -> tuple[bool, Fraction]:
-    """How full a scope is, to pick the deciding one (a cap of 0 is fullest)."""
-    spent = scope.used_micros + scope.reserved_micros
-    return scope.cap_micros == 0, Fraction(spent, max(scope.cap_micros, 1))
+def _budget_entry(check: BudgetCheck, state: dict[str, Any] | None) -> dict[str, Any]:
+    """The deciding budget as a verdict lists it, with when a rolling window frees enough."""
+    figures, scope = check.figures, check.scope
+    entry: dict[str, Any] = {
+        "name": figures.found.budget.name,
+        "per_value": figures.found.per_value,
+        "period": figures.found.budget.period,
+        "period_end": format_ts(figures.period_end),
+    }
+    excess = scope.used_micros + scope.reserved_micros - scope.cap_micros
+    if state is not None and scope.cap_micros > 0:
+        # Under the cap again once more than the excess has left the window.
+        frees = window_frees(state, figures, excess + 1)
+        if frees is not None:
+            entry["lifts_at"] = format_ts(frees)
+    return entry
 
 
-def session_halt(deps: SpendDeps, refused: str = "session stopped") -> str | None:
+def session_halt(
+    deps: SpendDeps, hook: HookInput, agent: str | None, refused: str = "session stopped"
+) -> str | None:
     """Why the session must stop now (the gate halts with $0 more), or ``None``.
 
-    Writes nothing. Without ``usd.daily_cap`` nothing halts here; a gate that
-    cannot be read halts (fail-closed).
+    Checks the caps and every budget that applies to the session's next call,
+    matched as its verdict is (``cycle_id`` the session id, ``agent``, provider
+    ``anthropic``). Writes nothing. Without ``usd.daily_cap`` nothing halts
+    here; a gate that cannot be read halts (fail-closed).
     """
+    call = CallScope(PROVIDER, agent, None, clip(hook.session_id))
     try:
         if deps.config.daily_cap_micros is None:
             return None
-        outcome = gate.usage(deps, PROVIDER)
+        outcome = gate.usage(deps, PROVIDER, call)
     except LedgerError as exc:
         return f"ledger: the USD budget cannot be read ({exc}); {refused} (fail-closed)"
     if outcome.verdict is None or outcome.verdict.value not in HALTS:
         return None
-    scopes = [outcome.aggregate]
-    if outcome.provider_scope is not None and outcome.provider_cap_micros is not None:
-        scopes.append(outcome.provider_scope)
-    scope = max(scopes, key=_fullness)
-    document = {
+    scope = outcome.deciding or outcome.aggregate
+    document: dict[str, Any] = {
         "verdict": outcome.verdict.value,
         "uncertainty_reason": None if outcome.uncertainty is None else outcome.uncertainty.value,
         "diagnostic": outcome.diagnostic,
@@ -178,4 +194,7 @@ def session_halt(deps: SpendDeps, refused: str = "session stopped") -> str | Non
         "usd_reserved_micros": scope.reserved_micros,
         "estimated_micros": 0,
     }
+    deciding = [check for check in outcome.budgets if check.scope.key == scope.key]
+    if deciding:
+        document["budgets"] = [_budget_entry(deciding[0], outcome.budget_state)]
     return halt_reason(deps, document, refused)

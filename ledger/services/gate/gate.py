@@ -371,10 +371,20 @@ class UsageOutcome(NamedTuple):
     diagnostic: str | None
     budget_day: str | None = None
     verdict: Verdict | None = None  # what a verdict for $0 more would say
+    # The scope that verdict is decided by, and the budgets that apply to ``call``.
+    deciding: ScopeState | None = None
+    budgets: tuple[BudgetCheck, ...] = ()
+    # The budgets' derived state the figures were read from (``None`` when unknown).
+    budget_state: dict[str, Any] | None = None
 
 
-def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
+def usage(
+    deps: GateDeps, provider: str | None = None, call: CallScope | None = None
+) -> UsageOutcome:
     """Today's figures for the aggregate and, if asked, one provider; writes nothing.
+
+    With ``call``, the verdict for $0 more also checks every budget that applies
+    to that call, as a verdict for it would (the same matching and figures).
 
     Raises:
         ConfigError: the configuration is invalid.
@@ -402,13 +412,19 @@ def usage(deps: GateDeps, provider: str | None = None) -> UsageOutcome:
     if provider_scope is not None and provider_cap is not None:
         scopes.append(provider_scope)
     problem = counter_problem(counter, config) or unpriced_problem(usd, day)
+    checks: list[BudgetCheck] = []
+    state = counter.data.get("budgets")
+    if call is not None and config.budgets:
+        checks = budget_checks(state, config.budgets, call, now, zone, config.warn_pct)
     decision = decide(
         scopes, 0, config, now, head_ts=_head_time(counter),
         counter_problem=problem, local_now=local_now,
+        budget_scopes=[(check.scope, check.warn_pct) for check in checks],
     )  # fmt: skip
     reason = decision.reason
     return UsageOutcome(
         aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
         utc_day(now), now, reason, decision.diagnostic, budget_day=day,
-        verdict=decision.verdict,
+        verdict=decision.verdict, deciding=decision.deciding, budgets=tuple(checks),
+        budget_state=state if checks else None,
     )  # fmt: skip

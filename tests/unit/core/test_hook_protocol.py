@@ -172,6 +172,29 @@ class TestHaltLift:
             "spend resumes when the next budget day begins (2026-11-23 00:00 Europe/Berlin)"
         )
 
+    def test_a_budgets_halt_lifts_when_its_period_ends_in_the_days_zone(self):
+        budget = {"name": "monthly", "per_value": None, "period": "month",
+                  "period_end": "2026-11-30T23:00:00.000000Z"}  # fmt: skip
+        document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22",
+                    "deciding_cap": "budget:monthly", "budgets": [budget]}  # fmt: skip
+        assert halt_lift(document, ZoneInfo("Europe/Berlin"), "Europe/Berlin") == (
+            "spend resumes when budget monthly's month ends (2026-12-01 00:00 Europe/Berlin)"
+        )
+
+    def test_a_rolling_budgets_halt_lifts_as_spend_leaves_its_window(self):
+        budget = {"name": "hourly", "per_value": "s1", "period": "rolling:2h",
+                  "period_end": "2026-11-22T08:00:00.000000Z"}  # fmt: skip
+        document = {**VERDICT_DOCUMENT, "deciding_cap": "budget:hourly[s1]", "budgets": [budget]}
+        window = "spend resumes when enough spend leaves budget hourly's rolling:2h window"
+        assert halt_lift(document, dt.UTC, "UTC") == window
+        budget["lifts_at"] = "2026-11-22T09:30:00.000000Z"
+        assert halt_lift(document, dt.UTC, "UTC") == f"{window} (at 2026-11-22 09:30 UTC)"
+
+    def test_a_cap_decides_though_budgets_are_listed(self):
+        budget = {"name": "monthly", "period": "month", "period_end": "2026-12-01T00:00:00Z"}
+        document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22", "budgets": [budget]}
+        assert halt_lift(document, dt.UTC, "UTC").endswith("(2026-11-23 00:00 UTC)")
+
     @pytest.mark.parametrize(
         ("reason", "diagnostic", "command"),
         [
