@@ -133,6 +133,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
             ])  # fmt: skip
         out += _table(rows)
     out += _detail_lines(document, zone)
+    out += _budget_lines(document.get("budgets") or [])
     agents = document.get("agents")
     if agents is not None:
         lines = agent_lines(agents)
@@ -158,6 +159,23 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
                  for row in breakdown["rows"]]  # fmt: skip
         out += _table(rows) if breakdown["rows"] else ["  none"]
     return out
+
+
+def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
+    """The budgets that applied on the day (their period to the day's end); none: nothing."""
+    if not budgets:
+        return []
+    rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "USAGE", "HALTS"]]
+    for item in budgets:
+        value = item["per_value"]
+        pct = item["usage_pct"]
+        rows.append([
+            item["name"] + ("" if value is None else f"[{value}]"), item["period"],
+            item["period_start"][:16] + "Z", item["period_end"][:16] + "Z",
+            _money(item["used_micros"]), _money(item["reserved_micros"]),
+            _money(item["cap_micros"]), "-" if pct is None else f"{pct}%", str(item["halts"]),
+        ])  # fmt: skip
+    return ["", "Budgets (their periods to the day's end):", *_table(rows)]
 
 
 def _html_renderer() -> Callable[[dict[str, Any]], str]:
