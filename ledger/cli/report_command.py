@@ -219,10 +219,13 @@ def report_command(
         ),
     ] = None,
 ) -> None:
-    """Report one budget day: spend against the caps, bill readings, verdicts, reconciles, agents.
+    """Report one budget day: spend against caps and budgets, bills, verdicts, reconciles, agents.
 
     With --by model|session|agent, also the day's recorded spend per model,
     session (cycle id) or agent, largest first; calls without one are (none).
+
+    Every [[budgets]] budget that applied to the day's calls is shown over its
+    period up to the day's end (or now), with the halts it decided.
 
     The chain is verified and folded as the gate folds it; a chain that does
     not verify exits 1. With --html, the page needs nothing from the network
