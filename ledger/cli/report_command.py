@@ -133,6 +133,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
             ])  # fmt: skip
         out += _table(rows)
     out += _detail_lines(document, zone)
+    out += _budget_lines(document.get("budgets") or [])
     agents = document.get("agents")
     if agents is not None:
         lines = agent_lines(agents)
@@ -158,6 +159,23 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
                  for row in breakdown["rows"]]  # fmt: skip
         out += _table(rows) if breakdown["rows"] else ["  none"]
     return out
+
+
+def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
+    """The budgets that applied on the day (their period to the day's end); none: nothing."""
+    if not budgets:
+        return []
+    rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "USAGE", "HALTS"]]
+    for item in budgets:
+        value = item["per_value"]
+        pct = item["usage_pct"]
+        rows.append([
+            item["name"] + ("" if value is None else f"[{value}]"), item["period"],
+            item["period_start"][:16] + "Z", item["period_end"][:16] + "Z",
+            _money(item["used_micros"]), _money(item["reserved_micros"]),
+            _money(item["cap_micros"]), "-" if pct is None else f"{pct}%", str(item["halts"]),
+        ])  # fmt: skip
+    return ["", "Budgets (their periods to the day's end):", *_table(rows)]
 
 
 def _html_renderer() -> Callable[[dict[str, Any]], str]:
@@ -201,10 +219,13 @@ def report_command(
         ),
     ] = None,
 ) -> None:
-    """Report one budget day: spend against the caps, bill readings, verdicts, reconciles, agents.
+    """Report one budget day: spend against caps and budgets, bills, verdicts, reconciles, agents.
 
     With --by model|session|agent, also the day's recorded spend per model,
     session (cycle id) or agent, largest first; calls without one are (none).
+
+    Every [[budgets]] budget that applied to the day's calls is shown over its
+    period up to the day's end (or now), with the halts it decided.
 
     The chain is verified and folded as the gate folds it; a chain that does
     not verify exits 1. With --html, the page needs nothing from the network

@@ -100,6 +100,21 @@ def _reconcile_row(item: dict[str, Any], clock: Callable[[str], str]) -> list[st
     ]
 
 
+def _budget_section(budgets: list[dict[str, Any]]) -> list[str]:
+    """The budgets that applied on the day; nothing when none did."""
+    if not budgets:
+        return []
+    rows = [
+        [b["name"] + ("" if b["per_value"] is None else f"[{b['per_value']}]"), b["period"],
+         f"{_when(b['period_start'])} to {_when(b['period_end'])}", _money(b["used_micros"]),
+         _money(b["reserved_micros"]), _money(b["cap_micros"]),
+         "-" if b["usage_pct"] is None else f"{b['usage_pct']}%", str(b["halts"])]
+        for b in budgets
+    ]  # fmt: skip
+    head = ["budget", "period", "window", "used", "reserved", "cap", "usage", "halts"]
+    return ["<h2>Budgets</h2>", _table(head, rows, frozenset({3, 4, 5, 6, 7}))]
+
+
 def _sections(document: dict[str, Any]) -> list[str]:
     zone = ZoneInfo(document["timezone"])
 
@@ -214,6 +229,7 @@ def render_html(document: dict[str, Any]) -> str:
         banner,
         f'<div class="chart">{chart_svg(document)}</div>',
         *_sections(document),
+        *_budget_section(document.get("budgets") or []),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

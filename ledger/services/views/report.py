@@ -36,6 +36,7 @@ from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.chain.state import Counter, checkpoint_problem, counter_problem, schema_lookup
 from ledger.services.ports import CounterDeps
 from ledger.services.views.metrics import VERDICT_EVENTS
+from ledger.services.views.report_budgets import DayBudgets
 from ledger.services.views.report_detail import DayDetail
 
 if TYPE_CHECKING:
@@ -188,6 +189,7 @@ class _DayWalk:
         self.held_until = format_ts(day_bounds(after, zone)[1])
         before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
         self.detail = DayDetail(day, zone, schema_for, by, format_ts(day_bounds(before, zone)[0]))
+        self.budgets = DayBudgets(config.budgets, zone, schema_for, self.start, self.end)
         self.first: str | None = None
         self.last: str | None = None
         self.data = empty_state()
@@ -214,6 +216,7 @@ class _DayWalk:
             self.hashes[number] = parsed.entry_hash
         event_type = parsed.event_type
         self.detail.see(parsed)
+        self.budgets.see(parsed)
         if self.start <= ts < self.held_until and event_type in SPEND_EVENTS:
             self._sample(parsed)
         if self.start <= ts < self.end:
@@ -374,5 +377,6 @@ def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayRepor
             "last_entry_ts": walk.last,
             "bill_readings": walk.detail.readings,
             "breakdown": walk.detail.breakdown(),
+            "budgets": walk.budgets.document(now, walk.halts),
         },
     )
