@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ledger.edges.gatewaykeyfile import GatewayKeyFile
     from ledger.edges.postgres.db import PgDatabase
     from ledger.edges.postgres.fleetsecret import FleetSecret
+    from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
     from ledger.edges.postgres.state import PgStateStore
     from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.transcripts import TranscriptFiles
@@ -111,8 +112,12 @@ class Runtime:
         return KeyDir(self.home)
 
     @cached_property
-    def gateway_keys(self) -> "GatewayKeyFile":
-        """The gateway keys issued on this home (digests only, mode 0600)."""
+    def gateway_keys(self) -> "GatewayKeyFile | PgGatewayKeys":
+        """The gateway keys (digests only): the home's file, or the fleet's database's table."""
+        if self.config.store_url is not None:
+            from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
+
+            return PgGatewayKeys(self.database)
         from ledger.edges.gatewaykeyfile import GatewayKeyFile
 
         lock_timeout = float(self.config.lock_timeout_seconds)

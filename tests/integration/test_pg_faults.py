@@ -202,6 +202,7 @@ def _grant_roles(server: PgServer, schema: str) -> None:
         f'GRANT SELECT, INSERT ON "{schema}".checkpoints TO ledger_app',
         f'GRANT USAGE ON SEQUENCE "{schema}".checkpoints_id_seq TO ledger_app',
         f'GRANT SELECT ON "{schema}".fleet_secret TO ledger_app',
+        f'GRANT SELECT, INSERT, UPDATE ON "{schema}".gateway_keys TO ledger_app',
         "GRANT ledger_app TO ledger_recover",
         f'GRANT EXECUTE ON FUNCTION "{schema}".recover_chain(bigint, text) TO ledger_recover',
     ]
@@ -234,6 +235,9 @@ def test_a_role_without_update_or_delete_runs_every_command_but_recover(
         ("verdict", "1"),
         ("tokens", "create", "convoy-a"),
         ("tokens", "check", "convoy-a", "agent-1", "100"),
+        ("keys", "issue", "ci"),
+        ("keys", "list"),
+        ("keys", "revoke-gateway", "ci"),
         ("recover", "--dry-run"),
         ("recover",),  # a chain that verifies is left alone: nothing to write
     ]

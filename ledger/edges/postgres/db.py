@@ -30,7 +30,7 @@ from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)

@@ -1,4 +1,4 @@
-"""The tables of a fleet's store (SPEC §8), version 2, and the step from version 1.
+"""The tables of a fleet's store (SPEC §8), version 3, and the steps from versions 1 and 2.
 
 ``chain`` holds one row per entry, in chain order: the exact line bytes, the
 entry's hash, and the byte offset after the line (``end_pos``), so positions
@@ -22,6 +22,11 @@ through anyway, and the gate halts while a note stands.
 ``fleet_secret`` holds only a check value of the hosts' shared secret (an
 HMAC of a fixed text under it), never the secret: it tells a host whose
 secret is missing or differs from the fleet's.
+
+``gateway_keys`` (version 3) holds the fleet's gateway keys (SPEC §12), one
+row each: a key issued on one host is presented at any host's gateway, and a
+revocation on one host refuses it at every gateway. As in the home's key
+file, only the SHA-256 of each secret is kept, never the secret.
 """
 
 _VERSION_1 = (
@@ -188,8 +193,23 @@ END $$
 )
 
 
+_VERSION_3 = (
+    """
+CREATE TABLE gateway_keys (
+    name text PRIMARY KEY,
+    agent text,
+    tags text[] NOT NULL DEFAULT '{}',
+    expires text,
+    created text NOT NULL,
+    revoked_at text,
+    sha256 text NOT NULL UNIQUE CHECK (sha256 ~ '^[0-9a-f]{64}$')
+)
+""",
+)
+
+
 def schema_statements(
-    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 2
+    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 3
 ) -> list[str]:
     """The statements bringing ``schema`` (a checked identifier) from one version to another.
 
@@ -211,4 +231,6 @@ def schema_statements(
             f'ALTER FUNCTION recover_chain(bigint, text) SET search_path = "{schema}", pg_temp'
         )
         statements.append(f'ALTER FUNCTION refuse_change() SET search_path = "{schema}", pg_temp')
+    if from_version < 3 <= to_version:  # noqa: PLR2004 - the schema's versions
+        statements += [statement.strip() for statement in _VERSION_3]
     return statements
