@@ -117,7 +117,7 @@ class Runtime:
         if self.config.store_url is not None:
             from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
 
-            return PgGatewayKeys(self.database)
+            return PgGatewayKeys(self.database, self.fleet_secret)
         from ledger.edges.gatewaykeyfile import GatewayKeyFile
 
         lock_timeout = float(self.config.lock_timeout_seconds)

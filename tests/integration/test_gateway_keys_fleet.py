@@ -172,3 +172,26 @@ def test_a_version_2_schema_is_refused_until_init_adds_the_keys_table(
     issued = keys(home, "issue", "ci")
     assert issued.code == 0, issued.stderr
     assert [key["name"] for key in keys(home, "list").json()["keys"]] == ["ci"]
+
+
+def test_a_key_row_added_or_changed_by_sql_is_refused_not_used(hosts, pg_server, pg_store_env):
+    """Rows carry an HMAC under the fleet secret: SQL without it cannot make a working key."""
+    first, second = hosts
+    assert keys(first, "issue", "ci", "--agent", "ci-bot").code == 0
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    forged = "lk_forged-by-sql"
+    digest = hashlib.sha256(forged.encode()).hexdigest()
+    pg_server.sql(
+        f'INSERT INTO "{schema}".gateway_keys (name, agent, created, sha256, mac)'
+        f" VALUES ('intruder', 'ci-bot', '2026-01-01T00:00:00.000000Z', '{digest}', 'x')"
+    )
+    listed = keys(second, "list")
+    assert listed.code == 65
+    assert "'intruder'" in listed.stderr
+    assert "integrity" in listed.stderr
+    with pytest.raises(Exception, match="integrity"):
+        resolve_gateway_key(Runtime(second, {"LEDGER_NOW": NOW}), forged)
+    pg_server.sql(f"DELETE FROM \"{schema}\".gateway_keys WHERE name = 'intruder'")
+    # Widening a real key by SQL (another agent) is caught the same way.
+    pg_server.sql(f"UPDATE \"{schema}\".gateway_keys SET agent = 'root' WHERE name = 'ci'")
+    assert keys(first, "list").code == 65

@@ -6,35 +6,48 @@ gateway and a revocation on one host is refused by all of them from their
 next request on. A change runs in one transaction under an advisory lock of
 its own (not the chain's), so two hosts issuing at once both land, and the
 second to take the lock sees the first's key (a name is never issued twice).
+
+Each row carries an HMAC under the hosts' fleet secret, as the derived state
+does: a row added or changed by SQL, by anyone without the secret, would
+otherwise be a working key. A row that fails its check stops every use of the
+keys (the gateway refuses, `keys list` names the row) until an operator
+removes it.
 """
 
+import hmac
+import json
 import secrets
 from collections.abc import Callable
 
 from ledger.core.gateway_keys import GatewayKey
 from ledger.edges.postgres.db import PgDatabase, lock_key
+from ledger.edges.postgres.fleetsecret import FleetSecret, mac
+from ledger.errors import KeyFileError
+
+_LABEL = b"gateway-key"
 
 KeyEdit = Callable[[list[GatewayKey]], list[GatewayKey]]
 
 _SELECT = (
-    "SELECT name, agent, tags, expires, created, revoked_at, sha256"
+    "SELECT name, agent, tags, expires, created, revoked_at, sha256, mac"
     " FROM gateway_keys ORDER BY created, name"
 )
 _INSERT = (
-    "INSERT INTO gateway_keys (name, agent, tags, expires, created, revoked_at, sha256)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    "INSERT INTO gateway_keys (name, agent, tags, expires, created, revoked_at, sha256, mac)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _UPDATE = (
     "UPDATE gateway_keys SET agent = %s, tags = %s, expires = %s,"
-    " created = %s, revoked_at = %s, sha256 = %s WHERE name = %s"
+    " created = %s, revoked_at = %s, sha256 = %s, mac = %s WHERE name = %s"
 )
 
 
 class PgGatewayKeys:
     """The gateway keys of a fleet, kept in its database."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, secret: FleetSecret) -> None:
         self.db = db
+        self.secret = secret
 
     def load(self) -> list[GatewayKey]:
         """Every issued key, oldest first.
@@ -43,12 +56,19 @@ class PgGatewayKeys:
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
         rows = self.db.execute(_SELECT)
-        return [
-            GatewayKey(
+        secret = self.secret.require()
+        keys = []
+        for name, agent, tags, expires, created, revoked_at, digest, row_mac in rows:
+            key = GatewayKey(
                 str(name), agent, tuple(tags or ()), expires, str(created), revoked_at, str(digest)
             )
-            for name, agent, tags, expires, created, revoked_at, digest in rows
-        ]
+            if not hmac.compare_digest(str(row_mac).encode("ascii"), _mac(secret, key)):
+                raise KeyFileError(
+                    f"gateway key {key.name!r} in the fleet's database fails its integrity "
+                    "check (changed outside ledger): remove that row, then issue the key again"
+                )
+            keys.append(key)
+        return keys
 
     def change(self, edit: KeyEdit) -> None:
         """Replace the keys with ``edit(keys)``, in one transaction under the keys' lock.
@@ -65,11 +85,13 @@ class PgGatewayKeys:
             after = {key.name: key for key in edit(list(before.values()))}
             for name in before.keys() - after.keys():
                 self.db.execute("DELETE FROM gateway_keys WHERE name = %s", (name,))
+            secret = self.secret.require()
             for name, key in after.items():
                 if name not in before:
-                    self.db.execute(_INSERT, _row(key))
+                    self.db.execute(_INSERT, (*_row(key), _mac(secret, key).decode("ascii")))
                 elif before[name] != key:
-                    self.db.execute(_UPDATE, (*_row(key)[1:], name))
+                    row = (*_row(key)[1:], _mac(secret, key).decode("ascii"), name)
+                    self.db.execute(_UPDATE, row)
 
     @staticmethod
     def new_secret() -> str:
@@ -81,3 +103,9 @@ def _row(key: GatewayKey) -> tuple[object, ...]:
     return (
         key.name, key.agent, list(key.tags), key.expires, key.created, key.revoked_at, key.digest,
     )  # fmt: skip
+
+
+def _mac(secret: bytes, key: GatewayKey) -> bytes:
+    """The row's HMAC: every field, as canonical JSON, under the fleet secret."""
+    body = json.dumps(list(_row(key)), sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return mac(secret, _LABEL, body)

@@ -202,7 +202,8 @@ CREATE TABLE gateway_keys (
     expires text,
     created text NOT NULL,
     revoked_at text,
-    sha256 text NOT NULL UNIQUE CHECK (sha256 ~ '^[0-9a-f]{64}$')
+    sha256 text NOT NULL UNIQUE CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+    mac text NOT NULL
 )
 """,
 )
