@@ -164,3 +164,14 @@ def test_the_cap_still_decides_when_it_is_fuller_than_the_budget(home, tmp_path,
     assert stopped["stopReason"].endswith(
         "spend resumes when the next budget day begins (2026-11-23 00:00 UTC)"
     )
+
+
+def test_an_agent_budget_counts_calls_that_settle_no_verdict(home, tmp_path):
+    """A call no verdict admitted (a subagent's, say) still counts toward its agent's budget."""
+    configured(home, BUILDERS)
+    transcript = transcript_of(tmp_path, SESSION)
+    # No user-prompt-submit and no pre-tool-use: the call settles no verdict.
+    spend(transcript, "msg_01A", DOLLAR_AND_A_HALF)
+    stopped = hook(home, "post-tool-use", transcript, LEDGER_AGENT="builder-1")
+    assert stopped["continue"] is False
+    assert f"budget:builders[{SESSION}]" in stopped["stopReason"]

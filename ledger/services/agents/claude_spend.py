@@ -167,17 +167,20 @@ class _Tally:
 
 def _record(
     deps: SpendDeps, hook: HookInput, call: TranscriptCall, key: str, usage: dict[str, Any],
-    ref: str | None,
+    ref: str | None, agent: str | None,
 ) -> dict[str, Any]:  # fmt: skip
+    # The session's agent rides on every record, so budgets matched by agent
+    # count spend that settles no verdict (a subagent's call, say) too.
     document, _warning = calls.record(
         deps, None, PROVIDER, verdict_ref=ref, model=call.model, cycle_id=clip(hook.session_id),
-        idempotency_key_value=key, usage_object=usage,
+        idempotency_key_value=key, usage_object=usage, agent=agent,
     )  # fmt: skip
     return document
 
 
 def _top_up(
-    deps: SpendDeps, hook: HookInput, call: TranscriptCall, first: dict[str, Any], tally: _Tally
+    deps: SpendDeps, hook: HookInput, call: TranscriptCall, first: dict[str, Any], tally: _Tally,
+    agent: str | None,
 ) -> tuple[int, int]:  # fmt: skip
     """Record what a call's fullest line holds beyond what its records hold already.
 
@@ -193,7 +196,7 @@ def _top_up(
     number = 1
     while recorded is not None and (owed := still_owed(call.tokens, recorded)) is not None:
         document = _record(
-            deps, hook, call, top_up_key(call.message_id, number), usage_object(owed), None
+            deps, hook, call, top_up_key(call.message_id, number), usage_object(owed), None, agent
         )
         micros.append(document.get("actual_micros"))
         if document.get("duplicate"):
@@ -211,7 +214,7 @@ def _top_up(
 
 def _record_calls(
     deps: SpendDeps, hook: HookInput, scan: _Scan, cursor: dict[str, Any], tally: _Tally,
-    *, fresh: bool,
+    *, fresh: bool, agent: str | None,
 ) -> None:  # fmt: skip
     """Record each call in order, each settling the oldest waiting verdict ref.
 
@@ -225,13 +228,13 @@ def _record_calls(
     for start, call in scan.calls:
         ref = pending.pop(0) if pending else None
         try:
-            document = _record(deps, hook, call, call_key(call.message_id), call.usage, ref)
+            document = _record(deps, hook, call, call_key(call.message_id), call.usage, ref, agent)
             duplicate = bool(document.get("duplicate"))
             if duplicate and ref is not None:
                 pending.insert(0, ref)  # nothing was settled: the ref waits for a new call
                 ref = None
             all_micros, new_micros = (
-                _top_up(deps, hook, call, document, tally) if duplicate else (0, 0)
+                _top_up(deps, hook, call, document, tally, agent) if duplicate else (0, 0)
             )
         except LedgerError as exc:
             if ref is not None:
@@ -286,7 +289,7 @@ class _FileOutcome(NamedTuple):
 
 
 def _record_file(
-    deps: SpendDeps, hook: HookInput, path: str, tally: _Tally, *, final: bool
+    deps: SpendDeps, hook: HookInput, path: str, tally: _Tally, *, final: bool, agent: str | None
 ) -> _FileOutcome:
     """Record the calls of one transcript file from where its cursor stopped."""
     try:
@@ -299,7 +302,7 @@ def _record_file(
                 stop = scan.end if scan.held is None else scan.held
                 outcome = _FileOutcome(scan.skipped)
                 try:
-                    _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0)
+                    _record_calls(deps, hook, scan, cursor, tally, fresh=start == 0, agent=agent)
                 except _Stopped as stopped:
                     stop = min(stop, stopped.start)
                     problem = f"could not record a call of {path}: {stopped.reason}"
@@ -313,7 +316,9 @@ def _record_file(
     return outcome
 
 
-def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> SpendReport:
+def record_transcript(
+    deps: SpendDeps, hook: HookInput, *, final: bool, agent: str | None = None
+) -> SpendReport:
     """Record every call of the hook's transcript, and its subagents', not recorded yet.
 
     Subagents (the Task tool) write their own transcripts in
@@ -337,7 +342,7 @@ def record_transcript(deps: SpendDeps, hook: HookInput, *, final: bool) -> Spend
         paths = [path]
         problems.append(str(exc))
     for each in paths:
-        outcome = _record_file(deps, hook, each, tally, final=final)
+        outcome = _record_file(deps, hook, each, tally, final=final, agent=agent)
         where = "" if each == path else f"{each}: "
         skipped.extend(f"{where}{line}" for line in outcome.skipped)
         if outcome.problem is not None:

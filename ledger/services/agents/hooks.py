@@ -212,7 +212,7 @@ def post_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResu
     Stops the session when its spend could not be recorded or the USD gate
     halts with nothing more spent.
     """
-    spent = record_transcript(deps, hook, final=False)
+    spent = record_transcript(deps, hook, final=False, agent=scope.agent)
     errors = () if (line := spent.stderr_line()) is None else (line,)
     stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
     result = _post_tool_use(deps, hook, scope, stop_reason)
@@ -242,7 +242,7 @@ def stop(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     not be recorded or the session's USD gate halts (the user sees why the
     next prompt will be blocked).
     """
-    spent = record_transcript(deps, hook, final=True)
+    spent = record_transcript(deps, hook, final=True, agent=scope.agent)
     line = spent.stderr_line()
     stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
     return HookResult(stopped({}, stop_reason), errors=() if line is None else (line,))
