@@ -5,18 +5,16 @@ hold for any date and time (no ``LEDGER_NOW``, nothing compared with a date).
 """
 
 import json
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import clean_env, run_process
 from tests.integration.test_daemon import Lines
+from tests.integration.test_daemon_poll import daemon as run_daemon
 
 
 class Webhook:
@@ -69,29 +67,9 @@ def webhook(failures: int = 0) -> Iterator[Webhook]:
         hook.close()
 
 
-@contextmanager
-def daemon(home: Path, env: dict[str, str]) -> Iterator[Lines]:
-    """A real ``ledger daemon --no-serve`` (no child holds its stderr); SIGTERM on the way out."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ledger", "--home", str(home), "daemon", "--no-serve"],
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines = Lines(proc.stderr)
-    try:
-        assert lines.wait_for("started"), lines.lines
-        yield lines
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0, lines.lines
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        lines.join()
-        assert proc.stderr is not None
-        proc.stderr.close()
+def daemon(home: Path, env: dict[str, str]) -> AbstractContextManager[Lines]:
+    """A real ``ledger daemon --no-serve``: alerts need no resident gate."""
+    return run_daemon(home, env, "--no-serve")
 
 
 def alert_env(url: str, on: list[str] | None = None) -> dict[str, str]:

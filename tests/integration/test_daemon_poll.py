@@ -41,10 +41,14 @@ def of_type(home: Path, event_type: str) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def daemon(home: Path, env: dict[str, str]) -> Iterator[Lines]:
-    """A real ``ledger daemon`` process; stopped with SIGTERM on the way out."""
+def daemon(home: Path, env: dict[str, str], *options: str) -> Iterator[Lines]:
+    """A real ``ledger daemon [OPTIONS]`` process; stopped with SIGTERM on the way out.
+
+    With ``--no-serve`` no child holds its stderr, so the reader sees the end
+    of it even after a kill.
+    """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ledger", "--home", str(home), "daemon"],
+        [sys.executable, "-m", "ledger", "--home", str(home), "daemon", *options],
         env=env,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -60,6 +64,7 @@ def daemon(home: Path, env: dict[str, str]) -> Iterator[Lines]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        lines.join()
         assert proc.stderr is not None
         proc.stderr.close()
 
