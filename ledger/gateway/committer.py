@@ -155,20 +155,14 @@ class Committer:
 
     def _write_state_when_due(self) -> None:
         if self._kept.due():
-            self._write_state()
-
-    def _write_state(self) -> None:
-        try:
-            self._kept.write()
-        except LedgerError as exc:
-            self._log(f"could not write derived state: {exc}")
+            self._kept.write_or_log(self._log)
 
     def _write_state_at_stop(self) -> None:
         try:
             chain = self._runtime().chain
             if isinstance(chain, ChainFile):
                 with exclusive_lock(chain.lock_path, chain.lock_timeout):
-                    self._write_state()
+                    self._kept.write_or_log(self._log)
         except LedgerError as exc:
             self._log(f"could not write derived state at stop: {exc}")
 

@@ -107,14 +107,7 @@ class Batches:
 
     def _write_state_when_due(self) -> None:
         if self._kept.due():
-            self._write_state()
-
-    def _write_state(self) -> None:
-        try:
-            self._kept.write()
-        except LedgerError as exc:
-            # Derived state only: the next reader folds what the file lacks.
-            self._log(f"could not write derived state: {exc}")
+            self._kept.write_or_log(self._log)
 
     def close(self) -> None:
         """Write the state kept in memory (under the chain lock), before the server exits."""
@@ -122,7 +115,7 @@ class Batches:
             chain = self._batch_chain()
             if isinstance(chain, ChainFile):
                 with exclusive_lock(chain.lock_path, chain.lock_timeout):
-                    self._write_state()
+                    self._kept.write_or_log(self._log)
         except LedgerError as exc:
             self._log(f"could not write derived state at stop: {exc}")
 

@@ -19,13 +19,13 @@ A file left behind by a crash is caught up like any state that lags the chain.
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
 from ledger.edges.clock import monotonic
 from ledger.edges.fileio import FileIdentity, atomic_write, file_identity
-from ledger.errors import ChainIOError
+from ledger.errors import ChainIOError, LedgerError
 
 WRITE_EVERY_SECONDS = 0.5
 
@@ -64,6 +64,17 @@ class KeptStates:
     def due(self) -> bool:
         """Whether the files should be written now (the interval has passed)."""
         return bool(self._dirty) and monotonic() - self._written_at >= WRITE_EVERY_SECONDS
+
+    def write_or_log(self, log: Callable[[str], None]) -> None:
+        """``write``, a failure logged rather than raised.
+
+        Derived state only: a file that could not be written lags, and the
+        next reader folds from the chain what it lacks.
+        """
+        try:
+            self.write()
+        except LedgerError as exc:
+            log(f"could not write derived state: {exc}")
 
     def write(self) -> None:
         """Write every changed file, unless another process wrote it first.
