@@ -20,6 +20,12 @@ UPSTREAM_TIMEOUT_SECONDS = 600
 # httpx's own default pool size: enough for a busy team's agents on one host,
 # small enough that a runaway loop cannot open thousands of sockets upstream.
 MAX_UPSTREAM_CONNECTIONS = 100
+# A request without an output limit gets this many output tokens (Claude Code's
+# own default limit), when the price data knows no maximum for its model.
+DEFAULT_MAX_OUTPUT_TOKENS = 32_000
+# The least output a clamped request keeps: below it an answer is rarely useful.
+MIN_OUTPUT_TOKENS = 1024
+_MAX_TOKENS = 10_000_000
 _CENTURY_SECONDS = 36_500 * 86_400
 _MAX_BYTES = 2**40
 _MAX_CONNECTIONS = 65_536
@@ -35,6 +41,9 @@ _KEYS = (
     "upstream_timeout_seconds",
     "max_upstream_connections",
     "require_keys",
+    "default_max_output_tokens",
+    "min_output_tokens",
+    "clamp",
 )
 _STRUCTURED = {"upstream", "passthrough"}
 
@@ -49,6 +58,9 @@ class ProxySettings(NamedTuple):
     upstream_timeout_seconds: int = UPSTREAM_TIMEOUT_SECONDS
     max_upstream_connections: int = MAX_UPSTREAM_CONNECTIONS
     require_keys: bool = False
+    default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    min_output_tokens: int = MIN_OUTPUT_TOKENS
+    clamp: bool = True
 
 
 class ListenAddress(NamedTuple):
@@ -164,6 +176,8 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _integer(value, name, 0, _CENTURY_SECONDS)
     if key == "max_upstream_connections":
         return _integer(value, name, 1, _MAX_CONNECTIONS)
+    if key in {"default_max_output_tokens", "min_output_tokens"}:
+        return _integer(value, name, 1, _MAX_TOKENS)
     return _boolean(value, name)
 
 

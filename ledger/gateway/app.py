@@ -42,6 +42,7 @@ from ledger.gateway.relay import (
     verdict_headers,
 )
 from ledger.providers import RequestRefused, UsageReader, estimate_request, route
+from ledger.providers.limits import limited_body
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
 from ledger.services.gateway_keys import resolve_gateway_key
@@ -187,9 +188,14 @@ class Gateway:
         provider = found.provider
         body = await self._body(request)
         try:
-            estimate = estimate_request(found, body)
+            estimate = estimate_request(
+                found, body, default_output_limit=self.settings.default_max_output_tokens
+            )
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        if not estimate.limit_given:
+            # The limit the estimate assumed is the one the upstream must enforce.
+            body = limited_body(found.kind, estimate.document, estimate.output_limit)
         cycle_id = caller.session
         if cycle_id is None and provider == "anthropic":
             cycle_id = estimate.metadata_user_id

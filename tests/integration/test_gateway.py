@@ -225,14 +225,14 @@ class TestRefusals:
     @pytest.mark.parametrize(
         ("body", "needle"),
         [
-            (b'{"model": "claude-test", "messages": []}', "max_tokens"),
+            (b'{"model": "claude-test", "max_tokens": 0, "messages": []}', "max_tokens"),
             (b"not json", "JSON"),
         ],
     )
     def test_a_body_the_estimate_refuses_is_400_and_not_sent(
         self, proxy, upstream, gateway_home, body, needle
     ):
-        """No output limit, or not JSON: 400 in Anthropic's shape, nothing forwarded or sealed."""
+        """A bad output limit, or not JSON: 400 in Anthropic's shape, nothing forwarded or sealed."""
         response = httpx.post(f"{proxy.url}/v1/messages", content=body, headers=ANTHROPIC_HEADERS)
         assert response.status_code == 400
         assert response.json()["error"]["type"] == "invalid_request_error"
