@@ -207,6 +207,12 @@ class Gateway:
             return error_response(provider, 402, halt_message(document), headers)
         if document.get("verdict") == "warn-90":
             self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
+        clamped = document.get("clamped_output_tokens")
+        if isinstance(clamped, int):
+            # Admitted at a lower output limit than asked: the upstream must enforce it.
+            limit = clamped // estimate.choices
+            body = limited_body(found.kind, estimate.document, limit)
+            headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
@@ -258,12 +264,18 @@ class Gateway:
     async def _decide(
         self, provider: str, estimate: Any, cycle_id: str | None, caller: Any
     ) -> dict[str, Any] | Response:
+        # The clamp: a call that does not fit is sent with the most output that does.
+        min_output = (
+            self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
+        )
+
         def job(runtime: Runtime) -> dict[str, Any]:
             document, _admitted = calls.verdict(
                 runtime, None, provider, model=estimate.model,
                 input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
                 cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name,
+                gateway_key=caller.key_name, min_output_tokens=min_output,
+                output_step=estimate.choices,
             )  # fmt: skip
             return document
 

@@ -189,7 +189,8 @@ class TestFreeEndpoints:
 class TestRefusals:
     def test_a_halt_is_402_in_the_provider_shape_and_nothing_is_sent(self, home, upstream):
         """Over the cap: the SDK sees 402 budget_exceeded with the figures; upstream sees nothing."""
-        write_config(home, upstream.url, cap_usd="0.01")
+        # Without the clamp, which would send the OpenAI call with a lower limit.
+        write_config(home, upstream.url, cap_usd="0.01", extra="[proxy]\nclamp = false\n")
         proxy = start_proxy(home, "--listen", "127.0.0.1:0")
         try:
             with _anthropic(proxy) as client, pytest.raises(anthropic.APIStatusError) as caught:

@@ -1,14 +1,18 @@
 """The output limits the gateway sets: a default for requests without one, and the clamp."""
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.conftest import clean_env
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
+    NOW,
     Proxy,
     Upstream,
     micros,
@@ -86,3 +90,127 @@ class TestDefaultOutputLimit:
             assert proxy.stop() == 0
         assert response.status_code == 200
         assert upstream.requests()[0]["body"] == raw.decode()
+
+
+def _spend(home: Path, usd: str) -> None:
+    """Spend recorded before the test's calls (as an earlier call's record)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "--home", str(home), "record", usd,
+         "--provider", "anthropic"],
+        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+CLAUDE_CODE = {
+    "model": "claude-test",
+    "max_tokens": 32_000,
+    "thinking": {"type": "enabled", "budget_tokens": 31_999},
+    "messages": [{"role": "user", "content": "hi"}],
+}
+# "hi" is 1 input token ($3 per million): what is left of the cap, less that and
+# one micro-USD (reaching 100 % halts), over $15 per million output tokens.
+INPUT_MICROS = micros("anthropic/claude-test", 1, 0)
+
+
+def _fitting(room_micros: int) -> int:
+    return (room_micros - 1 - INPUT_MICROS) // 15
+
+
+class TestClamp:
+    def test_claude_codes_32000_on_a_nearly_used_cap_is_clamped(self, home, upstream):
+        """$0.70 of $1 spent: sent with the most output that fits, marked x-ledger-clamped."""
+        proxy = _proxy(home, upstream, cap_usd="1")
+        _spend(home, "0.70")
+        try:
+            response = httpx.post(
+                f"{proxy.url}/v1/messages", json=CLAUDE_CODE, headers=ANTHROPIC_HEADERS
+            )
+        finally:
+            assert proxy.stop() == 0
+        limit = _fitting(300_000)
+        assert response.status_code == 200, response.text
+        assert response.headers["x-ledger-clamped"] == str(limit)
+        (sent,) = _sent(upstream)
+        assert sent["max_tokens"] == limit
+        assert sent["thinking"] == {"type": "enabled", "budget_tokens": limit - 1}
+        (verdict,) = verdicts(home)
+        assert verdict["event_type"] == "budget.warn_90"
+        assert verdict["payload"]["max_output_tokens"] == limit
+        estimate = micros("anthropic/claude-test", 1, limit)
+        assert verdict["payload"]["estimated_micros"] == estimate
+        assert verdict["payload"]["reservation"]["micros"] == estimate
+        assert estimate < 300_000
+
+    def test_a_request_that_fits_is_not_clamped(self, home, upstream):
+        """With room for the whole limit, nothing is changed and no header is added."""
+        proxy = _proxy(home, upstream, cap_usd="1")
+        try:
+            response = httpx.post(
+                f"{proxy.url}/v1/messages", json=CLAUDE_CODE, headers=ANTHROPIC_HEADERS
+            )
+        finally:
+            assert proxy.stop() == 0
+        assert response.status_code == 200
+        assert "x-ledger-clamped" not in response.headers
+        assert _sent(upstream)[0]["max_tokens"] == 32_000
+
+    def test_below_min_output_tokens_halts(self, home, upstream):
+        """When not even proxy.min_output_tokens fits, the call halts as before."""
+        proxy = _proxy(home, upstream, cap_usd="1", extra="[proxy]\nmin_output_tokens = 4000\n")
+        _spend(home, "0.95")  # room for 3,333 output tokens
+        try:
+            response = httpx.post(
+                f"{proxy.url}/v1/messages", json=CLAUDE_CODE, headers=ANTHROPIC_HEADERS
+            )
+        finally:
+            assert proxy.stop() == 0
+        assert response.status_code == 402
+        assert upstream.requests() == []
+
+    def test_proxy_clamp_false_halts_instead(self, home, upstream):
+        """With the clamp off, a request that does not fit is refused 402 and not sent."""
+        proxy = _proxy(home, upstream, cap_usd="1", extra="[proxy]\nclamp = false\n")
+        _spend(home, "0.70")
+        try:
+            response = httpx.post(
+                f"{proxy.url}/v1/messages", json=CLAUDE_CODE, headers=ANTHROPIC_HEADERS
+            )
+        finally:
+            assert proxy.stop() == 0
+        assert response.status_code == 402
+        assert response.json()["error"]["type"] == "budget_exceeded"
+        assert upstream.requests() == []
+
+    def test_a_second_request_in_flight_gets_what_is_left(self, home, upstream):
+        """A title request holds its reservation; the session's first prompt is clamped, not refused."""
+        proxy = _proxy(home, upstream, cap_usd="0.60")
+        body = {**CLAUDE_CODE, "stream": True}
+        headers = {**ANTHROPIC_HEADERS, "x-test-scenario": "pause:title"}
+        try:
+            with httpx.Client(timeout=60) as client:
+                request = client.build_request(
+                    "POST", f"{proxy.url}/v1/messages", json=body, headers=headers
+                )
+                title = client.send(request, stream=True)
+                try:
+                    lines = title.iter_lines()
+                    next(line for line in lines if "message_start" in line)
+                    # The first call is in flight, its $0.48 estimate reserved.
+                    prompt = httpx.post(
+                        f"{proxy.url}/v1/messages", json=CLAUDE_CODE, headers=ANTHROPIC_HEADERS
+                    )
+                    upstream.release("title", 5)
+                    rest = list(lines)
+                finally:
+                    title.close()
+        finally:
+            assert proxy.stop() == 0
+        first_estimate = micros("anthropic/claude-test", 1, 32_000)
+        limit = _fitting(600_000 - first_estimate)
+        assert any("message_stop" in line for line in rest)
+        assert prompt.status_code == 200, prompt.text
+        assert prompt.headers["x-ledger-clamped"] == str(limit)
+        reserved = [v["payload"]["reservation"]["micros"] for v in verdicts(home)]
+        assert reserved == [first_estimate, micros("anthropic/claude-test", 1, limit)]
+        assert sum(reserved) < 600_000
