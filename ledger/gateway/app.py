@@ -43,6 +43,7 @@ from ledger.gateway.relay import (
 )
 from ledger.providers import RequestRefused, UsageReader, estimate_request, route
 from ledger.providers.limits import limited_body
+from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
 from ledger.services.gateway_keys import resolve_gateway_key
@@ -198,7 +199,10 @@ class Gateway:
             body = limited_body(found.kind, estimate.document, estimate.output_limit)
         cycle_id = caller.session
         if cycle_id is None and provider == "anthropic":
-            cycle_id = estimate.metadata_user_id
+            # Claude Code's session part of metadata.user_id. Ids taken from a
+            # request are checked (printable, at most 128 characters) where the
+            # verdict checks its arguments.
+            cycle_id = session_from_user_id(estimate.metadata_user_id)
         document = await self._decide(provider, estimate, cycle_id, caller)
         if isinstance(document, Response):
             return document

@@ -110,6 +110,19 @@ class TestAnthropicThroughTheGateway:
         assert verdict["payload"]["cycle_id"] == "session-7"
         assert records(gateway_home)[0]["cycle_id"] == "session-7"
 
+    def test_claude_codes_user_id_gives_its_session_part_only(self, proxy, gateway_home):
+        """Claude Code's JSON user_id: the session is its session_id, never the device id."""
+        session = "4f1c2a8e-93b0-4c57-9d1e-2b7a6f0e5c31"
+        user_id = json.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
+        with _anthropic(proxy) as client:
+            client.messages.create(
+                model="claude-test", max_tokens=10, metadata={"user_id": user_id},
+                messages=[{"role": "user", "content": "hi"}],
+            )  # fmt: skip
+        (verdict,) = verdicts(gateway_home)
+        assert verdict["payload"]["cycle_id"] == session
+        assert "d" * 64 not in (gateway_home / "events.jsonl").read_text()
+
     def test_credentials_go_upstream_and_ledger_and_hop_headers_do_not(self, proxy, upstream):
         """The caller's key is forwarded; x-ledger-* and hop-by-hop headers stay at the gateway."""
         headers = {**ANTHROPIC_HEADERS, "x-ledger-session": "s1", "proxy-authorization": "x",
