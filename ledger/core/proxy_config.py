@@ -14,7 +14,11 @@ from typing import Any, NamedTuple
 from ledger.errors import ConfigError
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
-DEFAULT_UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+DEFAULT_UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "google": "https://generativelanguage.googleapis.com",
+}
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 UPSTREAM_TIMEOUT_SECONDS = 600
 # httpx's own default pool size: enough for a busy team's agents on one host,
@@ -146,7 +150,10 @@ def _upstreams(value: Any, name: str) -> dict[str, str]:
     upstreams = dict(DEFAULT_UPSTREAMS)
     for provider, url in value.items():
         if provider not in DEFAULT_UPSTREAMS:
-            raise ConfigError(f"{name}.{provider}: unknown provider (anthropic or openai)")
+            raise ConfigError(
+                f"{name}.{provider}: unknown provider (anthropic, openai or google; "
+                "OpenAI-compatible providers go in [proxy.providers.<name>])"
+            )
         if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
             raise ConfigError(f"{name}.{provider}: must be an http:// or https:// URL")
         upstreams[provider] = url.strip().rstrip("/")

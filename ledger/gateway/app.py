@@ -13,6 +13,7 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import httpx
@@ -159,8 +160,13 @@ class Gateway:
             parts.append(part)
         return b"".join(parts)
 
-    def _url(self, provider: str, request: Request) -> str:
+    def _url(self, provider: str, request: Request, caller: Any) -> str:
         query = request.url.query
+        if caller.key_name is not None and "key=" in query:
+            # A caller with a gateway key never sends a provider key of its own
+            # (Gemini takes one as ?key=): the gateway's own goes in its header.
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode([(name, value) for name, value in pairs if name != "key"])
         base = upstream_for(self.settings, provider)
         return f"{base}{request.url.path}" + (f"?{query}" if query else "")
 
@@ -170,7 +176,7 @@ class Gateway:
         body = await self._body(request)
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request),
+            self._url(provider, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )
@@ -227,7 +233,7 @@ class Gateway:
         }  # fmt: skip
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request),
+            self._url(provider, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )

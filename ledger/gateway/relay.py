@@ -85,6 +85,8 @@ def upstream_for(settings: ProxySettings, provider: str) -> str:
 
 def shape_for(path: str, headers: Mapping[str, str]) -> str:
     """Whose error shape a request gets when its route does not say."""
+    if path.startswith("/v1beta/"):
+        return "google"
     if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
         return "anthropic"
     return "openai"
@@ -94,7 +96,7 @@ def error_response(
     provider: str, status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """An error in ``provider``'s own shape."""
-    body = error_body(provider, ERROR_TYPES.get(status, "api_error"), message)
+    body = error_body(provider, ERROR_TYPES.get(status, "api_error"), message, status)
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 

@@ -247,7 +247,64 @@ def _responses_item(tally: _Tally, item: Any) -> None:
         tally.json(item)
 
 
-_WALKERS = {"messages": _anthropic, "chat_completions": _chat, "responses": _responses}
+# Gemini: systemInstruction and contents[] of parts, tools[].functionDeclarations[].
+
+
+def _gemini_parts(tally: _Tally, content: Any) -> None:
+    parts = _field(content, "parts") if isinstance(content, dict) else content
+    if not isinstance(parts, list):
+        tally.text(parts)
+        return
+    for part in parts:
+        _gemini_part(tally, part)
+
+
+def _gemini_part(tally: _Tally, part: Any) -> None:
+    if not isinstance(part, dict):
+        tally.json(part)
+        return
+    for name, value in part.items():
+        if name == "text":
+            tally.text(value)
+        elif name == "inlineData" and str(_field(value, "mimeType") or "").startswith("image/"):
+            tally.images += 1
+        elif name == "inlineData":  # a document, audio or video sent inline: its base64 bytes
+            tally.base64(_field(value, "data"))
+        elif name in {"functionCall", "functionResponse"}:
+            tally.text(_field(value, "name"))
+            tally.json(_field(value, "args" if name == "functionCall" else "response"))
+        elif name in {"thought", "thoughtSignature"}:
+            continue  # a flag, and an opaque signature the model does not read as text
+        else:
+            tally.json({name: value})
+
+
+def _gemini(tally: _Tally, body: dict[str, Any]) -> None:
+    _gemini_parts(tally, body.get("systemInstruction"))
+    for content in _items(body.get("contents")):
+        _gemini_parts(tally, content)
+    for tool in _items(body.get("tools")):
+        declarations = _field(tool, "functionDeclarations")
+        if not isinstance(declarations, list):
+            tally.json(tool)  # a built-in tool (search, code execution, …): its settings
+            continue
+        for declaration in declarations:
+            tally.text(_field(declaration, "name"))
+            tally.text(_field(declaration, "description"))
+            tally.json(_field(declaration, "parameters"))
+            tally.json(_field(declaration, "parametersJsonSchema"))
+            tally.json(_field(declaration, "response"))
+    config = body.get("generationConfig")
+    tally.json(_field(config, "responseSchema"))
+    tally.json(_field(config, "responseJsonSchema"))
+
+
+_WALKERS = {
+    "messages": _anthropic,
+    "chat_completions": _chat,
+    "responses": _responses,
+    "generate_content": _gemini,
+}
 
 
 def estimate_request(
@@ -273,7 +330,7 @@ def estimate_request(
         raise RequestRefused(f"the request body is not JSON ({type(exc).__name__})") from exc
     if not isinstance(document, dict):
         raise RequestRefused("the request body is not a JSON object")
-    model = document.get("model")
+    model = route.model if route.kind == "generate_content" else document.get("model")
     if not isinstance(model, str) or not model:
         raise RequestRefused("the request names no model")
     stated = read_output_limit(route.kind, document)
@@ -293,7 +350,7 @@ def estimate_request(
         model=model,
         input_tokens=tally.input_tokens,
         max_output_tokens=limit * answers,
-        stream=document.get("stream") is True,
+        stream=route.streamed or document.get("stream") is True,
         metadata_user_id=user_id if isinstance(user_id, str) else None,
         output_limit=limit,
         choices=answers,

@@ -16,12 +16,16 @@ class TestDefaults:
         assert settings.upstreams == {
             "anthropic": "https://api.anthropic.com",
             "openai": "https://api.openai.com",
+            "google": "https://generativelanguage.googleapis.com",
         }
         assert settings.max_request_bytes == 32 * 1024 * 1024
         assert settings.upstream_timeout_seconds == 600
         assert settings.max_upstream_connections == 100
         assert settings.require_keys is False
         assert settings.passthrough == ()
+        assert settings.default_max_output_tokens == 32_000
+        assert settings.min_output_tokens == 1024
+        assert settings.clamp is True
 
 
 class TestValues:
@@ -81,6 +85,9 @@ class TestValues:
             ({"upstream_timeout_seconds": -1}, "proxy.upstream_timeout_seconds"),
             ({"max_upstream_connections": 0}, "proxy.max_upstream_connections"),
             ({"require_keys": "yes"}, "proxy.require_keys"),
+            ({"default_max_output_tokens": 0}, "proxy.default_max_output_tokens"),
+            ({"min_output_tokens": "many"}, "proxy.min_output_tokens"),
+            ({"clamp": "sometimes"}, "proxy.clamp"),
             ({"colour": "blue"}, "proxy.colour"),
         ],
     )
