@@ -98,6 +98,14 @@ class Gateway:
         """Answer any request: gated, forwarded as is, or refused."""
         path = request.url.path
         found = route(request.method, path)
+        if _websocket_to_gated_path(request):
+            # Codex tries a WebSocket on /v1/responses first: refused at once, it
+            # falls back to HTTP (a gated call is never carried over a WebSocket).
+            return error_response(
+                shape_for(path, request.headers) if found is None else found.provider,
+                426,
+                f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused",
+            )
         try:
             caller = await self._caller(request, found)
             if found is not None and found.kind != "free":
@@ -298,6 +306,14 @@ class Gateway:
             document = {"verdict": "halt-uncertainty", "uncertainty_reason": "counter_inconsistent"}
             message = f"ledger: halt-uncertainty: {exc}; the request was not sent"
             return error_response(provider, 402, message, verdict_headers(document))
+
+
+def _websocket_to_gated_path(request: Request) -> bool:
+    """Whether the request asks to upgrade to a WebSocket on a path whose calls are gated."""
+    if "websocket" not in request.headers.get("upgrade", "").lower():
+        return False
+    gated = route("POST", request.url.path)
+    return gated is not None and gated.is_model_call
 
 
 async def _passing(response: httpx.Response) -> AsyncIterator[bytes]:

@@ -36,6 +36,7 @@ ERROR_TYPES = {
     402: "budget_exceeded",
     404: "not_found_error",
     413: "request_too_large",
+    426: "upgrade_required",
     502: "api_error",
 }
 

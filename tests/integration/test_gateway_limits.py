@@ -214,3 +214,27 @@ class TestClamp:
         reserved = [v["payload"]["reservation"]["micros"] for v in verdicts(home)]
         assert reserved == [first_estimate, micros("anthropic/claude-test", 1, limit)]
         assert sum(reserved) < 600_000
+
+
+def test_a_websocket_upgrade_on_a_gated_path_is_426_at_once(home, upstream):
+    """Codex's WebSocket attempt on /v1/responses is refused with 426; nothing is sent or sealed."""
+    proxy = _proxy(home, upstream)
+    upgrade = {
+        "connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", **OPENAI_HEADERS,
+    }  # fmt: skip
+    try:
+        responses = httpx.get(f"{proxy.url}/v1/responses", headers=upgrade)
+        messages = httpx.get(f"{proxy.url}/v1/messages", headers=upgrade)
+        after = httpx.post(
+            f"{proxy.url}/v1/responses", json={"model": "gpt-test", "input": "hi"},
+            headers=OPENAI_HEADERS,
+        )  # fmt: skip
+    finally:
+        assert proxy.stop() == 0
+    assert responses.status_code == 426
+    assert responses.json()["error"]["code"] == "upgrade_required"
+    assert messages.status_code == 426
+    assert after.status_code == 200  # the HTTP fallback is served
+    assert [request["path"] for request in upstream.requests()] == ["/v1/responses"]
+    assert len(verdicts(home)) == 1
