@@ -48,8 +48,21 @@ _KEYS = (
     "default_max_output_tokens",
     "min_output_tokens",
     "clamp",
+    "providers",
 )
-_STRUCTURED = {"upstream", "passthrough"}
+_STRUCTURED = {"upstream", "passthrough", "providers"}
+# A provider id, as verdicts and records take it; the built-in providers and the
+# gateway's own path prefixes are not names an OpenAI-compatible provider may take.
+_PROVIDER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_RESERVED_NAMES = frozenset({*DEFAULT_UPSTREAMS, "aggregate", "v1", "v1beta"})
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class CompatibleProvider(NamedTuple):
+    """An OpenAI-compatible upstream: its base URL and the variable holding its key."""
+
+    url: str
+    key_env: str | None = None
 
 
 class ProxySettings(NamedTuple):
@@ -65,6 +78,7 @@ class ProxySettings(NamedTuple):
     default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     min_output_tokens: int = MIN_OUTPUT_TOKENS
     clamp: bool = True
+    providers: dict[str, CompatibleProvider] = {}  # noqa: RUF012 - never mutated
 
 
 class ListenAddress(NamedTuple):
@@ -160,6 +174,32 @@ def _upstreams(value: Any, name: str) -> dict[str, str]:
     return upstreams
 
 
+def _providers(value: Any, name: str) -> dict[str, CompatibleProvider]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table of [proxy.providers.<name>] tables")
+    found = {}
+    for provider, table in value.items():
+        label = f"{name}.{provider}"
+        if not isinstance(provider, str) or not _PROVIDER_NAME_RE.fullmatch(provider):
+            raise ConfigError(f"{label}: a provider name must match ^[a-z][a-z0-9_-]{{0,63}}$")
+        if provider in _RESERVED_NAMES:
+            raise ConfigError(f"{label}: {provider} is built in or reserved; choose another name")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: must be a table with url (and key_env)")
+        unknown = set(table) - {"url", "key_env"}
+        if unknown:
+            raise ConfigError(f"{label}.{min(unknown)}: unknown key (url, key_env)")
+        url, key_env = table.get("url"), table.get("key_env")
+        if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
+            raise ConfigError(f"{label}.url: must be an http:// or https:// URL")
+        if key_env is not None and (
+            not isinstance(key_env, str) or not _ENV_NAME_RE.fullmatch(key_env)
+        ):
+            raise ConfigError(f"{label}.key_env: must be an environment variable name")
+        found[provider] = CompatibleProvider(url.strip().rstrip("/"), key_env)
+    return found
+
+
 def _paths(value: Any, name: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise ConfigError(f"{name}: must be an array of paths such as /v1/files")
@@ -177,6 +217,8 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _upstreams(value, name)
     if key == "passthrough":
         return _paths(value, name)
+    if key == "providers":
+        return _providers(value, name)
     if key == "max_request_bytes":
         return _integer(value, name, 1, _MAX_BYTES)
     if key == "upstream_timeout_seconds":

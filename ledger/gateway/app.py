@@ -42,7 +42,13 @@ from ledger.gateway.relay import (
     upstream_headers,
     verdict_headers,
 )
-from ledger.providers import RequestRefused, UsageReader, estimate_request, route
+from ledger.providers import (
+    RequestRefused,
+    UsageReader,
+    compatible_route,
+    estimate_request,
+    route,
+)
 from ledger.providers.limits import limited_body
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
@@ -97,7 +103,9 @@ class Gateway:
     async def dispatch(self, request: Request) -> Response:
         """Answer any request: gated, forwarded as is, or refused."""
         path = request.url.path
-        found = route(request.method, path)
+        found = route(request.method, path) or compatible_route(
+            request.method, path, self.settings.providers
+        )
         if _websocket_to_gated_path(request):
             # Codex tries a WebSocket on /v1/responses first: refused at once, it
             # falls back to HTTP (a gated call is never carried over a WebSocket).
@@ -151,7 +159,13 @@ class Gateway:
             raise CallerRefusedError(401, str(exc)) from exc
         except LedgerError as exc:  # an unreadable key file: refuse, never pass through
             raise CallerRefusedError(503, f"gateway keys cannot be read: {exc}") from exc
-        credentials = provider_credentials(provider, self.committer.environ)
+        compatible = self.settings.providers.get(provider)
+        if compatible is None:
+            credentials = provider_credentials(provider, self.committer.environ)
+        elif compatible.key_env is None:
+            credentials = {}  # an upstream that takes no key (a local vLLM or Ollama)
+        else:
+            credentials = provider_credentials(provider, self.committer.environ, compatible.key_env)
         return resolve_caller(request.headers, self.settings, key, credentials)
 
     async def _body(self, request: Request) -> bytes:
@@ -176,7 +190,10 @@ class Gateway:
             pairs = parse_qsl(query, keep_blank_values=True)
             query = urlencode([(name, value) for name, value in pairs if name != "key"])
         base = upstream_for(self.settings, provider)
-        return f"{base}{request.url.path}" + (f"?{query}" if query else "")
+        path = request.url.path
+        if provider in self.settings.providers:
+            path = path.removeprefix(f"/{provider}")  # /<name>/v1/... is the upstream's /v1/...
+        return f"{base}{path}" + (f"?{query}" if query else "")
 
     # ------------------------------------------------------------------ free endpoints
 
@@ -201,6 +218,8 @@ class Gateway:
 
     async def _gated(self, request: Request, found: Any, caller: Any) -> Response:
         provider = found.provider
+        # OpenAI's newer limit field; OpenAI-compatible upstreams all know the older one.
+        chat_field = "max_completion_tokens" if provider == "openai" else "max_tokens"
         body = await self._body(request)
         try:
             estimate = estimate_request(
@@ -210,7 +229,9 @@ class Gateway:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
         if not estimate.limit_given:
             # The limit the estimate assumed is the one the upstream must enforce.
-            body = limited_body(found.kind, estimate.document, estimate.output_limit)
+            body = limited_body(
+                found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
+            )
         cycle_id = caller.session
         if cycle_id is None and provider == "anthropic":
             # Claude Code's session part of metadata.user_id. Ids taken from a
@@ -229,7 +250,7 @@ class Gateway:
         if isinstance(clamped, int):
             # Admitted at a lower output limit than asked: the upstream must enforce it.
             limit = clamped // estimate.choices
-            body = limited_body(found.kind, estimate.document, limit)
+            body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
             headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,

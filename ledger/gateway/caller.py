@@ -85,13 +85,18 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def provider_credentials(provider: str, environ: Mapping[str, str]) -> dict[str, str]:
+def provider_credentials(
+    provider: str, environ: Mapping[str, str], variable: str | None = None
+) -> dict[str, str]:
     """The gateway's own credentials for ``provider``, from its environment.
+
+    ``variable`` names the environment variable holding the key (an
+    OpenAI-compatible provider's ``key_env``); by default the provider's own.
 
     Raises:
         CallerRefusedError: 503 when the environment has no key for the provider.
     """
-    variable = PROVIDER_KEY_VARIABLES.get(provider)
+    variable = variable or PROVIDER_KEY_VARIABLES.get(provider)
     secret = environ.get(variable, "").strip() if variable else ""
     if not secret:
         raise CallerRefusedError(

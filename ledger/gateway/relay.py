@@ -80,8 +80,9 @@ def client_headers(response: httpx.Response) -> dict[str, str]:
 
 
 def upstream_for(settings: ProxySettings, provider: str) -> str:
-    """The configured base URL of ``provider``."""
-    return settings.upstreams[provider]
+    """The configured base URL of ``provider`` (built in, or OpenAI-compatible)."""
+    compatible = settings.providers.get(provider)
+    return compatible.url if compatible is not None else settings.upstreams[provider]
 
 
 def shape_for(path: str, headers: Mapping[str, str]) -> str:

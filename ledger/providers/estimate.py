@@ -24,7 +24,7 @@ from ledger.providers.limits import (
     missing_limit_message,
     read_output_limit,
 )
-from ledger.providers.routes import Provider, Route
+from ledger.providers.routes import Route
 
 IMAGE_TOKENS = 1600
 BYTES_PER_TOKEN = 3
@@ -42,7 +42,7 @@ class RequestEstimate:
     body, for a caller that sends it with another limit.
     """
 
-    provider: Provider
+    provider: str
     model: str
     input_tokens: int
     max_output_tokens: int

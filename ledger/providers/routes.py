@@ -10,6 +10,7 @@ its routes carry the model; ``:countTokens`` and the model list are free.
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ class Route:
     itself asks for a stream (Gemini's ``:streamGenerateContent``).
     """
 
-    provider: Provider
+    provider: str  # a built-in Provider, or an OpenAI-compatible provider's name
     kind: Kind
     model: str | None = None
     streamed: bool = False
@@ -68,6 +69,27 @@ def route(method: str, path: str) -> Route | None:
     if free is not None and (verb == "GET") == (free.group(2) is None):
         return Route("google", "free")
     return None
+
+
+_COMPATIBLE_KINDS: dict[str, Kind] = {
+    "/v1/chat/completions": "chat_completions",
+    "/v1/responses": "responses",
+}
+
+
+def compatible_route(method: str, path: str, names: Iterable[str]) -> Route | None:
+    """The route of a call to an OpenAI-compatible provider: ``POST /<name>/v1/...``.
+
+    Only Chat Completions and the Responses API of a provider in ``names``
+    are served; any other path under its prefix is ``None``.
+    """
+    if method.upper() != "POST":
+        return None
+    name, slash, rest = path.removeprefix("/").partition("/")
+    kind = _COMPATIBLE_KINDS.get(f"/{rest}") if slash else None
+    if kind is None or name not in names:
+        return None
+    return Route(name, kind)
 
 
 # An SDK client's base URL may carry a path of its own (a gateway's prefix, OpenAI's

@@ -36,7 +36,8 @@ _KEY_TEXT = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 class UsageReader:
     """Usage, ids and the outcome of one response, fed as JSON or as SSE bytes."""
 
-    provider: ClassVar[str] = ""
+    # Whose responses these are (the key prefix); an OpenAI-compatible provider's name.
+    provider: str = ""
 
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
@@ -61,7 +62,9 @@ class UsageReader:
         }
         if route.kind not in readers:
             raise ValueError(f"no usage to read for a {route.kind} route")
-        return readers[route.kind]()
+        reader = readers[route.kind]()
+        reader.provider = route.provider
+        return reader
 
     @property
     def usage(self) -> dict[str, Any] | None:

@@ -3,7 +3,12 @@
 import pytest
 
 from ledger.core.config import from_mapping
-from ledger.core.proxy_config import ListenAddress, ProxySettings, parse_listen
+from ledger.core.proxy_config import (
+    CompatibleProvider,
+    ListenAddress,
+    ProxySettings,
+    parse_listen,
+)
 from ledger.errors import ConfigError
 
 
@@ -26,6 +31,23 @@ class TestDefaults:
         assert settings.default_max_output_tokens == 32_000
         assert settings.min_output_tokens == 1024
         assert settings.clamp is True
+
+
+class TestCompatibleProviders:
+    def test_a_provider_table_gives_its_url_and_key_variable(self):
+        """[proxy.providers.<name>]: url (trailing slash dropped) and an optional key_env."""
+        table = {
+            "deepseek": {"url": "https://api.deepseek.com/", "key_env": "DEEPSEEK_API_KEY"},
+            "local": {"url": "http://127.0.0.1:11434"},
+        }
+        settings = from_mapping({"proxy": {"providers": table}}, {}).proxy
+        assert settings.providers == {
+            "deepseek": CompatibleProvider("https://api.deepseek.com", "DEEPSEEK_API_KEY"),
+            "local": CompatibleProvider("http://127.0.0.1:11434", None),
+        }
+        override = '{"groq": {"url": "https://api.groq.com/openai"}}'
+        env = from_mapping({}, {"LEDGER_PROXY_PROVIDERS": override}).proxy
+        assert env.providers == {"groq": CompatibleProvider("https://api.groq.com/openai")}
 
 
 class TestValues:
@@ -88,6 +110,12 @@ class TestValues:
             ({"default_max_output_tokens": 0}, "proxy.default_max_output_tokens"),
             ({"min_output_tokens": "many"}, "proxy.min_output_tokens"),
             ({"clamp": "sometimes"}, "proxy.clamp"),
+            ({"providers": {"Deep Seek": {"url": "https://x"}}}, "proxy.providers.Deep Seek"),
+            ({"providers": {"openai": {"url": "https://x"}}}, "proxy.providers.openai"),
+            ({"providers": {"v1": {"url": "https://x"}}}, "proxy.providers.v1"),
+            ({"providers": {"deepseek": {}}}, "proxy.providers.deepseek.url"),
+            ({"providers": {"deepseek": {"url": "x", "key": 1}}}, "proxy.providers.deepseek.key"),
+            ({"providers": {"ds": {"url": "https://x", "key_env": "A B"}}}, "proxy.providers.ds"),
             ({"colour": "blue"}, "proxy.colour"),
         ],
     )
