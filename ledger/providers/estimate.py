@@ -191,6 +191,9 @@ def _openai_part(tally: _Tally, part: Any) -> None:
         tally.json(part)
 
 
+_TOOL_FIELDS = frozenset({"type", "name", "description", "parameters", "format", "strict"})
+
+
 def _openai_tool(tally: _Tally, tool: Any) -> None:
     inner = _field(tool, "function") or _field(tool, "custom") or tool
     if not isinstance(inner, dict) or "name" not in inner:
@@ -200,6 +203,10 @@ def _openai_tool(tally: _Tally, tool: Any) -> None:
     tally.text(inner.get("description"))
     tally.json(inner.get("parameters"))
     tally.json(inner.get("format"))
+    # Anything more a tool carries (a namespace's own tools, say) reaches the model too.
+    rest = {key: value for key, value in inner.items() if key not in _TOOL_FIELDS}
+    if rest:
+        tally.json(rest)
 
 
 def _chat(tally: _Tally, body: dict[str, Any]) -> None:
