@@ -188,12 +188,13 @@ class TestRefused:
             estimate_request(MESSAGES, self.nested(5000))
 
 
+CODEX_SCHEMA = {"type": "object", "properties": {"command": {"type": "array"}}, "required": []}
+CODEX_GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: patch"}
+CODEX_NAMESPACE = [{"type": "function", "name": "mcp_read", "parameters": {"type": "object"}}]
+
+
 class TestCodexResponsesRequest:
     """The Responses API request Codex CLI sends: every part of it that reaches the model counts."""
-
-    SCHEMA = {"type": "object", "properties": {"command": {"type": "array"}}, "required": []}
-    GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: patch"}
-    NAMESPACE = [{"type": "function", "name": "mcp_read", "parameters": {"type": "object"}}]
 
     def request(self) -> dict[str, object]:
         return {
@@ -212,10 +213,10 @@ class TestCodexResponsesRequest:
             ],
             "tools": [
                 {"type": "function", "name": "shell", "description": "Run a command",
-                 "strict": False, "parameters": self.SCHEMA},
+                 "strict": False, "parameters": CODEX_SCHEMA},
                 {"type": "custom", "name": "apply_patch", "description": "Patch files",
-                 "format": self.GRAMMAR},
-                {"type": "namespace", "name": "mcp", "tools": self.NAMESPACE},
+                 "format": CODEX_GRAMMAR},
+                {"type": "namespace", "name": "mcp", "tools": CODEX_NAMESPACE},
                 {"type": "web_search"},
             ],
             "tool_choice": "auto", "parallel_tool_calls": False,
@@ -234,9 +235,9 @@ class TestCodexResponsesRequest:
             "shell", '{"command":["ls"]}',
             "README.md",
             compact(request["input"][4]),  # type: ignore[index]
-            "shell", "Run a command", compact(self.SCHEMA),
-            "apply_patch", "Patch files", compact(self.GRAMMAR),
-            "mcp", compact({"tools": self.NAMESPACE}),
+            "shell", "Run a command", compact(CODEX_SCHEMA),
+            "apply_patch", "Patch files", compact(CODEX_GRAMMAR),
+            "mcp", compact({"tools": CODEX_NAMESPACE}),
             compact({"type": "web_search"}),
         )  # fmt: skip
         estimate = estimate_request(RESPONSES, json.dumps(request).encode(), default_output_limit=7)
