@@ -7,7 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import clean_env
 from tests.gateway.helpers import (
+    NOW,
     Proxy,
     Upstream,
     chain,
@@ -153,3 +155,26 @@ def test_a_halt_is_402_in_geminis_error_shape(home, upstream):
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == 404
     assert upstream.requests() == []
+
+
+def test_with_a_gateway_key_the_gateways_gemini_key_goes_and_no_query_key(
+    home, upstream, run_inproc
+):
+    """A key presented as x-goog-api-key: GEMINI_API_KEY is sent instead, ?key= is dropped."""
+    write_config(home, upstream.url)
+    issued = run_inproc(["--home", str(home), "keys", "issue", "gemini-cli", "--agent", "gem"])
+    secret = issued.json()["key"]
+    env = clean_env(LEDGER_NOW=NOW, GEMINI_API_KEY="gateway-own-gemini-key")
+    proxy = start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+    try:
+        response = httpx.post(
+            f"{proxy.url}{GENERATE}?key=leaked-by-mistake&alt=json", json=BODY,
+            headers={"x-goog-api-key": secret},
+        )  # fmt: skip
+    finally:
+        assert proxy.stop() == 0
+    assert response.status_code == 200, response.text
+    (sent,) = upstream.requests()
+    assert sent["headers"]["x-goog-api-key"] == "gateway-own-gemini-key"
+    assert sent["query"] == "alt=json"
+    assert verdicts(home)[0]["payload"]["agent"] == "gem"
