@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,3 +239,45 @@ def test_a_websocket_upgrade_on_a_gated_path_is_426_at_once(home, upstream):
     assert after.status_code == 200  # the HTTP fallback is served
     assert [request["path"] for request in upstream.requests()] == ["/v1/responses"]
     assert len(verdicts(home)) == 1
+
+
+def test_concurrent_clamped_calls_never_share_the_same_room(home, upstream):
+    """Eight calls at once on $0.60: one whole, one clamped to what is left, the rest 402."""
+    proxy = _proxy(home, upstream, cap_usd="0.60")
+    body = {**CLAUDE_CODE, "stream": True}
+    headers = {**ANTHROPIC_HEADERS, "x-test-scenario": "pause:crowd"}
+    answers: list[tuple[int, str | None]] = []
+    answered = threading.Semaphore(0)
+
+    def call() -> None:
+        with httpx.Client(timeout=60) as client:
+            request = client.build_request(
+                "POST", f"{proxy.url}/v1/messages", json=body, headers=headers
+            )
+            response = client.send(request, stream=True)
+            try:
+                answers.append((response.status_code, response.headers.get("x-ledger-clamped")))
+                answered.release()
+                response.read()
+            finally:
+                response.close()
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    try:
+        for thread in threads:
+            thread.start()
+        for _ in threads:
+            assert answered.acquire(timeout=60)
+        upstream.release("crowd", 2 * 5)
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        assert proxy.stop() == 0
+    first_estimate = micros("anthropic/claude-test", 1, 32_000)
+    limit = _fitting(600_000 - first_estimate)
+    assert sorted(answers, key=str) == sorted(
+        [(200, None), (200, str(limit))] + [(402, None)] * 6, key=str
+    )
+    reserved = [v["payload"]["reservation"] for v in verdicts(home)]
+    assert sum(r["micros"] for r in reserved if r) < 600_000
+    assert len(upstream.requests()) == 2
