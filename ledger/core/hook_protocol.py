@@ -269,6 +269,11 @@ def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
             else "`ledger recover` (a damaged chain), `ledger rebuild-state` (derived "
             "state, or after pricing a model) or `ledger reconcile --force-reason TEXT`"
         )
+    if reason == "billing_stale" and "no billing observer" in str(document.get("diagnostic")):
+        lift = (
+            "a billing observer is configured ([observer] command in ledger.toml) or "
+            "billing.stale_halt_pct is set to 100 (`ledger init --billing none`)"
+        )
     if reason in _BILLING_REASONS:
         # A fresh bill lifts the uncertainty; spend over a cap still waits for the next day.
         return f"this halt stays until {lift}, and spend over a cap until {next_day}"
