@@ -72,7 +72,7 @@ def record_command(home: str | None, args: argparse.Namespace) -> int:
         model=args.model or args.model_id, cycle_id=args.cycle_id,
         input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         idempotency_key_value=args.idempotency_key, usage_object=_usage_json(args.usage_json),
-        agent=args.agent, tags=args.tag, gateway_key=args.key,
+        agent=args.agent, tags=args.tag, gateway_key=args.key, same_record_only=True,
     )  # fmt: skip
     if warning:
         print_error(f"warning: {warning}")
@@ -188,7 +188,8 @@ def register(commands: Any) -> None:
             "Without ACTUAL_USD the cost is computed from --usage-json, each token at its own\n"
             "rate; a model with no price is recorded with actual_micros null (a warning on\n"
             "stderr) and verdicts halt until it is priced.\n"
-            "Exit 0 recorded (or a duplicate key); 2 bad command line or usage object;\n"
+            "Exit 0 recorded (or the same record again under its key); 2 bad command line,\n"
+            "usage object, or a key first used for another record;\n"
             "74 I/O failure; 75 lock timeout; 78 config error."
         ),
         epilog=(
@@ -255,8 +256,9 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--idempotency-key",
         metavar="K",
-        help="repeat-safe key; a second record with the same key writes nothing and prints "
-        "the first result with duplicate: true; matches ^[A-Za-z0-9._:-]{1,128}$",
+        help="repeat-safe key, one per call; the same record again with the same key writes "
+        "nothing and prints the first result with duplicate: true, another record (amount, "
+        "provider or model) under it is refused (exit 2); matches ^[A-Za-z0-9._:-]{1,128}$",
     )
     record.add_argument(
         "--agent",
