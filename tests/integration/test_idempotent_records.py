@@ -63,7 +63,7 @@ def test_a_key_reused_for_another_record_is_refused(tmp_path, other):
     reused = ledger(home, "record", *other, "--idempotency-key", "req-1")
     assert (reused.code, reused.stdout) == (2, "")
     assert reused.stderr.startswith("ledger: --idempotency-key req-1 was first used for another")
-    assert f"(entry {entry[:16]}: $1.25 openai, " in reused.stderr
+    assert f"(entry {entry[:16]}…: $1.25 openai, " in reused.stderr
     assert reused.stderr.count("\n") == 1
     assert (home / "events.jsonl").stat().st_size == size
     same = ledger(home, "record", "1.25", "--provider", "openai", "--idempotency-key", "req-1")

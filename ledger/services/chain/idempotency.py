@@ -53,7 +53,7 @@ def other_record_message(
     model_text = f" model {body.get('model_id')}" if body.get("model_id") else ""
     return (
         f"--idempotency-key {key} was first used for another record (entry "
-        f"{short_ref(str(first.get('entry_hash')))}: {amount} {body.get('provider')}"
+        f"{short_ref(str(first.get('entry_hash')))}…: {amount} {body.get('provider')}"
         f"{model_text}, {body.get('utc_day')}); nothing recorded: a key is for retrying the "
         "same record, give each call its own"
     )
