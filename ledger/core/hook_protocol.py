@@ -242,6 +242,8 @@ def _budget_lift(entry: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
         at = _local(entry.get("lifts_at"), zone, zone_name)
         when = f" (at {at})" if at is not None else ""
         return f"spend resumes when enough spend leaves budget {name}'s {period} window{when}"
+    if period == "total":
+        return f"budget {name} never resets: raise its usd in ledger.toml to spend more"
     end = _local(entry.get("period_end"), zone, zone_name)
     return f"spend resumes when budget {name}'s {period} ends{f' ({end})' if end else ''}"
 
