@@ -5,7 +5,7 @@ import ledger
 
 book = ledger.open()  # the home as the CLI resolves it
 v = book.verdict(0.25, provider="anthropic")
-book.record(0.21, provider="anthropic", verdict_ref=v.verdict_ref, idempotency_key="req-123")
+book.record(0.21, provider="anthropic", verdict_ref=v.verdict_ref, idempotency_key="call-2f9c")
 with book.guard(provider="anthropic", model="claude-sonnet-4-5",
                 input_tokens=1200, max_output_tokens=800) as call:
     response = client.messages.create(...)
