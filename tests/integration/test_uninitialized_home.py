@@ -107,7 +107,7 @@ def test_a_folder_that_is_not_a_home_through_the_ledger_process(tmp_path: Path):
     """A real process, for a per-call and an operator command and the gateway: the same line."""
     folder = tmp_path / "src"
     folder.mkdir()
-    for args in (["verdict", "1"], ["status"], ["proxy"], ["daemon"]):
+    for args in (["verdict", "1"], ["status"], ["proxy"], ["daemon"], ["serve"]):
         result = run_process(["--home", str(folder), *args])
         assert (result.code, result.stderr) == (78, NOT_A_HOME.format(home=folder)), result
     assert list(folder.iterdir()) == []
