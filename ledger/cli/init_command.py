@@ -45,7 +45,7 @@ def init(
         checked_cap(daily_cap_usd)
         checked_billing(billing)
         runtime = _runtime(must_exist=False)
-        if runtime.config_path.exists():
+        if runtime.config_path.exists() and (daily_cap_usd is not None or billing is not None):
             refuse_changes_to_existing(runtime.config, runtime.config_path, daily_cap_usd, billing)
         if runtime.uses_database:  # a fleet host (SPEC §8)
             from ledger.cli.store_commands import init_fleet_host
