@@ -5,7 +5,7 @@ import ledger
 
 book = ledger.open()  # the home as the CLI resolves it
 v = book.verdict(0.25, provider="anthropic")
-book.record(0.21, provider="anthropic", verdict_ref=v.verdict_ref, idempotency_key="req-123")
+book.record(0.21, provider="anthropic", verdict_ref=v.verdict_ref, idempotency_key="call-2f9c")
 with book.guard(provider="anthropic", model="claude-sonnet-4-5",
                 input_tokens=1200, max_output_tokens=800) as call:
     response = client.messages.create(...)
@@ -125,11 +125,18 @@ class Ledger:
         agent: str | None = None,
         tags: Sequence[str] | None = None,
         key: str | None = None,
+        same_record_only: bool = True,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
 
+        An ``idempotency_key`` is for retrying one record: the same record again
+        is a duplicate, another one under the key is refused. The SDK guards pass
+        ``same_record_only=False``: they seal a provider's response under its id,
+        which the gateway may have sealed already at its own figure.
+
         Raises:
-            UsageError: a bad argument or usage object (nothing is written).
+            UsageError: a bad argument or usage object, or a key first used for
+                another record (nothing is written).
             LockTimeoutError, ChainIOError: the chain cannot be appended to.
         """
         document, warning = calls.record(
@@ -137,6 +144,7 @@ class Ledger:
             cycle_id=cycle_id, input_tokens=input_tokens, output_tokens=output_tokens,
             idempotency_key_value=idempotency_key, usage_object=usage_mapping(usage),
             agent=agent, tags=None if tags is None else list(tags), gateway_key=key,
+            same_record_only=same_record_only,
         )  # fmt: skip
         if warning:
             document = {**document, "warning": warning}

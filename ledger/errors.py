@@ -44,6 +44,17 @@ class NoHomeError(ConfigError):
         super().__init__(f"no ledger home at {home}: run `ledger init`")
 
 
+class NotAHomeError(ConfigError):
+    """The home a command would run on is a directory ``ledger init`` never made a home.
+
+    Running there would write a chain, keys and state into someone's folder,
+    or answer from an empty counter as if all were well.
+    """
+
+    def __init__(self, home: object) -> None:
+        super().__init__(f"{home} is not a ledger home: run `ledger init`")
+
+
 class ClockRangeError(ConfigError):
     """The clock (``LEDGER_NOW``) is outside the times the chain can hold.
 

@@ -20,7 +20,7 @@ from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.errors import ChainIOError, ConfigError, NoHomeError
+from ledger.errors import ChainIOError, ConfigError, NoHomeError, NotAHomeError
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -367,8 +367,26 @@ def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtim
 
     Raises:
         NoHomeError: ``must_exist`` and the home is not a directory.
+        NotAHomeError: ``must_exist`` and the directory was never initialised.
     """
     home = resolve_home(home_option)
-    if must_exist and not home.is_dir():
-        raise NoHomeError(home)
+    if must_exist:
+        check_home(home)
     return Runtime(home)
+
+
+def check_home(home: Path) -> None:
+    """Refuse a home that does not exist or that ``ledger init`` never made.
+
+    A home has a ``ledger.toml`` or a ``keys/`` folder (``init`` writes both);
+    any other existing directory is someone else's folder, and a command run
+    there must write nothing into it.
+
+    Raises:
+        NoHomeError: there is no directory at ``home``.
+        NotAHomeError: the directory holds neither ``ledger.toml`` nor ``keys/``.
+    """
+    if not home.is_dir():
+        raise NoHomeError(home)
+    if not (home / CONFIG_FILE).exists() and not (home / "keys").exists():
+        raise NotAHomeError(home)

@@ -40,7 +40,9 @@ MEANINGS = {
     "unless a `record` settles it.",
     "usd.day_timezone": "IANA zone where the budget day runs from midnight to midnight.",
     "billing.freshness_seconds": "A billing reading fetched this recently is fresh.",
-    "billing.stale_halt_pct": "Usage percentage above which stale or lagging billing halts.",
+    "billing.stale_halt_pct": "Usage percentage above which stale or lagging billing halts; "
+    "without an observer every verdict above it halts `billing_stale`. 100 (written by "
+    "`ledger init --billing none`): ledger's own records only, the caps alone decide.",
     "billing.stale_seconds": "No successful reading for this long is `billing_stale`.",
     "billing.provider_lag_seconds": "A bill this much older than its fetch is `provider_lag`.",
     "billing.clock_tolerance_seconds": "Clock differences beyond this are `clock_drift`.",

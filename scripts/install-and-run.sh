@@ -9,22 +9,33 @@ bash scripts/venv.sh "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e .
 LEDGER="$VENV/bin/ledger"
 HOME_DIR="${LEDGER_HOME:-./.ledger}"
-"$LEDGER" --home "$HOME_DIR" init --daily-cap-usd 50
+# Billing: no observer here, so the home counts its own records only
+# (--billing none). Without that choice verdicts would halt above 75 % of the cap
+# until a billing observer is configured. A home made before keeps its config.
+if [ -e "$HOME_DIR/ledger.toml" ]; then
+  "$LEDGER" --home "$HOME_DIR" init
+else
+  "$LEDGER" --home "$HOME_DIR" init --daily-cap-usd 50 --billing none
+fi
 verdict=$("$LEDGER" --home "$HOME_DIR" verdict 0.25 --provider anthropic)
 echo "$verdict"
 ref=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict_ref"])')
 outcome=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
-"$LEDGER" --home "$HOME_DIR" record 0.21 --provider anthropic --verdict-ref "$ref" --model-id claude-sonnet-4-5
+"$LEDGER" --home "$HOME_DIR" record 0.21 --provider anthropic --verdict-ref "$ref" --model-id claude-sonnet-4-5 --idempotency-key "first-$ref"
 "$LEDGER" --home "$HOME_DIR" usage
 "$LEDGER" --home "$HOME_DIR" checkpoint
 verified=$("$LEDGER" --home "$HOME_DIR" verify-chain)
 echo "$verified"
 "$LEDGER" --home "$HOME_DIR" status
+billing=$("$LEDGER" --home "$HOME_DIR" status --json | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["billing"]["source"])')
 
 cat <<SUMMARY
 
 Done. $("$LEDGER" --version) is installed in $VENV, with a home in $HOME_DIR:
   - a configuration (ledger.toml) with a \$50 daily cap, a signing key and a trust store;
+  - billing source: $billing (\`ledger status\` shows it); with none, spend is ledger's own
+    records only: for the provider's bill near the cap, set [observer] command in
+    ledger.toml and billing.stale_halt_pct back to 75 (docs/concepts/uncertainty.md);
   - one gated call: a verdict on an estimated \$0.25 ($outcome), then its actual \$0.21 recorded;
   - a signed checkpoint, and the whole chain verified ($verified).
 

@@ -83,7 +83,7 @@ def systemd(
         written = []
         for name, text in unit_sources().items():
             if wanted(name, user):
-                atomic_write(output / name, render_unit(text, where).encode())
+                atomic_write(output / name, render_unit(text, where, name).encode())
                 written.append(str(output / name))
         print_json({"output": str(output), "files": written, "install": _install(output, user)})
         return 0
@@ -91,20 +91,39 @@ def systemd(
     _exit(guarded(body))
 
 
+def _user_unit_dir() -> Path:
+    """Where a user's systemd manager looks for units it was given (``systemctl --user``)."""
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "systemd" / "user"
+
+
 def _install(output: Path, user: bool) -> list[str]:
     """The commands that install and start the daemon from ``output``."""
     if user:
-        target = "~/.config/systemd/user/"
+        target = _user_unit_dir()
+        steps = [] if _same_folder(output, target) else [
+            f"mkdir -p {target}",
+            f"cp {output}/*.service {output}/*.timer {target}/",
+        ]  # fmt: skip
         return [
-            f"cp {output}/*.service {output}/*.timer {target}",
+            *steps,
             "systemctl --user daemon-reload",
             "systemctl --user enable --now ledger-daemon.service",
+            'loginctl enable-linger "$USER"',
         ]
     return [
         f"cp {output}/*.service {output}/*.timer /etc/systemd/system/",
         "systemctl daemon-reload",
         "systemctl enable --now ledger-daemon.service",
     ]
+
+
+def _same_folder(one: Path, other: Path) -> bool:
+    """Whether two paths name the same folder (the units are then already in place)."""
+    try:
+        return one.resolve() == other.resolve()
+    except OSError:
+        return False
 
 
 def register(app: Any) -> None:

@@ -33,6 +33,33 @@ def _runtime(home: str | None) -> Any:
     return build_runtime(home)
 
 
+def session_id(args: argparse.Namespace) -> str | None:
+    """``--session`` or ``--cycle-id``: two names for the same value.
+
+    Raises:
+        UsageError: both are given, with different values.
+    """
+    if args.session is not None and args.cycle_id is not None and args.session != args.cycle_id:
+        raise UsageError("--session and --cycle-id name different sessions; give one")
+    chosen: str | None = args.session if args.session is not None else args.cycle_id
+    return chosen
+
+
+def _session_option(parser: Any, what: str) -> None:
+    """``--cycle-id`` and its other name ``--session``."""
+    parser.add_argument(
+        "--cycle-id",
+        metavar="C",
+        help=f"the caller's run, cycle or session id, stored with the {what} "
+        "(at most 256 characters); the same as --session",
+    )
+    parser.add_argument(
+        "--session",
+        metavar="S",
+        help="the session id, for budgets counted per session (the same as --cycle-id)",
+    )
+
+
 def verdict_command(home: str | None, args: argparse.Namespace) -> int:
     """``ledger verdict [EST_USD] [--model M --input-tokens N --max-output-tokens K]``."""
     from ledger.services.gate.calls import verdict
@@ -40,7 +67,7 @@ def verdict_command(home: str | None, args: argparse.Namespace) -> int:
     document, admitted = verdict(
         _runtime(home), args.estimate, args.provider, model=args.model,
         input_tokens=args.input_tokens, max_output_tokens=args.max_output_tokens,
-        cycle_id=args.cycle_id, agent=args.agent, tags=args.tag, gateway_key=args.key,
+        cycle_id=session_id(args), agent=args.agent, tags=args.tag, gateway_key=args.key,
     )  # fmt: skip
     recording_error = document.pop("recording_error", None)
     print_json(document)
@@ -69,10 +96,10 @@ def record_command(home: str | None, args: argparse.Namespace) -> int:
         raise UsageError("--model and --model-id name different models")
     document, warning = record(
         _runtime(home), args.actual, args.provider, verdict_ref=args.verdict_ref,
-        model=args.model or args.model_id, cycle_id=args.cycle_id,
+        model=args.model or args.model_id, cycle_id=session_id(args),
         input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         idempotency_key_value=args.idempotency_key, usage_object=_usage_json(args.usage_json),
-        agent=args.agent, tags=args.tag, gateway_key=args.key,
+        agent=args.agent, tags=args.tag, gateway_key=args.key, same_record_only=True,
     )  # fmt: skip
     if warning:
         print_error(f"warning: {warning}")
@@ -127,7 +154,7 @@ def register(commands: Any) -> None:
         ),
         epilog=(
             "Examples:\n"
-            "  ledger verdict 0.25 --provider openai --cycle-id run-42 --agent planner\n"
+            "  ledger verdict 0.25 --provider openai --session run-42 --agent planner\n"
             "  ledger verdict --provider anthropic --model claude-sonnet-4-5 \\\n"
             "      --input-tokens 1200 --max-output-tokens 800\n"
             "  ledger --home ./.ledger verdict 1.50"
@@ -165,11 +192,7 @@ def register(commands: Any) -> None:
         help="provider id (^[a-z][a-z0-9_-]{0,63}$) whose cap also applies; "
         "default: only the aggregate daily cap",
     )
-    verdict.add_argument(
-        "--cycle-id",
-        metavar="C",
-        help="the caller's run or cycle id, stored with the verdict (at most 256 characters)",
-    )
+    _session_option(verdict, "verdict")
     verdict.add_argument(
         "--agent",
         metavar="A",
@@ -188,7 +211,8 @@ def register(commands: Any) -> None:
             "Without ACTUAL_USD the cost is computed from --usage-json, each token at its own\n"
             "rate; a model with no price is recorded with actual_micros null (a warning on\n"
             "stderr) and verdicts halt until it is priced.\n"
-            "Exit 0 recorded (or a duplicate key); 2 bad command line or usage object;\n"
+            "Exit 0 recorded (or the same record again under its key); 2 bad command line,\n"
+            "usage object, or a key first used for another record;\n"
             "74 I/O failure; 75 lock timeout; 78 config error."
         ),
         epilog=(
@@ -235,11 +259,7 @@ def register(commands: Any) -> None:
         metavar="M",
         help="the model the call used, stored with the spend (at most 256 characters)",
     )
-    record.add_argument(
-        "--cycle-id",
-        metavar="C",
-        help="the caller's run or cycle id, stored with the spend (at most 256 characters)",
-    )
+    _session_option(record, "spend")
     record.add_argument(
         "--input-tokens",
         type=int,
@@ -255,8 +275,9 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--idempotency-key",
         metavar="K",
-        help="repeat-safe key; a second record with the same key writes nothing and prints "
-        "the first result with duplicate: true; matches ^[A-Za-z0-9._:-]{1,128}$",
+        help="repeat-safe key, one per call; the same record again with the same key writes "
+        "nothing and prints the first result with duplicate: true, another record (amount, "
+        "provider or model) under it is refused (exit 2); matches ^[A-Za-z0-9._:-]{1,128}$",
     )
     record.add_argument(
         "--agent",

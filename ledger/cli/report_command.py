@@ -163,6 +163,8 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
 
 def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
     """The budgets that applied on the day (their period to the day's end); none: nothing."""
+    from ledger.core.budgets import bounds_for_people
+
     if not budgets:
         return []
     rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "USAGE", "HALTS"]]
@@ -171,7 +173,7 @@ def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
         pct = item["usage_pct"]
         rows.append([
             item["name"] + ("" if value is None else f"[{value}]"), item["period"],
-            item["period_start"][:16] + "Z", item["period_end"][:16] + "Z",
+            *bounds_for_people(item["period"], item["period_start"], item["period_end"]),
             _money(item["used_micros"]), _money(item["reserved_micros"]),
             _money(item["cap_micros"]), "-" if pct is None else f"{pct}%", str(item["halts"]),
         ])  # fmt: skip

@@ -39,17 +39,19 @@ def serve(home_option: str | None) -> int:
     """Run the server of the home ``home_option`` names until it is stopped.
 
     Raises:
+        NoHomeError, NotAHomeError: there is no home to serve.
         ServerBusyError: another server answers for the home.
         ChainIOError: the socket or its lock file cannot be made.
     """
     from ledger.cli.fast import build_parser
     from ledger.cli.served import execute
     from ledger.errors import ChainIOError
-    from ledger.runtime import resolve_home
+    from ledger.runtime import check_home, resolve_home
     from ledger.server.loop import Server
     from ledger.server.protocol import Reply, Request
 
     home = resolve_home(home_option)
+    check_home(home)  # a server on no home, or someone's folder, would write its lock there
     try:
         found = Path(home).stat()
     except OSError as exc:

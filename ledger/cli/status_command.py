@@ -85,9 +85,14 @@ def agent_view(runtime: Any) -> dict[str, Any]:
 
 def collect(runtime: Any) -> dict[str, Any]:
     """Every budget's figures as one JSON-able document."""
+    from ledger.services.chain.init_options import billing_source
     from ledger.services.gate.budget_views import budget_rows
 
-    document = {"usd": _usd_view(runtime), **agent_view(runtime)}
+    document = {
+        "usd": _usd_view(runtime),
+        "billing": billing_source(runtime.config),
+        **agent_view(runtime),
+    }
     if runtime.config.budgets:
         document["budgets"] = budget_rows(runtime)["budgets"]
     return document
@@ -159,7 +164,10 @@ def _usd_lines(document: dict[str, Any]) -> list[str]:
 
 def render(document: dict[str, Any]) -> str:
     """The status as text for people."""
-    return "\n".join(_usd_lines(document) + agent_lines(document)) + "\n"
+    from ledger.services.chain.init_options import billing_line
+
+    lines = [*_usd_lines(document), billing_line(document["billing"]), *agent_lines(document)]
+    return "\n".join(lines) + "\n"
 
 
 def agent_lines(document: dict[str, Any]) -> list[str]:

@@ -13,14 +13,14 @@ if TYPE_CHECKING:
     from ledger.runtime import Runtime
 
 
-def init_fleet_host(runtime: "Runtime", daily_cap_usd: str | None) -> int:
+def init_fleet_host(runtime: "Runtime", daily_cap_usd: str | None, billing: str | None) -> int:
     """``ledger init`` on a fleet host: home, config, schema, this host's key, enrolment."""
     from ledger.services.fleet import init_fleet
     from ledger.services.gate.prices import init_prices
 
     config = runtime.config
     assert config.store_url is not None  # noqa: S101 - only called with a store URL
-    result = init_fleet(runtime, daily_cap_usd, config.store_url, config.store_schema)
+    result = init_fleet(runtime, daily_cap_usd, config.store_url, config.store_schema, billing)
     init_prices(runtime)
     enrolment = result.enrolment
     print_json(

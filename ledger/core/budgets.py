@@ -24,6 +24,12 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 MATCH_KEYS = ("agent", "provider", "model", "session", "key", "tag")
 PER_KEYS = ("session", "agent", "key")
 CALENDAR_PERIODS = ("day", "week", "month")
+# A budget that never resets ("$3 per session"): one period from the first
+# record on, so its counter only grows; it is kept as a calendar period whose
+# start never changes.
+TOTAL_PERIOD = "total"
+_TOTAL_START = dt.date(1970, 1, 1)
+_TOTAL_END = dt.date(9999, 12, 30)  # local midnight stays within the years a timestamp holds
 _ROLLING_RE = re.compile(r"^rolling:([1-9][0-9]{0,5})([hd])$")
 # A rolling window keeps one item per record inside it; a year bounds that.
 _ROLLING_MAX_HOURS = 366 * 24
@@ -133,8 +139,8 @@ def _budget(table: dict[str, Any], name: str, label: str) -> Budget:
     period = table.get("period")
     if not isinstance(period, str) or not _valid_period(period):
         raise ConfigError(
-            f'{label}.period: must be "day", "week", "month", "rolling:<N>h" or '
-            f'"rolling:<N>d" (N ≥ 1, at most a year)'
+            f'{label}.period: must be "day", "week", "month", "total" (never resets), '
+            f'"rolling:<N>h" or "rolling:<N>d" (N ≥ 1, at most a year)'
         )
     per = table.get("per")
     if per is not None and per not in PER_KEYS:
@@ -153,7 +159,7 @@ def _window_seconds(period: str) -> int | None:
 
 
 def _valid_period(period: str) -> bool:
-    if period in CALENDAR_PERIODS:
+    if period in CALENDAR_PERIODS or period == TOTAL_PERIOD:
         return True
     found = _ROLLING_RE.fullmatch(period)
     if found is None:
@@ -256,6 +262,8 @@ def calendar_start_day(period: str, moment: dt.datetime, zone: dt.tzinfo) -> dt.
 
 
 def _start_day(period: str, local: dt.date) -> dt.date:
+    if period == TOTAL_PERIOD:
+        return _TOTAL_START
     if period == "week":
         return local - dt.timedelta(days=local.weekday())
     if period == "month":
@@ -264,11 +272,20 @@ def _start_day(period: str, local: dt.date) -> dt.date:
 
 
 def _next_start_day(period: str, start: dt.date) -> dt.date:
+    if period == TOTAL_PERIOD:
+        return _TOTAL_END
     if period == "week":
         return start + dt.timedelta(days=7)
     if period == "month":
         return (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
     return start + dt.timedelta(days=1)
+
+
+def bounds_for_people(period: str, start: str, end: str) -> tuple[str, str]:
+    """A period's FROM and TO columns: minutes in UTC, or words for a budget that never resets."""
+    if period == TOTAL_PERIOD:
+        return "(all time)", "(never resets)"
+    return start[:16] + "Z", end[:16] + "Z"
 
 
 def period_bounds(

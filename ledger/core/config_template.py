@@ -6,9 +6,28 @@ edit, that is the contract of what the text may say.
 
 import json
 
+BILLING_NONE = "none"
 
-def config_template(daily_cap_usd: str | None) -> str:
-    """The ``ledger.toml`` that ``ledger init`` writes."""
+# Why the threshold is what it is, written beside it so the choice stays visible.
+_STALE_HALT_OBSERVED = """# Without a billing observer ([observer] below) verdicts halt
+# (billing_stale) above this % of a cap: near it only the provider's bill is trusted.
+# 100 counts ledger's own records only (`ledger init --billing none`).
+stale_halt_pct = 75"""
+
+_STALE_HALT_NONE = """# `ledger init --billing none`: no billing observer. Spend is ledger's own
+# records only. That is fine when agents reach the provider only through the
+# gateway with gateway keys; spend made out of band with the same provider key
+# is not seen.
+stale_halt_pct = 100"""
+
+
+def config_template(daily_cap_usd: str | None, billing: str | None = None) -> str:
+    """The ``ledger.toml`` that ``ledger init`` writes.
+
+    ``billing`` is ``"none"`` when the home counts its own records only
+    (``--billing none``): verdicts then never halt for want of a bill.
+    """
+    stale_halt = _STALE_HALT_NONE if billing == BILLING_NONE else _STALE_HALT_OBSERVED
     cap_line = (
         f"daily_cap = {daily_cap_usd}"
         if daily_cap_usd is not None
@@ -28,7 +47,7 @@ reservation_ttl_seconds = 900
 
 [billing]
 freshness_seconds = 300
-stale_halt_pct = 75
+{stale_halt}
 stale_seconds = 900
 provider_lag_seconds = 300
 clock_tolerance_seconds = 60

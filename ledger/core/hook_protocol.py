@@ -242,6 +242,8 @@ def _budget_lift(entry: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
         at = _local(entry.get("lifts_at"), zone, zone_name)
         when = f" (at {at})" if at is not None else ""
         return f"spend resumes when enough spend leaves budget {name}'s {period} window{when}"
+    if period == "total":
+        return f"budget {name} never resets: raise its usd in ledger.toml to spend more"
     end = _local(entry.get("period_end"), zone, zone_name)
     return f"spend resumes when budget {name}'s {period} ends{f' ({end})' if end else ''}"
 
@@ -268,6 +270,11 @@ def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
             if found
             else "`ledger recover` (a damaged chain), `ledger rebuild-state` (derived "
             "state, or after pricing a model) or `ledger reconcile --force-reason TEXT`"
+        )
+    if reason == "billing_stale" and "no billing observer" in str(document.get("diagnostic")):
+        lift = (
+            "a billing observer is configured ([observer] command in ledger.toml) or "
+            "billing.stale_halt_pct is set to 100 (`ledger init --billing none`)"
         )
     if reason in _BILLING_REASONS:
         # A fresh bill lifts the uncertainty; spend over a cap still waits for the next day.

@@ -5,10 +5,12 @@ at ``/usr/local/bin/ledger``, the home at ``/var/lib/ledger``, a ``ledger``
 user. Rendering puts in the real launcher and the absolute home, points
 ``Documentation=`` at a file that exists (or drops it), and for ``--user``
 turns each unit into one a user's own systemd manager can run: no ``User=``,
-no settings only the system manager may apply, ``default.target``.
+no settings only the system manager may apply, ``default.target``, comments
+with user-mode install steps, and metrics written under the home.
 Pure text in, text out: the files are read and written by the caller.
 """
 
+import re
 from typing import NamedTuple
 
 SYSTEM_LAUNCHER = "/usr/local/bin/ledger"
@@ -37,6 +39,20 @@ _SYSTEM_ONLY_SETTINGS = frozenset(
 _SYSTEM_TARGET_SETTINGS = {("After", "network-online.target"), ("Wants", "network-online.target")}
 _HOME_PREFIXES = ("/home/", "/root/", "/run/user/")
 _TMP_PREFIXES = ("/tmp/", "/var/tmp/")  # noqa: S108 - paths compared, never written
+# The metrics unit's system target, node_exporter's textfile collector folder.
+SYSTEM_METRICS_FILE = "/var/lib/node_exporter/textfile_collector/ledger.prom"
+USER_METRICS_FILE = "ledger.prom"  # in the home: the user may not write a system folder
+# Comment lines that describe a system install, and what a user's unit says instead.
+_INDENTED = re.compile(r"^#\s{2,}\S")
+_USER_WORDS = (
+    ("here the `ledger` user", "here your own user"),
+    ("The ledger user needs write access to the collector folder (and nothing else there).",
+     "As a user unit it writes ledger.prom in the home: point the collector there."),
+    ("--collector.textfile.directory=/var/lib/node_exporter/textfile_collector",
+     "--collector.textfile.directory set to the home"),
+    (", root-owned.", ", owned by you."),
+    ("sudo -u ledger ledger", "ledger"),
+)  # fmt: skip
 
 
 class Installation(NamedTuple):
@@ -53,14 +69,50 @@ def wanted(name: str, user: bool) -> bool:
     return user or name not in USER_ONLY_UNITS
 
 
-def render_unit(text: str, where: Installation) -> str:
-    """``text`` (a shipped unit) for the installation ``where``."""
+def render_unit(text: str, where: Installation, name: str = "") -> str:
+    """``text`` (the shipped unit ``name``) for the installation ``where``."""
     out = [f"# Rendered by `ledger deploy systemd` for the home {where.home}."]
+    in_install_steps = False
     for line in text.splitlines():
-        rendered = line if line.startswith("#") else _setting(line, where)
+        if line.startswith("#"):
+            # A system install's steps (the indented lines after "# Install:") are
+            # replaced as a whole in a user unit.
+            in_install_steps = where.user and (
+                line.startswith("# Install:") or (in_install_steps and bool(_INDENTED.match(line)))
+            )
+            if in_install_steps and not line.startswith("# Install:"):
+                continue
+            out.extend(_comment(line, where, name))
+            continue
+        in_install_steps = False
+        rendered = _setting(line, where)
         if rendered is not None:
             out.append(_placed(rendered, where))
     return "\n".join(out) + "\n"
+
+
+def user_install_steps(name: str, home: str) -> list[str]:
+    """How a user installs and starts the unit ``name`` with their own systemd manager."""
+    # A timer is what is enabled; its service runs when the timer fires.
+    return [
+        f"ledger --home {home} deploy systemd --user --output ~/.config/systemd/user",
+        f"systemctl --user daemon-reload && systemctl --user enable --now {name}",
+        'loginctl enable-linger "$USER"   # keep it running without a login session',
+    ]
+
+
+def _comment(line: str, where: Installation, name: str) -> list[str]:
+    """A comment line for ``where``: a user unit's comments give user-mode steps."""
+    if not where.user:
+        return [_placed(line, where)]
+    if line.startswith("# Install:"):
+        steps = user_install_steps(name or "the unit", where.home)
+        return ["# Install as your own user (no root, nothing in /etc):"] + [
+            f"#   {step}" for step in steps
+        ]
+    for system, user in _USER_WORDS:
+        line = line.replace(system, user)
+    return [_placed(line, where)]
 
 
 def _setting(line: str, where: Installation) -> str | None:
@@ -91,4 +143,5 @@ def _placed(line: str, where: Installation) -> str:
         line = line.replace(home, where.home)
     if where.user:
         line = line.replace(SYSTEM_OBSERVER_ENV, USER_OBSERVER_ENV)
+        line = line.replace(SYSTEM_METRICS_FILE, f"{where.home}/{USER_METRICS_FILE}")
     return line

@@ -88,6 +88,13 @@ def _seconds(delta: dt.timedelta) -> float:
     return delta.total_seconds()
 
 
+# A reconcile cannot read a bill no observer fetches: name both ways out.
+_NO_OBSERVER = (
+    "; no billing observer is configured: set [observer] command in ledger.toml, or count "
+    "ledger's own records only with billing.stale_halt_pct = 100 (`ledger init --billing none`)"
+)
+
+
 def _near_cap(scope: ScopeState, config: Config) -> bool:
     pct = usage_pct(scope)
     return pct is not None and pct > config.stale_halt_pct
@@ -124,6 +131,7 @@ def _uncertainty(
                 (
                     f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and the last "
                     f"successful billing reading was fetched {age} (limit {config.stale_seconds} s)"
+                    f"{_NO_OBSERVER if config.observer_command is None else ''}"
                 ),
             )
     for scope in scopes:

@@ -21,7 +21,7 @@ from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, open_listen
 from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
-from ledger.runtime import Runtime
+from ledger.runtime import Runtime, check_home
 
 
 def log(message: str) -> None:
@@ -93,8 +93,7 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
             listen address is refused.
         ChainIOError: the home does not exist or the address cannot be bound.
     """
-    if not home.is_dir():
-        raise ConfigError(f"no ledger home at {home}: run `ledger init`")
+    check_home(home)
     runtime = Runtime(home)
     settings = runtime.config.proxy
     if runtime.config.daily_cap_micros is None:

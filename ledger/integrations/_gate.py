@@ -164,6 +164,8 @@ class Call:
         common: dict[str, Any] = {
             "provider": gate.provider, "verdict_ref": self.verdict_ref, "model": self.model,
             "cycle_id": gate.session, "idempotency_key": key,
+            # The response's key may already be sealed by the gateway, at its figure.
+            "same_record_only": False,
         }  # fmt: skip
         if reader.usage is not None:
             try:

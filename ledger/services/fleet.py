@@ -16,8 +16,8 @@ from typing import Protocol
 from ledger.core.config_template import config_template, store_section
 from ledger.core.signing import Signer
 from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
-from ledger.core.units import usd_to_micros
-from ledger.errors import KeyFileError, UsageError
+from ledger.errors import KeyFileError
+from ledger.services.chain.init_options import checked_billing, checked_cap
 from ledger.services.chain.writer import WriterDeps
 
 
@@ -130,7 +130,7 @@ class FleetInitResult:
 
 
 def init_fleet(
-    deps: FleetDeps, daily_cap_usd: str | None, url: str, schema: str
+    deps: FleetDeps, daily_cap_usd: str | None, url: str, schema: str, billing: str | None = None
 ) -> FleetInitResult:
     """Create this host's home and config, the schema when missing, and enrol its key.
 
@@ -142,16 +142,10 @@ def init_fleet(
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         StoreSchemaError: the schema is newer than this code knows.
     """
-    if daily_cap_usd is not None:
-        try:
-            cap = usd_to_micros(daily_cap_usd)
-        except ValueError as exc:
-            raise UsageError(f"--daily-cap-usd: {exc}") from exc
-        if cap < 0:
-            raise UsageError("--daily-cap-usd: must be ≥ 0")
+    checked_cap(daily_cap_usd)
     created_config = False
     if not deps.config_path.exists():
-        text = config_template(daily_cap_usd) + store_section(url, schema)
+        text = config_template(daily_cap_usd, checked_billing(billing)) + store_section(url, schema)
         deps.write_file(deps.config_path, text.encode("utf-8"))
         created_config = True
     created_schema = deps.database.ensure_schema()

@@ -96,3 +96,60 @@ def test_the_shipped_units_are_what_is_rendered():
     from ledger.edges.deployfiles import unit_sources
 
     assert set(unit_sources()) == shipped
+
+
+def test_user_units_say_how_to_install_them_as_a_user(home: Path, tmp_path: Path):
+    """--user: the comments give user-mode steps; nothing about useradd or /etc/systemd/system."""
+    render(home, tmp_path / "units", "--user")
+    for unit in (tmp_path / "units").iterdir():
+        text = unit.read_text()
+        for system_only in ("useradd", "/etc/systemd/system", "sudo ", "systemctl daemon-reload"):
+            assert system_only not in text, (unit.name, system_only)
+    daemon = (tmp_path / "units" / "ledger-daemon.service").read_text()
+    assert "#   systemctl --user daemon-reload && systemctl --user enable --now ledger-daemon" in (
+        daemon
+    )
+    timer = (tmp_path / "units" / "ledger-poll.timer").read_text()
+    assert "systemctl --user enable --now ledger-poll.timer" in timer
+
+
+def _install_steps(document: dict, env: dict[str, str]) -> None:
+    """Run the printed steps a test can run (files only: no systemd manager here)."""
+    for step in document["install"]:
+        if step.startswith(("systemctl", "loginctl")):
+            continue
+        proc = subprocess.run(
+            ["/bin/sh", "-c", step], env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (step, proc.stderr)
+
+
+@pytest.mark.parametrize("into_the_unit_dir", [True, False], ids=["unit-dir", "elsewhere"])
+def test_user_install_steps_work_with_the_output_in_the_user_unit_dir(
+    home: Path, tmp_path: Path, into_the_unit_dir: bool
+):
+    """With --output the user unit folder the docs recommend, the printed steps still work."""
+    config = tmp_path / "config"
+    env = clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(config))
+    unit_dir = config / "systemd" / "user"
+    output = unit_dir if into_the_unit_dir else tmp_path / "units"
+    result = run_process(
+        ["--home", str(home), "deploy", "systemd", "--user", "--output", str(output)], env=env
+    )
+    assert result.code == 0, result.stderr
+    document = result.json()
+    assert not any("/etc/" in step for step in document["install"])
+    assert "systemctl --user enable --now ledger-daemon.service" in document["install"]
+    _install_steps(document, env)
+    assert (unit_dir / "ledger-daemon.service").is_file()
+
+
+def test_the_user_metrics_unit_writes_under_the_home(home: Path, tmp_path: Path):
+    """The metrics unit's ExecStart, run as is, writes ledger.prom in the home."""
+    render(home, tmp_path / "units", "--user")
+    metrics = tmp_path / "units" / "ledger-metrics.service"
+    (exec_start,) = settings(metrics, "ExecStart")
+    assert exec_start.endswith(f"--output {home.absolute()}/ledger.prom")
+    proc = subprocess.run(exec_start.split(" "), env=clean_env(), capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "ledger_" in (home / "ledger.prom").read_text()

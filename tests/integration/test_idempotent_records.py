@@ -28,7 +28,7 @@ def test_a_repeat_writes_nothing_and_prints_the_first_result(home, run_inproc):
     body = first.json()
     assert body["duplicate"] is False
     size = (home / "events.jsonl").stat().st_size
-    again = _record(run_inproc, home, "9.99", "req-1", env=LATER)
+    again = _record(run_inproc, home, "1.25", "req-1", env=LATER)
     assert again.code == 0
     assert (home / "events.jsonl").stat().st_size == size
     assert again.json() == body | {"duplicate": True}
@@ -40,6 +40,65 @@ def test_a_repeat_writes_nothing_and_prints_the_first_result(home, run_inproc):
         "req-2",
     ]
     assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 3_250_000
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        ["2.50", "--provider", "openai"],  # another amount
+        ["1.25", "--provider", "anthropic"],  # another provider
+        ["1.25", "--provider", "openai", "--model-id", "gpt-4o"],  # another model
+    ],
+    ids=["amount", "provider", "model"],
+)
+def test_a_key_reused_for_another_record_is_refused(tmp_path, other):
+    """One ``ledger:`` line naming the first record, exit 2, nothing sealed (real processes)."""
+    from tests.integration.server_helpers import init_home, ledger
+
+    home = init_home(tmp_path / "home")
+    first = ledger(home, "record", "1.25", "--provider", "openai", "--idempotency-key", "req-1")
+    assert first.code == 0, first.stderr
+    entry = json.loads(first.stdout)["entry_hash"]
+    size = (home / "events.jsonl").stat().st_size
+    reused = ledger(home, "record", *other, "--idempotency-key", "req-1")
+    assert (reused.code, reused.stdout) == (2, "")
+    assert reused.stderr.startswith("ledger: --idempotency-key req-1 was first used for another")
+    assert f"(entry {entry[:16]}…: $1.25 openai, " in reused.stderr
+    assert reused.stderr.count("\n") == 1
+    assert (home / "events.jsonl").stat().st_size == size
+    same = ledger(home, "record", "1.25", "--provider", "openai", "--idempotency-key", "req-1")
+    assert (same.code, json.loads(same.stdout)["duplicate"]) == (0, True)
+
+
+def test_a_key_reused_for_another_record_is_refused_when_served(tmp_path):
+    """``ledger serve`` answers the reuse as the in-process command does."""
+    from tests.integration.server_helpers import init_home, kill_quietly, ledger, start_server
+
+    home = init_home(tmp_path / "home")
+    server = start_server(home)
+    try:
+        first = ledger(home, "record", "1", "--provider", "openai", "--idempotency-key", "s-1")
+        reused = ledger(home, "record", "2", "--provider", "openai", "--idempotency-key", "s-1")
+    finally:
+        kill_quietly(server)
+    assert first.code == 0, first.stderr
+    assert reused.code == 2
+    assert "was first used for another record" in reused.stderr
+    assert len(payloads(home, "budget.record_call")) == 1
+
+
+def test_a_key_reused_for_another_record_in_the_python_api(home):
+    """``Ledger.record`` raises a LedgerError with exit code 2 and seals nothing."""
+    import ledger as ledger_api
+
+    book = ledger_api.Ledger(home)
+    book.record(0.5, provider="openai", idempotency_key="api-1")
+    with pytest.raises(ledger_api.LedgerError) as caught:
+        book.record(0.75, provider="openai", idempotency_key="api-1")
+    assert caught.value.exit_code == 2
+    assert "api-1 was first used for another record" in str(caught.value)
+    assert book.record(0.5, provider="openai", idempotency_key="api-1").duplicate is True
+    assert len(payloads(home, "budget.record_call")) == 1
 
 
 def test_the_key_survives_rebuild_state_and_a_lost_state(home, run_inproc):

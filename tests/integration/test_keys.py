@@ -66,7 +66,7 @@ class TestInit:
         [key_file] = _key_files(home)
         before = key_file.read_bytes()
         trust_before = (home / "trust.json").read_bytes()
-        result = run_inproc(["--home", str(home), "init", "--daily-cap-usd", "7"])
+        result = run_inproc(["--home", str(home), "init", "--daily-cap-usd", "100"])
         assert result.code == 0, result
         assert result.json()["created_key"] is False
         assert result.json()["key_id"] == key_file.name.removesuffix(".key.pem")

@@ -6,6 +6,7 @@ answers like the Anthropic API in place of the real one).
 """
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,71 @@ def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: P
     # the client block: the SDK call's verdict and its record.
     assert kinds.count("budget.record_call") == 3
     assert kinds.count("budget.allow") == 3
+
+
+GETTING_STARTED = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+KEY_RE = re.compile(r"""--idempotency-key\s+([A-Za-z0-9._:-]+)|idempotency_key="([^"]+)\"""")
+PLACEHOLDER_REFS = ("9c1f4be07a3d52e8…", "<verdict_ref>")
+
+
+def page_section(page: str, title: str) -> str:
+    return page.split(f"{title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def commands(block: str) -> list[str]:
+    """A shell block's command lines, continuations joined, comments dropped."""
+    joined = block.replace("\\\n", " ")
+    lines = [line.split(" # ", 1)[0].strip() for line in joined.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def test_the_pages_share_no_idempotency_key():
+    """A reader pasting README and getting-started examples into one home never reuses a key."""
+    found = [a or b for text in (README, GETTING_STARTED) for a, b in KEY_RE.findall(text)]
+    assert found, "the pages show idempotency keys"
+    assert len(found) == len(set(found)), found
+
+
+def test_readme_and_getting_started_examples_run_in_one_home(tmp_path: Path):
+    """Make a home, gate calls from both pages and the Python quick start: all recorded once."""
+    env = clean_env(
+        HOME=str(tmp_path), PATH=f"{BIN}:/usr/bin:/bin", LEDGER_NOW="2026-03-02T12:00:00Z"
+    )
+    [make_home] = blocks(page_section(GETTING_STARTED, "## Make a home"), "sh")
+    [gate, by_tokens] = blocks(page_section(GETTING_STARTED, "## Gate a call"), "sh")
+    [readme_cli] = blocks(section("From the command line"), "sh")
+    ref = ""
+    records = 0
+    for pasted in commands(make_home) + commands(gate) + commands(by_tokens) + commands(readme_cli):
+        if pasted.startswith("export "):
+            name, _, value = pasted.removeprefix("export ").partition("=")
+            env[name] = value.replace("~", str(tmp_path))
+            continue
+        line = pasted
+        for placeholder in PLACEHOLDER_REFS:
+            line = line.replace(placeholder, ref)
+        proc = subprocess.run(
+            ["/bin/sh", "-c", line], env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (line, proc.stderr)
+        document = json.loads(proc.stdout) if proc.stdout.startswith("{") else {}
+        if " verdict " in f" {line} ":
+            assert document["verdict"] == "allow", document
+            ref = document["verdict_ref"]
+        if " record " in f" {line} ":
+            assert document["duplicate"] is False, line
+            records += 1
+    api = blocks(section("Quick start: Python"), "python")[0]
+    proc = subprocess.run(
+        [sys.executable, "-c", api],
+        env={**env, "LEDGER_NO_SERVER": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    home = Path(env["LEDGER_HOME"])
+    entries = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
+    sealed = [e for e in entries if e["event_type"] == "budget.record_call"]
+    assert len(sealed) == records + 2  # the Python block records twice

@@ -86,3 +86,28 @@ def test_version_prints_the_package_version():
     result = run_process(["--version"])
     assert (result.code, result.stdout, result.stderr) == (0, f"ledger {ledger.__version__}\n", "")
     assert os.sep not in result.stdout
+
+
+NOT_A_HOME = "ledger: {home} is not a ledger home: run `ledger init`\n"
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda args: "-".join(args[:2]))
+def test_command_on_a_folder_that_is_not_a_home_says_run_init(tmp_path: Path, run_inproc, args):
+    """An existing folder without ledger.toml or keys/: one line, exit 78, nothing written."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine\n")
+    result = run_inproc(["--home", str(folder), *args])
+    assert (result.code, result.stderr) == (78, NOT_A_HOME.format(home=folder)), result
+    assert result.stdout == ""
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_a_folder_that_is_not_a_home_through_the_ledger_process(tmp_path: Path):
+    """A real process, for a per-call and an operator command and the gateway: the same line."""
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for args in (["verdict", "1"], ["status"], ["proxy"], ["daemon"], ["serve"]):
+        result = run_process(["--home", str(folder), *args])
+        assert (result.code, result.stderr) == (78, NOT_A_HOME.format(home=folder)), result
+    assert list(folder.iterdir()) == []

@@ -11,8 +11,8 @@ from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.trust import Revocation, TrustedKey, TrustStore
-from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
+from ledger.services.chain.init_options import checked_billing, checked_cap
 from ledger.services.chain.writer import Writer, WriterDeps
 
 
@@ -48,27 +48,23 @@ class InitResult:
     created_config: bool
 
 
-def init_home(deps: HomeDeps, daily_cap_usd: str | None) -> InitResult:
+def init_home(deps: HomeDeps, daily_cap_usd: str | None, billing: str | None = None) -> InitResult:
     """Create the home, its config, a writer key and the trust store.
 
-    An existing key, trust store or config is kept as it is.
+    An existing key, trust store or config is kept as it is. ``billing`` is
+    ``"none"`` for a home that counts its own records only (``--billing none``).
 
     Raises:
         UsageError: ``daily_cap_usd`` is not a number ≥ 0.
         KeyFileError: an existing key or trust store is unusable.
         ChainIOError: a file cannot be written.
     """
-    if daily_cap_usd is not None:
-        try:
-            cap = usd_to_micros(daily_cap_usd)
-        except ValueError as exc:
-            raise UsageError(f"--daily-cap-usd: {exc}") from exc
-        if cap < 0:
-            raise UsageError("--daily-cap-usd: must be ≥ 0")
+    checked_cap(daily_cap_usd)
     home = deps.home
     created_config = False
     if not deps.config_path.exists():
-        deps.write_file(deps.config_path, config_template(daily_cap_usd).encode("utf-8"))
+        text = config_template(daily_cap_usd, checked_billing(billing))
+        deps.write_file(deps.config_path, text.encode("utf-8"))
         created_config = True
     keys = deps.keys
     if deps.has_trust_store():

@@ -29,6 +29,36 @@ def find_duplicate(
     return record
 
 
+def other_record_message(
+    key: str, first: dict[str, Any], provider: str, actual_micros: int | None, model: str | None
+) -> str | None:
+    """Why ``key`` cannot be reused for this record, or ``None`` when it is the same record.
+
+    A key is for retrying one record: the same provider, amount and model again
+    is a duplicate; anything else is another call that would silently not be
+    counted, so it is refused with the first record named.
+    """
+    body = first.get("payload") or {}
+    if (body.get("provider"), body.get("actual_micros"), body.get("model_id")) == (
+        provider,
+        actual_micros,
+        model,
+    ):
+        return None
+    from ledger.core.refs import short_ref
+    from ledger.core.units import usd_text
+
+    sealed = body.get("actual_micros")
+    amount = usd_text(sealed) if isinstance(sealed, int) else "unpriced"
+    model_text = f" model {body.get('model_id')}" if body.get("model_id") else ""
+    return (
+        f"--idempotency-key {key} was first used for another record (entry "
+        f"{short_ref(str(first.get('entry_hash')))}…: {amount} {body.get('provider')}"
+        f"{model_text}, {body.get('utc_day')}); nothing recorded: a key is for retrying the "
+        "same record, give each call its own"
+    )
+
+
 def find_indexed(counter: Counter, deps: "DuplicateDeps", key: str) -> dict[str, Any] | None:
     """The key index record of ``key`` (any kind), held against the chain as above."""
     record = next((r for r in counter.new_keys if r["key"] == key), None)

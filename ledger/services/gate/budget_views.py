@@ -149,11 +149,14 @@ def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:
 
 def budget_table(document: dict[str, Any]) -> list[str]:
     """The budgets as lines of text for people (money to the cent, never negative)."""
+    from ledger.core.budgets import bounds_for_people
+
     rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "%", "LEFT"]]
     for row in document["budgets"]:
         label = row["name"] + (f"[{row['per_value']}]" if row["per_value"] is not None else "")
         rows.append([
-            label, row["period"], row["period_start"][:16] + "Z", row["period_end"][:16] + "Z",
+            label, row["period"],
+            *bounds_for_people(row["period"], row["period_start"], row["period_end"]),
             f"${row['used']:.2f}", f"${row['reserved']:.2f}", f"${row['cap']:.2f}",
             "-" if row["usage_pct"] is None else f"{row['usage_pct']:.1f}",
             f"${row['remaining']:.2f}",

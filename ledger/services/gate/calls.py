@@ -302,11 +302,16 @@ def record(
     agent: object = None,
     tags: object = None,
     gateway_key: object = None,
+    same_record_only: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
     Without ``actual``, the cost is computed from ``usage_object`` (the
-    provider's own usage object) at ``model``'s price.
+    provider's own usage object) at ``model``'s price. ``same_record_only``:
+    a caller's own idempotency key first sealed for another provider, amount
+    or model is refused rather than answered as a duplicate (paths that seal
+    a provider's response under its id leave it off: another path may have
+    sealed the same response at its own figure).
 
     Raises:
         UsageError: a bad argument or usage object, found before anything is written.
@@ -346,6 +351,7 @@ def record(
     outcome = record_call(
         deps, micros, name, ref, model_name, text_arg(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,
+        same_record_only=same_record_only,
     )  # fmt: skip
     first = outcome.payload or {}
     sealed = first.get("actual_micros", micros)

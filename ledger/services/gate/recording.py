@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from ledger.core.refs import short_ref
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
-from ledger.errors import StoreUnreachableError
-from ledger.services.chain.idempotency import find_duplicate, remember_keys_untrusted
+from ledger.errors import StoreUnreachableError, UsageError
+from ledger.services.chain.idempotency import (
+    find_duplicate,
+    other_record_message,
+    remember_keys_untrusted,
+)
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 
@@ -43,6 +47,8 @@ def record_call(
     output_tokens: int | None = None,
     idempotency_key: str | None = None,
     details: dict[str, Any] | None = None,
+    *,
+    same_record_only: bool = False,
 ) -> RecordOutcome:
     """Record actual spend and settle its reservation. Spend is never refused.
 
@@ -53,6 +59,9 @@ def record_call(
     With ``idempotency_key``, a key already sealed in the chain writes nothing
     and returns the first record (``duplicate``): the lookup and the append
     are one step under the chain lock, so concurrent repeats seal exactly one.
+    With ``same_record_only`` (a caller that names its own keys: the command
+    line, the Python API), a key first sealed for another provider, amount or
+    model is refused instead (``UsageError``), and nothing is written.
 
     A database store that cannot be reached keeps the record in the home's
     spool (SPEC §8): ``spooled`` is set, and the record is sealed exactly once,
@@ -69,7 +78,7 @@ def record_call(
         "output_tokens": output_tokens, "idempotency_key": idempotency_key, "details": details,
     }  # fmt: skip
     try:
-        return _seal_record(deps, request)
+        return _seal_record(deps, request, same_record_only=same_record_only)
     except StoreUnreachableError:
         if getattr(deps, "spool", None) is None:
             raise
@@ -78,7 +87,9 @@ def record_call(
         return spool_record(cast("Any", deps), request)
 
 
-def _seal_record(deps: "GateDeps", request: dict[str, Any]) -> RecordOutcome:
+def _seal_record(
+    deps: "GateDeps", request: dict[str, Any], *, same_record_only: bool = False
+) -> RecordOutcome:
     """Seal one ``record_call`` request (its arguments by name) under the chain lock.
 
     The request is the same mapping the spool keeps, so a spooled record is
@@ -94,6 +105,12 @@ def _seal_record(deps: "GateDeps", request: dict[str, Any]) -> RecordOutcome:
             first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
             if first is not None:
                 save_counter(counter, deps.states)
+                other = other_record_message(
+                    idempotency_key, first, request["provider"], request["actual_micros"],
+                    request["model_id"],
+                )  # fmt: skip
+                if same_record_only and other is not None:
+                    raise UsageError(other)
                 body = first["payload"]
                 return RecordOutcome(
                     first["entry_hash"], str(body.get("utc_day")), bool(body.get("settled")),

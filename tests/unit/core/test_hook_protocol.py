@@ -215,6 +215,23 @@ class TestHaltLift:
         # Only a fresh bill's uncertainty also waits for the day when spend is over a cap.
         assert ("budget day" in lift) == (reason == "billing_stale")
 
+    def test_billing_stale_without_an_observer_names_both_ways_out(self):
+        document = {"verdict": "halt-uncertainty", "uncertainty_reason": "billing_stale",
+                    "diagnostic": "aggregate: ...; no billing observer is configured: ..."}  # fmt: skip
+        lift = halt_lift(document, dt.UTC, "UTC")
+        assert "[observer] command" in lift
+        assert "`ledger init --billing none`" in lift
+        assert "`ledger reconcile`" not in lift
+
+    def test_a_total_budgets_halt_says_it_never_resets(self):
+        budget = {"name": "per-session", "per_value": "s1", "period": "total",
+                  "period_end": "9999-12-30T00:00:00.000000Z"}  # fmt: skip
+        document = {**VERDICT_DOCUMENT, "deciding_cap": "budget:per-session[s1]",
+                    "budgets": [budget]}  # fmt: skip
+        assert halt_lift(document, dt.UTC, "UTC") == (
+            "budget per-session never resets: raise its usd in ledger.toml to spend more"
+        )
+
 
 class TestStopping:
     def test_a_halted_pre_tool_use_denies_and_stops(self):
