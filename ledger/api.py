@@ -24,6 +24,7 @@ from typing import Any, Self
 from ledger.errors import BudgetHalted, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
+from ledger.services.gate.calls import amount
 
 ADMITTING = frozenset({"allow", "warn-90"})
 
@@ -125,8 +126,12 @@ class Ledger:
         agent: str | None = None,
         tags: Sequence[str] | None = None,
         key: str | None = None,
+        at_least_usd: float | str | None = None,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
+
+        ``at_least_usd`` is a floor for a cost priced from ``usage``: a call cut
+        short before its final usage arrived costs at least its estimate.
 
         Raises:
             UsageError: a bad argument or usage object (nothing is written).
@@ -137,6 +142,7 @@ class Ledger:
             cycle_id=cycle_id, input_tokens=input_tokens, output_tokens=output_tokens,
             idempotency_key_value=idempotency_key, usage_object=usage_mapping(usage),
             agent=agent, tags=None if tags is None else list(tags), gateway_key=key,
+            floor_micros=0 if at_least_usd is None else amount(at_least_usd, "at_least_usd"),
         )  # fmt: skip
         if warning:
             document = {**document, "warning": warning}

@@ -20,6 +20,13 @@ UPSTREAM_TIMEOUT_SECONDS = 600
 # httpx's own default pool size: enough for a busy team's agents on one host,
 # small enough that a runaway loop cannot open thousands of sockets upstream.
 MAX_UPSTREAM_CONNECTIONS = 100
+# How long a stream whose client went away is still read, so its final usage is
+# recorded rather than its estimate.
+DRAIN_SECONDS = 30
+# The uses a server-side tool (web search) gets when a request sets no limit:
+# the limit is written into the forwarded request and bounds its estimate.
+SERVER_TOOL_MAX_USES = 5
+_MAX_TOOL_USES = 1_000
 _CENTURY_SECONDS = 36_500 * 86_400
 _MAX_BYTES = 2**40
 _MAX_CONNECTIONS = 65_536
@@ -35,6 +42,8 @@ _KEYS = (
     "upstream_timeout_seconds",
     "max_upstream_connections",
     "require_keys",
+    "drain_seconds",
+    "server_tool_max_uses",
 )
 _STRUCTURED = {"upstream", "passthrough"}
 
@@ -49,6 +58,8 @@ class ProxySettings(NamedTuple):
     upstream_timeout_seconds: int = UPSTREAM_TIMEOUT_SECONDS
     max_upstream_connections: int = MAX_UPSTREAM_CONNECTIONS
     require_keys: bool = False
+    drain_seconds: int = DRAIN_SECONDS
+    server_tool_max_uses: int = SERVER_TOOL_MAX_USES
 
 
 class ListenAddress(NamedTuple):
@@ -164,6 +175,10 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _integer(value, name, 0, _CENTURY_SECONDS)
     if key == "max_upstream_connections":
         return _integer(value, name, 1, _MAX_CONNECTIONS)
+    if key == "drain_seconds":
+        return _integer(value, name, 0, _CENTURY_SECONDS)
+    if key == "server_tool_max_uses":
+        return _integer(value, name, 1, _MAX_TOOL_USES)
     return _boolean(value, name)
 
 

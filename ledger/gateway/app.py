@@ -12,7 +12,7 @@ forwarded as they are, as are the paths an operator lists in
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -46,6 +46,9 @@ from ledger.runtime import Runtime
 from ledger.services.gate import calls
 from ledger.services.gateway_keys import resolve_gateway_key
 
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
 Log = Callable[[str], None]
 
 
@@ -77,6 +80,8 @@ class Gateway:
         self.settings = settings
         self.committer = committer
         self.log = log
+        # The tasks that read streams from the upstream, living as long as the app.
+        self.pumps: TaskGroup | None = None
         timeout = settings.upstream_timeout_seconds or None
         limit = settings.max_upstream_connections
         limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
@@ -218,13 +223,15 @@ class Gateway:
         try:
             response = await self.client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
-            await exchange.record(complete=False)
+            await exchange.record(None)
             message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
             return error_response(provider, 502, message, headers)
         passed = {**client_headers(response), **headers}
         if response.headers.get("content-type", "").startswith("text/event-stream"):
+            assert self.pumps is not None  # noqa: S101 - set by the app's lifespan
+            relay = exchange.relay_stream(response, self.pumps, self.settings.drain_seconds)
             return _RecordingStreamingResponse(
-                exchange.relay_stream(response), status_code=response.status_code, headers=passed
+                relay, status_code=response.status_code, headers=passed
             )
         return await self._whole(response, exchange, provider, passed)
 
@@ -241,8 +248,7 @@ class Gateway:
             await response.aclose()
         if content is not None:
             exchange.reader.feed_json(content)
-        complete = content is not None and response.is_success and not exchange.reader.error
-        if not await exchange.record(complete=complete):
+        if not await exchange.record(response.status_code):
             message = "ledger: the answer could not be recorded, so it is withheld"
             return error_response(provider, 502, message, headers)
         if content is None:
@@ -287,7 +293,9 @@ def build_app(gateway: Gateway) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with anyio.create_task_group() as pumps:
+                gateway.pumps = pumps
+                yield
         finally:
             await gateway.client.aclose()
 

@@ -15,14 +15,19 @@ Each provider reports usage its own way:
   ``response.usage`` is the whole call's.
 
 ``usage`` is the provider's own usage object, in the shape ``ledger record
---usage-json`` reads. Data that is not what the provider documents is never an
-exception here: a reader only reports what it saw, and the caller records it.
+--usage-json`` reads. ``unreadable`` says that part of the answer could not be
+read (a body or event that is not JSON, an event over the size limit), and
+``content_began`` that an event past the opening one came: together with
+``finished`` and ``error`` they are what ``ledger.core.settlement`` settles
+on. Data that is not what the provider documents is never an exception here:
+a reader only reports what it saw, and the caller records it.
 """
 
 import json
 import re
 from typing import Any, ClassVar
 
+from ledger.core.settlement import CallEnd
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 
@@ -33,6 +38,10 @@ class UsageReader:
     """Usage, ids and the outcome of one response, fed as JSON or as SSE bytes."""
 
     provider: ClassVar[str] = ""
+    # Events that open an answer and carry no content; "ping" is a keep-alive.
+    _OPENING: ClassVar[frozenset[str]] = frozenset(
+        {"message_start", "ping", "response.created", "response.in_progress"}
+    )
 
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
@@ -41,6 +50,13 @@ class UsageReader:
         self.model: str | None = None
         self.error: str | None = None
         self.finished = False
+        self._unreadable = False
+        self.content_began = False
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether part of the answer could not be read (not JSON, or over the size limit)."""
+        return self._unreadable or self._decoder.dropped > 0
 
     @staticmethod
     def for_route(route: Route) -> "UsageReader":
@@ -57,6 +73,14 @@ class UsageReader:
         if route.kind not in readers:
             raise ValueError(f"no usage to read for a {route.kind} route")
         return readers[route.kind]()
+
+    def end(self, status: int | None) -> CallEnd:
+        """How the answer ended, for the settlement rule (``status`` None: never reached)."""
+        return CallEnd(
+            status=status, finished=self.finished, error=self.error is not None,
+            content_began=self.content_began, unreadable=self.unreadable,
+            has_usage=self._usage is not None,
+        )  # fmt: skip
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -79,10 +103,10 @@ class UsageReader:
         try:
             document = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
-            self.error = "the response body is not JSON"
+            self._unreadable = True
             return
         if not isinstance(document, dict):
-            self.error = "the response body is not a JSON object"
+            self._unreadable = True
             return
         self._take_ids(document)
         self._set_usage(document.get("usage"))
@@ -98,12 +122,16 @@ class UsageReader:
         try:
             data = json.loads(event.data)
         except (ValueError, RecursionError):
-            return  # a keep-alive or foreign event: it carries no usage
+            data = None
         if not isinstance(data, dict):
+            # Providers send only JSON objects: this one may have held the usage.
+            self._unreadable = self.content_began = True
             return
         if event.event == "error" or data.get("type") == "error" or data.get("error"):
             self._take_error(data)
             return
+        if data.get("type") not in self._OPENING:
+            self.content_began = True
         self._data(data)
 
     def _data(self, data: dict[str, Any]) -> None:

@@ -10,7 +10,10 @@ Model calls are answered as JSON or SSE (``"stream": true``). A request header
   release), so a test can show an event reached the client before the next
   one was sent, without timing anything;
 - ``error``: an SSE stream with an ``error`` event after ``message_start``;
-- ``cut``: an SSE stream whose connection is dropped after ``message_start``.
+- ``cut``: an SSE stream whose connection is dropped after ``message_start``;
+- ``huge``: the stream's usage-carrying final event (``message_delta``, the
+  chat usage chunk, ``response.completed``) padded past 17 MiB;
+- ``badjson``: that event's data cut off mid-JSON.
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
@@ -116,6 +119,27 @@ def response_events(model: str, response_id: str) -> list[tuple[str, dict[str, A
     ]  # fmt: skip
 
 
+HUGE_PADDING = 17 * 1024 * 1024
+_USAGE_EVENT = {"/v1/messages": -2, "/v1/chat/completions": -2, "/v1/responses": -1}
+
+
+def spoil_usage_event(path: str, events: list[str], scenario: str) -> list[str]:
+    """``events`` with the one carrying the final usage made unreadable (``huge``, ``badjson``)."""
+    if scenario not in {"huge", "badjson"}:
+        return events
+    index = _USAGE_EVENT[path]
+    name, _, data = events[index].rstrip("\n").rpartition("data: ")
+    if scenario == "huge":
+        document = json.loads(data)
+        document["padding"] = "x" * HUGE_PADDING
+        data = json.dumps(document)
+    else:
+        data = data[: len(data) // 2]
+    spoiled = list(events)
+    spoiled[index] = f"{name}data: {data}\n\n"
+    return spoiled
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -202,6 +226,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _sse(self, events: list[str]) -> None:
         scenario = self.headers.get("x-test-scenario", "")
+        events = spoil_usage_event(urlsplit(self.path).path, events, scenario)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")

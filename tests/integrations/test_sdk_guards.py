@@ -132,6 +132,14 @@ class TestAnthropicPaths:
             assert next(iter(stream)).type == "message_start"
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
 
+    def test_stream_closed_early_costs_at_least_its_estimate(self, server, book, home):
+        """Closed before its final usage: the larger of the estimate and the usage received."""
+        server.scenarios = ["hold"]
+        ask = {**ASK, "max_tokens": 8000}  # estimate 4×3 + 8000×15, above message_start's
+        with anthropic_client(server, book).messages.create(**ask, stream=True) as stream:
+            assert next(iter(stream)).type == "message_start"
+        assert_settled(book, home, [4 * 3 + 8000 * 15])
+
     def test_raw_response(self, server, book, home):
         raw = anthropic_client(server, book).messages.with_raw_response.create(**ASK)
         assert raw.parse().usage.output_tokens == 700
@@ -185,18 +193,21 @@ class TestAnthropicFailures:
             list(stream)
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
 
-    def test_dropped_connection_mid_stream_records_the_usage_received(self, server, book, home):
+    def test_dropped_connection_mid_stream_records_at_least_the_usage_received(
+        self, server, book, home
+    ):
         server.scenarios = ["cut"]
         stream = anthropic_client(server, book).messages.create(**ASK, stream=True)
         with pytest.raises(httpx2.RemoteProtocolError):
             list(stream)
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
 
-    def test_dropped_connection_before_usage_settles_at_zero(self, server, book, home):
+    def test_dropped_connection_mid_body_settles_at_its_estimate(self, server, book, home):
+        """The answer had begun: a cut never makes it cheaper than its estimate."""
         server.scenarios = ["cut"]
         with pytest.raises(anthropic.APIConnectionError):
             anthropic_client(server, book).messages.create(**ASK)
-        assert_settled(book, home, [0])
+        assert_settled(book, home, [ASK_ESTIMATE])
 
     def test_unreachable_server_settles_at_zero(self, server, book, home):
         url = server.url

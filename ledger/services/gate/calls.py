@@ -245,6 +245,12 @@ class Priced(NamedTuple):
     details: dict[str, Any]
     warning: str | None
 
+    def at_least(self, floor_micros: int) -> tuple[int | None, dict[str, Any], str | None]:
+        """Cost, details and warning, the cost raised to ``floor_micros`` (the usage's kept)."""
+        if self.actual_micros is None or self.actual_micros >= floor_micros:
+            return self.actual_micros, self.details, self.warning
+        return floor_micros, {**self.details, "usage_micros": self.actual_micros}, self.warning
+
 
 def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -> Priced:
     """Token counts and exact cost of a provider's usage object.
@@ -290,11 +296,13 @@ def record(
     agent: object = None,
     tags: object = None,
     gateway_key: object = None,
+    floor_micros: int = 0,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
     Without ``actual``, the cost is computed from ``usage_object`` (the
-    provider's own usage object) at ``model``'s price.
+    provider's own usage object) at ``model``'s price, and is never less than
+    ``floor_micros`` (a call cut before its final usage arrived).
 
     Raises:
         UsageError: a bad argument or usage object, found before anything is written.
@@ -325,7 +333,7 @@ def record(
         if model_name is None or usage_object is None:
             raise UsageError("give ACTUAL_USD, or --model with --usage-json")
         priced = price_usage(deps, name, model_name, usage_object)
-        micros, details, warning = priced.actual_micros, priced.details, priced.warning
+        micros, details, warning = priced.at_least(floor_micros)
         tokens = priced.tokens
         input_count = tokens.input + tokens.cache_write_5m + tokens.cache_write_1h
         input_count += tokens.cache_read
