@@ -168,12 +168,13 @@ def register(commands: Any) -> None:
     verdict.add_argument(
         "--cycle-id",
         metavar="C",
-        help="the caller's run or cycle id, stored with the verdict (at most 256 characters)",
+        help="the caller's run or cycle id, stored with the verdict (printable, at most 128 "
+        "characters)",
     )
     verdict.add_argument(
         "--agent",
         metavar="A",
-        help="the agent asking, stored with the verdict (at most 256 characters)",
+        help="the agent asking, stored with the verdict (printable, at most 128 characters)",
     )
     _scope_options(verdict, "verdict")
     verdict.set_defaults(handler=verdict_command)
@@ -238,7 +239,8 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--cycle-id",
         metavar="C",
-        help="the caller's run or cycle id, stored with the spend (at most 256 characters)",
+        help="the caller's run or cycle id, stored with the spend (printable, at most 128 "
+        "characters)",
     )
     record.add_argument(
         "--input-tokens",
@@ -261,7 +263,8 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--agent",
         metavar="A",
-        help="the agent that made the call, stored with the spend (at most 256 characters); "
+        help="the agent that made the call, stored with the spend (printable, at most 128 "
+        "characters); "
         "budgets matching agents count it when no live reservation names its scope",
     )
     _scope_options(record, "spend")

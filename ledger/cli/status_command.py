@@ -94,6 +94,10 @@ def collect(runtime: Any) -> dict[str, Any]:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    from ledger.core.ids import printable
+
+    # Sessions and agents are the callers' text: never a terminal's control codes.
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in rows]  # fmt: skip

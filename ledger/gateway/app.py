@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as WebRoute
 from starlette.types import Send
 
+from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.errors import GatewayKeyError, LedgerError, UsageError
 from ledger.gateway.caller import (
@@ -196,8 +197,14 @@ class Gateway:
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
         cycle_id = caller.session
+        source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
-            cycle_id = estimate.metadata_user_id
+            cycle_id, source = estimate.metadata_user_id, "metadata.user_id"
+        try:
+            checked_id(cycle_id, source)
+            checked_id(caller.agent, "x-ledger-agent")
+        except UsageError as exc:
+            return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
         document = await self._decide(provider, estimate, cycle_id, caller)
         if isinstance(document, Response):
             return document

@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from typing import Any, NamedTuple, Protocol
 
+from ledger.core.ids import checked_id
 from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
@@ -104,7 +105,7 @@ def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
     """A record's scope for budgets, sealed only when given."""
     details: dict[str, Any] = {}
     if agent is not None:
-        details["agent"] = text_arg(agent, "--agent")
+        details["agent"] = checked_id(agent, "--agent")
     if tags:
         details["tags"] = list(tag_list(tags))
     if key is not None:
@@ -196,7 +197,7 @@ def verdict(
     if name == "aggregate":
         name = None
     outcome = check_verdict(
-        deps, micros, name, text_arg(cycle_id, "--cycle-id"), text_arg(agent, "--agent"),
+        deps, micros, name, checked_id(cycle_id, "--cycle-id"), checked_id(agent, "--agent"),
         details=details or None, tags=call_tags, key=call_key,
     )  # fmt: skip
     decision = outcome.decision
@@ -340,7 +341,7 @@ def record(
         output_count = tokens.output
     details.update(_scope_details(agent, tags, gateway_key))
     outcome = record_call(
-        deps, micros, name, ref, model_name, text_arg(cycle_id, "--cycle-id"),
+        deps, micros, name, ref, model_name, checked_id(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,
     )  # fmt: skip
     first = outcome.payload or {}
