@@ -86,6 +86,8 @@ def _model_entry(model: Any, price: Any) -> dict[str, Any] | None:
     if "input" not in rates or "output" not in rates:
         return None
     entry: dict[str, Any] = {"id": model.id, "match": _clause(model.match), "rates": rates}
+    if isinstance(model.context_window, int) and model.context_window > 0:
+        entry["context_window"] = model.context_window  # bounds input given by reference
     starts = sorted(
         {
             tier.start

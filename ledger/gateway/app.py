@@ -44,7 +44,7 @@ from ledger.gateway.relay import (
 )
 from ledger.providers import RequestRefused, UsageReader, estimate_request, route
 from ledger.runtime import Runtime
-from ledger.services.gate import calls
+from ledger.services.gate import calls, referenced
 from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
@@ -268,7 +268,8 @@ class Gateway:
         def job(runtime: Runtime) -> dict[str, Any]:
             document, _admitted = calls.verdict(
                 runtime, None, provider, model=estimate.model,
-                input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
+                input_tokens=referenced.input_tokens(runtime, estimate),
+                max_output_tokens=estimate.max_output_tokens,
                 cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
                 gateway_key=caller.key_name,
             )  # fmt: skip

@@ -8,7 +8,12 @@ tool results as their content), and each tool's name, description and input
 schema as JSON. Each image adds 1,600 tokens; a document sent as base64 adds
 its base64 bytes ÷ 3. Blocks of a kind not named here count as their whole
 JSON text, so something new in a provider's format is over-counted, never
-free. The output estimate is the request's own output limit (times ``n`` for
+free. Input the request only points at — a document or image by URL, a Files
+API ``file_id``, ``previous_response_id`` or ``conversation`` — cannot be
+counted here: the estimate says so (``unseen_input``,
+``previous_response_id``), and the caller estimates it as the model's whole
+context window (or, for a response it recorded itself, that response's
+input and output). The output estimate is the request's own output limit (times ``n`` for
 an OpenAI request asking for several choices): a request without one has no
 upper bound and is refused before anything is sent.
 """
@@ -43,6 +48,10 @@ class RequestEstimate:
     max_output_tokens: int
     stream: bool
     metadata_user_id: str | None
+    # Input the body only points at (by URL, file id, or conversation): its size is unknown.
+    unseen_input: bool = False
+    # A Responses request continuing a stored response (its input is that response's).
+    previous_response_id: str | None = None
 
 
 class _Tally:
@@ -51,6 +60,7 @@ class _Tally:
     def __init__(self) -> None:
         self.text_bytes = 0
         self.images = 0
+        self.unseen = 0  # inputs given by reference: a URL or a file id
 
     def text(self, value: Any) -> None:
         if isinstance(value, str):
@@ -89,6 +99,8 @@ def _field(value: Any, name: str) -> Any:
 
 # Anthropic Messages: system, messages[].content, tools[].
 
+_BY_REFERENCE = frozenset({"url", "file"})  # a source the provider fetches itself
+
 
 def _anthropic_content(tally: _Tally, content: Any) -> None:
     if isinstance(content, str) or not isinstance(content, list):
@@ -102,6 +114,9 @@ def _anthropic_block(tally: _Tally, block: Any) -> None:
     kind = _field(block, "type")
     if kind == "text":
         tally.text(block.get("text"))
+    elif kind in {"image", "document"} and _field(block.get("source"), "type") in _BY_REFERENCE:
+        tally.unseen += 1
+        tally.json(block.get("source"))
     elif kind == "image":
         tally.images += 1
     elif kind == "document":
@@ -165,6 +180,8 @@ def _openai_part(tally: _Tally, part: Any) -> None:
     elif kind == "refusal":
         tally.text(part.get("refusal"))
     elif kind in {"image_url", "input_image"}:
+        if _openai_image_by_reference(part):
+            tally.unseen += 1
         tally.images += 1
     elif kind == "file":  # Chat Completions: {"file": {"file_data": "data:…;base64,…"}}
         file = part.get("file")
@@ -172,14 +189,28 @@ def _openai_part(tally: _Tally, part: Any) -> None:
             tally.base64(file.get("file_data"))
             tally.text(file.get("filename"))
         else:
+            tally.unseen += 1  # a file_id: the file is the provider's
             tally.json(file)
     elif kind == "input_file" and part.get("file_data") is not None:  # Responses
         tally.base64(part.get("file_data"))
         tally.text(part.get("filename"))
+    elif kind == "input_file":  # a file_id or file_url: fetched by the provider
+        tally.unseen += 1
+        tally.json(part)
     elif kind == "input_audio":
         tally.base64(_field(part.get("input_audio"), "data"))
     else:
         tally.json(part)
+
+
+def _openai_image_by_reference(part: dict[str, Any]) -> bool:
+    """Whether an image part points at an image (URL or file id) instead of holding it."""
+    if part.get("file_id") is not None:
+        return True
+    url = part.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    return not (isinstance(url, str) and url.startswith("data:"))
 
 
 def _openai_tool(tally: _Tally, tool: Any) -> None:
@@ -287,6 +318,10 @@ def estimate_request(route: Route, body: bytes) -> RequestEstimate:
     except RecursionError as exc:
         raise RequestRefused("the request body nests too deeply to be estimated") from exc
     user_id = _field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
+    previous = document.get("previous_response_id") if route.kind == "responses" else None
+    conversation = document.get("conversation") if route.kind == "responses" else None
+    if previous is not None and not (isinstance(previous, str) and previous):
+        raise RequestRefused("the request's previous_response_id is not a response id")
     return RequestEstimate(
         provider=route.provider,
         model=model,
@@ -294,4 +329,6 @@ def estimate_request(route: Route, body: bytes) -> RequestEstimate:
         max_output_tokens=max_output,
         stream=document.get("stream") is True,
         metadata_user_id=user_id if isinstance(user_id, str) else None,
+        unseen_input=tally.unseen > 0 or conversation is not None,
+        previous_response_id=previous,
     )

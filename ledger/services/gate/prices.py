@@ -15,6 +15,7 @@ from ledger.core.prices import (
     PriceError,
     ProviderPrices,
     Quote,
+    context_window,
     parse_provider_file,
     quote,
 )
@@ -45,6 +46,14 @@ class SyncDeps(WriterDeps, PriceDeps, Protocol):
     def write_price_files(self, files: dict[str, bytes]) -> str:
         """Replace the snapshot files; returns the folder's path."""
         ...
+
+
+def model_context_window(deps: PriceDeps, provider: str, model: str) -> int | None:
+    """The model's context window from the snapshot's model data, or ``None`` if unknown."""
+    try:
+        return context_window(_loader(deps), provider, model)
+    except PriceError:
+        return None
 
 
 def _loader(deps: PriceDeps) -> Any:
