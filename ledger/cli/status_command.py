@@ -64,6 +64,11 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
         "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
         "diagnostic": outcome.diagnostic,
         "caps": caps,
+        # Calls forwarded by a gateway and not recorded yet (in flight, or their
+        # gateway died): each is charged at its estimate when it expires.
+        "unsettled_calls": outcome.unsettled[0],
+        "usd_unsettled": micros_to_usd(outcome.unsettled[1]),
+        "usd_unsettled_micros": outcome.unsettled[1],
     }
 
 
@@ -158,7 +163,18 @@ def _usd_lines(document: dict[str, Any]) -> list[str]:
         per = f"[{budget['per_value']}]" if budget.get("per_value") else ""
         figures = {key: _budget_micros(budget, key) for key in ("cap", "used", "reserved")}
         rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, ""))
-    return [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
+    lines = [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
+    count = usd.get("unsettled_calls") or 0
+    if count:
+        from ledger.core.units import cents_text
+
+        amount = cents_text(int(usd["usd_unsettled_micros"]))
+        calls = "call" if count == 1 else "calls"
+        lines.append(
+            f"unsettled: {count} forwarded {calls} not recorded yet, {amount} reserved "
+            "(in flight, or its gateway stopped; charged at its estimate when it expires)"
+        )
+    return lines
 
 
 def render(document: dict[str, Any]) -> str:

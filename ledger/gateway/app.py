@@ -271,7 +271,7 @@ class Gateway:
                 input_tokens=referenced.input_tokens(runtime, estimate),
                 max_output_tokens=estimate.max_output_tokens,
                 cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name,
+                gateway_key=caller.key_name, forwarded=True,
             )  # fmt: skip
             return document
 

@@ -159,11 +159,14 @@ def verdict(
     agent: object = None,
     tags: object = None,
     gateway_key: object = None,
+    forwarded: bool = False,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
     Without ``estimate``, the estimate is the price of ``input_tokens`` input
     and ``max_output_tokens`` output tokens of ``model`` (an upper bound).
+    ``forwarded``: the request is sent as soon as it is admitted (the gateway),
+    so its reservation is charged at its estimate if it expires unrecorded.
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -198,7 +201,7 @@ def verdict(
         name = None
     outcome = check_verdict(
         deps, micros, name, checked_id(cycle_id, "--cycle-id"), checked_id(agent, "--agent"),
-        details=details or None, tags=call_tags, key=call_key,
+        details=details or None, tags=call_tags, key=call_key, forwarded=forwarded,
     )  # fmt: skip
     decision = outcome.decision
     scope = decision.deciding
