@@ -42,9 +42,16 @@ from ledger.gateway.relay import (
     upstream_headers,
     verdict_headers,
 )
-from ledger.providers import RequestRefused, UsageReader, estimate_request, route
+from ledger.providers import (
+    RequestRefused,
+    UsageReader,
+    bound_web_searches,
+    estimate_request,
+    route,
+)
 from ledger.runtime import Runtime
 from ledger.services.gate import calls, referenced
+from ledger.services.gate.prices import web_search_fee_micros
 from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
@@ -196,6 +203,7 @@ class Gateway:
             estimate = estimate_request(found, body)
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        body, searches = bound_web_searches(found, body, self.settings.server_tool_max_uses)
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
@@ -205,7 +213,7 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        document = await self._decide(provider, estimate, cycle_id, caller)
+        document = await self._decide(provider, estimate, cycle_id, caller, searches)
         if isinstance(document, Response):
             return document
         headers = verdict_headers(document)
@@ -263,15 +271,16 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any
+        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
     ) -> dict[str, Any] | Response:
         def job(runtime: Runtime) -> dict[str, Any]:
+            fees = web_search_fee_micros(runtime, provider, estimate.model, searches)
             document, _admitted = calls.verdict(
                 runtime, None, provider, model=estimate.model,
                 input_tokens=referenced.input_tokens(runtime, estimate),
                 max_output_tokens=estimate.max_output_tokens,
                 cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name, forwarded=True,
+                gateway_key=caller.key_name, forwarded=True, server_tool_micros=fees,
             )  # fmt: skip
             return document
 

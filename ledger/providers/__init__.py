@@ -11,6 +11,7 @@ and the gateway alike; no I/O.
 from ledger.core.settlement import CallEnd, Settlement, settle, unreadable_usage
 from ledger.providers.estimate import RequestEstimate, RequestRefused, estimate_request
 from ledger.providers.routes import PROVIDERS, Route, client_route, error_body, route
+from ledger.providers.server_tools import bound_web_searches
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 from ledger.providers.usage import UsageReader
 
@@ -24,6 +25,7 @@ __all__ = [
     "ServerSentEvent",
     "Settlement",
     "UsageReader",
+    "bound_web_searches",
     "client_route",
     "error_body",
     "estimate_request",

@@ -27,6 +27,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from ledger.core.server_tools import OPENAI_SEARCH_FIELD
 from ledger.core.settlement import CallEnd
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
@@ -110,6 +111,7 @@ class UsageReader:
             return
         self._take_ids(document)
         self._set_usage(document.get("usage"))
+        self._count_server_tools(document)
         # A failed response may still report the usage it consumed.
         self.finished = not self._take_error(document)
 
@@ -136,6 +138,9 @@ class UsageReader:
 
     def _data(self, data: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _count_server_tools(self, response: dict[str, Any]) -> None:
+        """Note the server-side tool calls a whole response lists (where usage does not)."""
 
     def _take_ids(self, document: dict[str, Any]) -> None:
         if isinstance(document.get("id"), str):
@@ -217,7 +222,20 @@ class ResponsesUsageReader(UsageReader):
             return
         self._take_ids(response)
         self._set_usage(response.get("usage"))
+        self._count_server_tools(response)
         if kind == "response.failed":
             self._take_error(response)
         if kind in self._TERMINAL:
             self.finished = True
+
+    def _count_server_tools(self, response: dict[str, Any]) -> None:
+        # OpenAI bills each web search call, and lists them as output items only.
+        output = response.get("output")
+        items = output if isinstance(output, list) else []
+        searches = sum(1 for item in items if _field_type(item) == "web_search_call")
+        if searches and self._usage is not None:
+            self._usage[OPENAI_SEARCH_FIELD] = searches
+
+
+def _field_type(item: Any) -> Any:
+    return item.get("type") if isinstance(item, dict) else None

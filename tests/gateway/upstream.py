@@ -13,7 +13,9 @@ Model calls are answered as JSON or SSE (``"stream": true``). A request header
 - ``cut``: an SSE stream whose connection is dropped after ``message_start``;
 - ``huge``: the stream's usage-carrying final event (``message_delta``, the
   chat usage chunk, ``response.completed``) padded past 17 MiB;
-- ``badjson``: that event's data cut off mid-JSON.
+- ``badjson``: that event's data cut off mid-JSON;
+- ``search:N``: the answer reports N server-side web searches (Anthropic
+  ``usage.server_tool_use``, OpenAI Responses ``web_search_call`` output items).
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
@@ -179,6 +181,10 @@ class Handler(BaseHTTPRequestHandler):
             self._json(status, error)
         elif parts.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 12})
+        elif parts.path == "/v1/messages" and scenario.startswith("search:"):
+            message = anthropic_message(model, f"msg_{number:06d}")
+            searches = {"web_search_requests": int(scenario.split(":", 1)[1])}
+            self._json(200, {**message, "usage": {**ANTHROPIC_USAGE, "server_tool_use": searches}})
         elif parts.path == "/v1/messages":
             message_id = f"msg_{number:06d}"
             if request.get("stream"):
@@ -195,6 +201,11 @@ class Handler(BaseHTTPRequestHandler):
                 self._sse([*chunks, "data: [DONE]\n\n"])
             else:
                 self._json(200, chat_completion(model, completion_id))
+        elif parts.path == "/v1/responses" and scenario.startswith("search:"):
+            document = response_document(model, f"resp_{number:06d}")
+            calls = [{"type": "web_search_call", "id": f"ws_{index}", "status": "completed"}
+                     for index in range(int(scenario.split(":", 1)[1]))]  # fmt: skip
+            self._json(200, {**document, "output": [*calls, *document["output"]]})
         elif parts.path == "/v1/responses":
             response_id = f"resp_{number:06d}"
             if request.get("stream"):

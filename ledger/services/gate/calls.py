@@ -12,12 +12,18 @@ from typing import Any, NamedTuple, Protocol
 
 from ledger.core.ids import checked_id
 from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
+from ledger.core.server_tools import web_searches
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate.gate import GateDeps, check_verdict, usage
-from ledger.services.gate.prices import PriceDeps, find_price, price_for
+from ledger.services.gate.prices import (
+    PriceDeps,
+    find_price,
+    price_for,
+    web_search_fee_micros,
+)
 from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.gate.recording import record_call
 
@@ -160,6 +166,7 @@ def verdict(
     tags: object = None,
     gateway_key: object = None,
     forwarded: bool = False,
+    server_tool_micros: int = 0,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
@@ -167,6 +174,8 @@ def verdict(
     and ``max_output_tokens`` output tokens of ``model`` (an upper bound).
     ``forwarded``: the request is sent as soon as it is admitted (the gateway),
     so its reservation is charged at its estimate if it expires unrecorded.
+    ``server_tool_micros``: the most its server-side tools (web search) may
+    cost, added to the token estimate.
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -191,12 +200,15 @@ def verdict(
         if name is None:
             name = found.provider
         micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
+        micros += server_tool_micros
         if micros > MAX_MICROS:
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
     if details:
         details["input_tokens"] = inputs
         details["max_output_tokens"] = max_outputs
+        if server_tool_micros:
+            details["server_tool_micros"] = server_tool_micros
     if name == "aggregate":
         name = None
     outcome = check_verdict(
@@ -282,6 +294,12 @@ def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -
         return Priced(tokens, None, details, warning)
     micros, rates = quote_cost_micros(tokens, found)
     details.update(price_source=found.source, rates=rates.as_text())
+    searches = web_searches(provider, usage_object)
+    if searches:
+        # Server-side tool fees are part of what the call cost, beside its tokens.
+        fee = web_search_fee_micros(deps, provider, model, searches)
+        details.update(web_searches=searches, server_tool_micros=fee)
+        micros += fee
     return Priced(tokens, micros, details, None)
 
 

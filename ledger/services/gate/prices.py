@@ -18,7 +18,9 @@ from ledger.core.prices import (
     context_window,
     parse_provider_file,
     quote,
+    web_search_rate,
 )
+from ledger.core.server_tools import search_fee_micros
 from ledger.errors import ChainIOError, UnknownPriceError
 from ledger.services.chain.writer import Writer, WriterDeps
 
@@ -54,6 +56,17 @@ def model_context_window(deps: PriceDeps, provider: str, model: str) -> int | No
         return context_window(_loader(deps), provider, model)
     except PriceError:
         return None
+
+
+def web_search_fee_micros(deps: PriceDeps, provider: str, model: str, searches: int) -> int:
+    """The fee of ``searches`` web searches of ``model`` (its rate, else the default)."""
+    if searches <= 0:
+        return 0
+    try:
+        rate = web_search_rate(_loader(deps), provider, model)
+    except PriceError:
+        rate = None
+    return search_fee_micros(searches, rate)
 
 
 def _loader(deps: PriceDeps) -> Any:
