@@ -111,6 +111,31 @@ class Ledger:
         )  # fmt: skip
         return Verdict(document)
 
+    def verdict_request(
+        self,
+        estimate: Any,
+        *,
+        searches: int = 0,
+        cycle_id: str | None = None,
+        agent: str | None = None,
+    ) -> Verdict:
+        """Decide and reserve a request estimated by ``ledger.providers.estimate_request``.
+
+        As the gateway does: input the request only points at (a file by URL or
+        id, an earlier response) counts as the model's context window, and up to
+        ``searches`` server-side web searches are priced in.
+
+        Raises:
+            UsageError: a bad argument, or a model with no price.
+            ConfigError: the configuration is invalid or has no daily cap.
+        """
+        from ledger.services.gate.request_verdict import request_verdict
+
+        document = request_verdict(
+            self._runtime, estimate, searches=searches, cycle_id=cycle_id, agent=agent
+        )
+        return Verdict(document)
+
     def record(
         self,
         actual_usd: float | str | None = None,

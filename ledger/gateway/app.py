@@ -50,8 +50,7 @@ from ledger.providers import (
     route,
 )
 from ledger.runtime import Runtime
-from ledger.services.gate import calls, referenced
-from ledger.services.gate.prices import web_search_fee_micros
+from ledger.services.gate.request_verdict import request_verdict
 from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
@@ -274,15 +273,10 @@ class Gateway:
         self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
     ) -> dict[str, Any] | Response:
         def job(runtime: Runtime) -> dict[str, Any]:
-            fees = web_search_fee_micros(runtime, provider, estimate.model, searches)
-            document, _admitted = calls.verdict(
-                runtime, None, provider, model=estimate.model,
-                input_tokens=referenced.input_tokens(runtime, estimate),
-                max_output_tokens=estimate.max_output_tokens,
-                cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name, forwarded=True, server_tool_micros=fees,
+            return request_verdict(
+                runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
+                tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
             )  # fmt: skip
-            return document
 
         try:
             return await self.committer.run(job)

@@ -33,6 +33,7 @@ from ledger.errors import BudgetHalted, BudgetWarning, LedgerError, UsageObjectI
 from ledger.providers import (
     Route,
     UsageReader,
+    bound_web_searches,
     client_route,
     estimate_request,
     settle,
@@ -44,6 +45,9 @@ log = logging.getLogger("ledger")
 # A JSON body larger than this is not kept for reading its usage (the call is
 # then recorded at its estimate); the response itself is passed on whole.
 MAX_JSON_BODY = 32 * 1024 * 1024
+# A web search tool without max_uses is estimated at this many searches (the
+# gateway's default limit, which it also writes into the request).
+DEFAULT_SEARCHES = 5
 
 
 def _usd(micros: int) -> str:
@@ -75,11 +79,12 @@ class CallGate:
             LedgerError: the verdict could not be run (configuration, price, chain).
         """
         estimate = estimate_request(route, body)
-        verdict = self.book.verdict(
-            provider=estimate.provider, model=estimate.model,
-            input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
-            cycle_id=self.session, agent=self.agent,
-        )  # fmt: skip
+        # The SDK sends the body as it is: its searches are bounded only by the
+        # request's own limits (the gateway writes a default one in).
+        _body, searches = bound_web_searches(route, body, DEFAULT_SEARCHES)
+        verdict = self.book.verdict_request(
+            estimate, searches=searches, cycle_id=self.session, agent=self.agent
+        )
         if not verdict.allowed:
             raise BudgetHalted(verdict)
         call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)

@@ -16,6 +16,7 @@ import pytest
 import ledger
 from ledger.integrations import anthropic as guard_anthropic
 from ledger.integrations import openai as guard_openai
+from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
 from tests.gate_helpers import events_of
 from tests.integrations.provider_server import ProviderServer
 
@@ -113,6 +114,15 @@ class TestAnthropicPaths:
         assert record["idempotency_key"] == f"anthropic:{message.id}"
         assert record["model_id"] == "test-model"
         assert_settled(book, home, [ANTHROPIC_MICROS])
+
+    def test_a_document_by_url_is_estimated_at_the_context_window(self, server, book, home):
+        """The guard sizes input it cannot see as the gateway does: never as free."""
+        document = {"type": "document", "source": {"type": "url", "url": "https://x.example/a.pdf"}}
+        ask = {**ASK, "messages": [{"role": "user", "content": [document]}]}
+        anthropic_client(server, book).messages.create(**ask)
+        [verdict] = verdicts(home)
+        assert verdict["input_tokens"] == DEFAULT_CONTEXT_WINDOW
+        assert verdict["estimated_micros"] == DEFAULT_CONTEXT_WINDOW * 3 + 800 * 15
 
     def test_stream_is_recorded_when_it_ends(self, server, book, home):
         stream = anthropic_client(server, book).messages.create(**ASK, stream=True)
