@@ -18,12 +18,7 @@ from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate.gate import GateDeps, check_verdict, usage
-from ledger.services.gate.prices import (
-    PriceDeps,
-    find_price,
-    price_for,
-    web_search_fee_micros,
-)
+from ledger.services.gate.prices import PriceDeps, find_price, price_for, web_search_fee_micros
 from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.gate.recording import record_call
 

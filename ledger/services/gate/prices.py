@@ -11,14 +11,13 @@ import hashlib
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
+from ledger.core.model_data import context_window, web_search_rate
 from ledger.core.prices import (
     PriceError,
     ProviderPrices,
     Quote,
-    context_window,
     parse_provider_file,
     quote,
-    web_search_rate,
 )
 from ledger.core.server_tools import search_fee_micros
 from ledger.errors import ChainIOError, UnknownPriceError

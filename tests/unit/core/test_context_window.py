@@ -3,7 +3,8 @@
 import datetime as dt
 import json
 
-from ledger.core.prices import ProviderPrices, context_window, parse_provider_file
+from ledger.core.model_data import context_window
+from ledger.core.prices import ProviderPrices, parse_provider_file
 from ledger.edges.pricebook import build_snapshot
 
 RATES = {"input": "3", "output": "15"}
