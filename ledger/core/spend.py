@@ -53,14 +53,17 @@ def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
     # Reservations from older days, or already expired when this entry was
     # sealed, count for nothing: dropping them keeps the state (and so every
     # verdict) small even when calls are never recorded.
-    # A forwarded reservation (its request reached the provider) never expires to
-    # nothing: it stays until a record settles it, its own or the charge at its
-    # estimate that the next verdict seals once it has expired.
+    # A forwarded reservation (its request reached the provider) never lapses to
+    # nothing, however old: it stays until a record settles it, its own or the
+    # charge at its estimate that the next verdict seals once it has expired.
     stale = [
         ref
         for ref, res in usd["reservations"].items()
-        if (res["budget_day"] < day and res["budget_day"] not in keep)
-        or (res["expires_at"] <= ts_utc and not res.get("forwarded"))
+        if not res.get("forwarded")
+        and (
+            (res["budget_day"] < day and res["budget_day"] not in keep)
+            or res["expires_at"] <= ts_utc
+        )
     ]
     for ref in stale:
         del usd["reservations"][ref]
