@@ -14,17 +14,12 @@ from ledger.services.gate.prices import web_search_fee_micros
 
 
 def request_verdict(
-    deps: Any,
-    estimate: RequestEstimate,
-    *,
-    searches: int = 0,
-    cycle_id: str | None = None,
-    agent: str | None = None,
-    tags: list[str] | None = None,
-    gateway_key: str | None = None,
-    forwarded: bool = False,
+    deps: Any, estimate: RequestEstimate, *, searches: int = 0, **verdict_args: Any
 ) -> dict[str, Any]:
     """Decide and reserve one request; its verdict document.
+
+    ``verdict_args`` go to ``calls.verdict`` as they are (the call's cycle id,
+    agent, tags, gateway key, whether it is forwarded once admitted, ...).
 
     Raises:
         UsageError: a bad argument, or a model with no price.
@@ -34,8 +29,8 @@ def request_verdict(
     document, _admitted = calls.verdict(
         deps, None, provider, model=model,
         input_tokens=referenced.input_tokens(deps, estimate),
-        max_output_tokens=estimate.max_output_tokens, cycle_id=cycle_id, agent=agent,
-        tags=tags, gateway_key=gateway_key, forwarded=forwarded,
+        max_output_tokens=estimate.max_output_tokens,
         server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
+        **verdict_args,
     )  # fmt: skip
     return document
