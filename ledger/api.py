@@ -24,6 +24,7 @@ from typing import Any, Self
 from ledger.errors import BudgetHalted, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
+from ledger.services.gate.calls import amount
 
 ADMITTING = frozenset({"allow", "warn-90"})
 
@@ -110,6 +111,31 @@ class Ledger:
         )  # fmt: skip
         return Verdict(document)
 
+    def verdict_request(
+        self,
+        estimate: Any,
+        *,
+        searches: int = 0,
+        cycle_id: str | None = None,
+        agent: str | None = None,
+    ) -> Verdict:
+        """Decide and reserve a request estimated by ``ledger.providers.estimate_request``.
+
+        As the gateway does: input the request only points at (a file by URL or
+        id, an earlier response) counts as the model's context window, and up to
+        ``searches`` server-side web searches are priced in.
+
+        Raises:
+            UsageError: a bad argument, or a model with no price.
+            ConfigError: the configuration is invalid or has no daily cap.
+        """
+        from ledger.services.gate.request_verdict import request_verdict
+
+        document = request_verdict(
+            self._runtime, estimate, searches=searches, cycle_id=cycle_id, agent=agent
+        )
+        return Verdict(document)
+
     def record(
         self,
         actual_usd: float | str | None = None,
@@ -126,6 +152,7 @@ class Ledger:
         tags: Sequence[str] | None = None,
         key: str | None = None,
         same_record_only: bool = True,
+        at_least_usd: float | str | None = None,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
 
@@ -133,6 +160,8 @@ class Ledger:
         is a duplicate, another one under the key is refused. The SDK guards pass
         ``same_record_only=False``: they seal a provider's response under its id,
         which the gateway may have sealed already at its own figure.
+        ``at_least_usd`` is a floor for a cost priced from ``usage``: a call cut
+        short before its final usage arrived costs at least its estimate.
 
         Raises:
             UsageError: a bad argument or usage object, or a key first used for
@@ -145,6 +174,7 @@ class Ledger:
             idempotency_key_value=idempotency_key, usage_object=usage_mapping(usage),
             agent=agent, tags=None if tags is None else list(tags), gateway_key=key,
             same_record_only=same_record_only,
+            floor_micros=0 if at_least_usd is None else amount(at_least_usd, "at_least_usd"),
         )  # fmt: skip
         if warning:
             document = {**document, "warning": warning}

@@ -51,7 +51,7 @@ def _session_option(parser: Any, what: str) -> None:
         "--cycle-id",
         metavar="C",
         help=f"the caller's run, cycle or session id, stored with the {what} "
-        "(at most 256 characters); the same as --session",
+        "(printable, at most 128 characters); the same as --session",
     )
     parser.add_argument(
         "--session",
@@ -196,7 +196,7 @@ def register(commands: Any) -> None:
     verdict.add_argument(
         "--agent",
         metavar="A",
-        help="the agent asking, stored with the verdict (at most 256 characters)",
+        help="the agent asking, stored with the verdict (printable, at most 128 characters)",
     )
     _scope_options(verdict, "verdict")
     verdict.set_defaults(handler=verdict_command)
@@ -282,7 +282,8 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--agent",
         metavar="A",
-        help="the agent that made the call, stored with the spend (at most 256 characters); "
+        help="the agent that made the call, stored with the spend (printable, at most 128 "
+        "characters); "
         "budgets matching agents count it when no live reservation names its scope",
     )
     _scope_options(record, "spend")

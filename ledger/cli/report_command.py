@@ -55,6 +55,10 @@ def parse_by(text: str) -> str:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    from ledger.core.ids import printable
+
+    # Sessions and agents are the callers' text: never a terminal's control codes.
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  "

@@ -64,6 +64,11 @@ def _usd_view(runtime: Any) -> dict[str, Any]:
         "uncertainty_reason": outcome.uncertainty.value if outcome.uncertainty else None,
         "diagnostic": outcome.diagnostic,
         "caps": caps,
+        # Calls forwarded by a gateway and not recorded yet (in flight, or their
+        # gateway died): each is charged at its estimate when it expires.
+        "unsettled_calls": outcome.unsettled[0],
+        "usd_unsettled": micros_to_usd(outcome.unsettled[1]),
+        "usd_unsettled_micros": outcome.unsettled[1],
     }
 
 
@@ -99,6 +104,10 @@ def collect(runtime: Any) -> dict[str, Any]:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    from ledger.core.ids import printable
+
+    # Sessions and agents are the callers' text: never a terminal's control codes.
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in rows]  # fmt: skip
@@ -159,7 +168,18 @@ def _usd_lines(document: dict[str, Any]) -> list[str]:
         per = f"[{budget['per_value']}]" if budget.get("per_value") else ""
         figures = {key: _budget_micros(budget, key) for key in ("cap", "used", "reserved")}
         rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, ""))
-    return [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
+    lines = [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
+    count = usd.get("unsettled_calls") or 0
+    if count:
+        from ledger.core.units import cents_text
+
+        amount = cents_text(int(usd["usd_unsettled_micros"]))
+        calls = "call" if count == 1 else "calls"
+        lines.append(
+            f"unsettled: {count} forwarded {calls} not recorded yet, {amount} reserved "
+            "(in flight, or its gateway stopped; charged at its estimate when it expires)"
+        )
+    return lines
 
 
 def render(document: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.ids import for_chat
 from ledger.core.units import usd_text
 from ledger.errors import ConfigError
 
@@ -161,6 +162,14 @@ def _period_of(payload: dict[str, Any], scope: str) -> str:
     return str(day) if day is not None else "?"
 
 
+def _shown_scope(scope: str) -> str:
+    """A scope for a chat message: a per-value budget's value (a caller's id) made inert."""
+    name, bracket, value = scope.partition("[")
+    if not bracket:
+        return scope
+    return f"{name}[{for_chat(value.removesuffix(']'))}]"
+
+
 def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, ref: str) -> str:
     used = usd_text(int(payload.get("usd_used_micros") or 0))
     reserved = usd_text(int(payload.get("usd_reserved_micros") or 0))
@@ -169,7 +178,10 @@ def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, 
     figures = f"{used} used + {reserved} reserved of {cap}"
     if payload.get("estimated_micros") is not None:
         figures += f"; this call {usd_text(int(payload['estimated_micros']))}"
-    where = f"{scope} on {period}" + (f", agent {payload['agent']}" if payload.get("agent") else "")
+    agent = payload.get("agent")
+    where = f"{_shown_scope(scope)} on {period}" + (
+        f", agent {for_chat(str(agent))}" if agent else ""
+    )
     if event == "uncertainty":
         reason = str(payload.get("uncertainty_reason") or "unknown")
         action = _UNCERTAINTY_ACTION.get(reason, "see `ledger explain`")

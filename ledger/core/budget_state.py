@@ -87,6 +87,9 @@ def _prune_rolling(table: dict[str, Any], budget: Budget, ts_utc: str) -> None:
             del table["values"][value]
 
 
+FOREVER = "9999-12-31T23:59:59.999999Z"  # later than any time the chain can hold
+
+
 def _expire(state: dict[str, Any], ts_utc: str) -> None:
     """Forget reservations expired by ``ts_utc``: they count for nothing any more."""
     expired = [ref for ref, res in state["open"].items() if res["expires_at"] <= ts_utc]
@@ -162,14 +165,17 @@ def apply_budget_event(
         if not isinstance(reservation, dict):
             return
         counts: list[list[Any]] = []
+        # A forwarded reservation is held until a record settles it (its own, or
+        # the charge at its estimate sealed once it expired): it never lapses.
+        expires = FOREVER if reservation.get("forwarded") else reservation["expires_at"]
         for found in applicable(budgets, CallScope.from_payload(payload)):
             key = period_key(found.budget, moment, zone)
             value = found.per_value or NO_VALUE
             counter = _counter(_budget_table(state, found.budget, key), value or None)
-            counter["open"][entry_hash] = [reservation["micros"], reservation["expires_at"]]
+            counter["open"][entry_hash] = [reservation["micros"], expires]
             counts.append([found.budget.name, value, key])
         if counts:
-            state["open"][entry_hash] = {"expires_at": reservation["expires_at"], "counts": counts}
+            state["open"][entry_hash] = {"expires_at": expires, "counts": counts}
     elif event_type == "budget.record_call":
         actual = payload.get("actual_micros")
         ref = payload.get("verdict_ref")

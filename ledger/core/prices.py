@@ -267,10 +267,10 @@ def parse_provider_file(raw: bytes, provider: str) -> ProviderPrices:
     return ProviderPrices(source, tuple(fallback), models)
 
 
-def find_model(
+def find_model_entry(
     load: ProviderLoader, provider: str, model: str
-) -> tuple[str, Rates, str, tuple[Tier, ...]] | None:
-    """The library's model id, base rates, source and tiers for ``model``, or ``None``.
+) -> tuple[dict[str, Any], str] | None:
+    """The snapshot's entry for ``model`` and its source, or ``None``.
 
     The provider's own models are tried first, in the library's order, then the
     providers it falls back to (one step), as genai-prices does.
@@ -290,8 +290,21 @@ def find_model(
                 found, source = _match_models(inner.models, text), inner.source
                 if found is not None:
                     break
-    if found is None:
+    return None if found is None else (found, source)
+
+
+def find_model(
+    load: ProviderLoader, provider: str, model: str
+) -> tuple[str, Rates, str, tuple[Tier, ...]] | None:
+    """The library's model id, base rates, source and tiers for ``model``, or ``None``.
+
+    Raises:
+        PriceError: the snapshot's file for a provider is malformed.
+    """
+    entry = find_model_entry(load, provider, model)
+    if entry is None:
         return None
+    found, source = entry
     model_id = str(found["id"])
     rates = found.get("rates")
     if not isinstance(rates, dict):

@@ -30,6 +30,13 @@ DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 # The least output a clamped request keeps: below it an answer is rarely useful.
 MIN_OUTPUT_TOKENS = 1024
 _MAX_TOKENS = 10_000_000
+# How long a stream whose client went away is still read, so its final usage is
+# recorded rather than its estimate.
+DRAIN_SECONDS = 30
+# The uses a server-side tool (web search) gets when a request sets no limit:
+# the limit is written into the forwarded request and bounds its estimate.
+SERVER_TOOL_MAX_USES = 5
+_MAX_TOOL_USES = 1_000
 _CENTURY_SECONDS = 36_500 * 86_400
 _MAX_BYTES = 2**40
 _MAX_CONNECTIONS = 65_536
@@ -49,6 +56,8 @@ _KEYS = (
     "min_output_tokens",
     "clamp",
     "providers",
+    "drain_seconds",
+    "server_tool_max_uses",
 )
 _STRUCTURED = {"upstream", "passthrough", "providers"}
 # A provider id, as verdicts and records take it; the built-in providers and the
@@ -79,6 +88,8 @@ class ProxySettings(NamedTuple):
     min_output_tokens: int = MIN_OUTPUT_TOKENS
     clamp: bool = True
     providers: dict[str, CompatibleProvider] = {}  # noqa: RUF012 - never mutated
+    drain_seconds: int = DRAIN_SECONDS
+    server_tool_max_uses: int = SERVER_TOOL_MAX_USES
 
 
 class ListenAddress(NamedTuple):
@@ -227,6 +238,10 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _integer(value, name, 1, _MAX_CONNECTIONS)
     if key in {"default_max_output_tokens", "min_output_tokens"}:
         return _integer(value, name, 1, _MAX_TOKENS)
+    if key == "drain_seconds":
+        return _integer(value, name, 0, _CENTURY_SECONDS)
+    if key == "server_tool_max_uses":
+        return _integer(value, name, 1, _MAX_TOOL_USES)
     return _boolean(value, name)
 
 

@@ -53,11 +53,17 @@ def _prune(usd: dict[str, Any], day: str, ts_utc: str) -> None:
     # Reservations from older days, or already expired when this entry was
     # sealed, count for nothing: dropping them keeps the state (and so every
     # verdict) small even when calls are never recorded.
+    # A forwarded reservation (its request reached the provider) never lapses to
+    # nothing, however old: it stays until a record settles it, its own or the
+    # charge at its estimate that the next verdict seals once it has expired.
     stale = [
         ref
         for ref, res in usd["reservations"].items()
-        if (res["budget_day"] < day and res["budget_day"] not in keep)
-        or res["expires_at"] <= ts_utc
+        if not res.get("forwarded")
+        and (
+            (res["budget_day"] < day and res["budget_day"] not in keep)
+            or res["expires_at"] <= ts_utc
+        )
     ]
     for ref in stale:
         del usd["reservations"][ref]
@@ -116,6 +122,8 @@ def apply_usd_event(
                 "budget_day": day,
                 "expires_at": reservation["expires_at"],
             }
+            if reservation.get("forwarded"):
+                usd["reservations"][entry_hash]["forwarded"] = True
     elif event_type == "budget.record_call":
         # SPEC §4: a record that settles a live reservation counts on that
         # reservation's budget day; any other record on its own. Reservations
@@ -165,6 +173,23 @@ def apply_usd_event(
             delta = payload["billing_micros"] - payload["counter_micros"]
             by_provider = usd["rebase"].setdefault(day, {})
             by_provider[provider] = by_provider.get(provider, 0) + delta
+
+
+def expired_forwarded(usd: dict[str, Any], now: dt.datetime) -> list[tuple[str, dict[str, Any]]]:
+    """Forwarded reservations expired unrecorded by ``now``, oldest first: each is charged."""
+    now_text = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    due = [
+        (ref, res)
+        for ref, res in usd["reservations"].items()
+        if res.get("forwarded") and res["expires_at"] <= now_text
+    ]
+    return sorted(due, key=lambda item: (item[1]["expires_at"], item[0]))
+
+
+def unsettled(usd: dict[str, Any]) -> tuple[int, int]:
+    """How many forwarded reservations wait for a record, and their estimates in micro-USD."""
+    found = [res["micros"] for res in usd["reservations"].values() if res.get("forwarded")]
+    return len(found), sum(found)
 
 
 def _forget_unpriced(usd: dict[str, Any], provider: str, day: str) -> None:
@@ -272,7 +297,7 @@ def scope_state(
     open_reservations = [
         res
         for res in usd["reservations"].values()
-        if res["budget_day"] == day and res["expires_at"] > now_text
+        if res["budget_day"] == day and (res["expires_at"] > now_text or res.get("forwarded"))
     ]
     if provider is None:
         key_name = AGGREGATE

@@ -86,6 +86,11 @@ def _model_entry(model: Any, price: Any) -> dict[str, Any] | None:
     if "input" not in rates or "output" not in rates:
         return None
     entry: dict[str, Any] = {"id": model.id, "match": _clause(model.match), "rates": rates}
+    if isinstance(model.context_window, int) and model.context_window > 0:
+        entry["context_window"] = model.context_window  # bounds input given by reference
+    search = _decimal_text(_price_at(getattr(price, "web_searches_kcount", None), None))
+    if search is not None:
+        entry["web_search_per_1000"] = search  # USD per 1,000 server-side web searches
     starts = sorted(
         {
             tier.start

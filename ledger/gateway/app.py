@@ -12,7 +12,7 @@ forwarded as they are, as are the paths an operator lists in
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as WebRoute
 from starlette.types import Send
 
+from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.errors import GatewayKeyError, LedgerError, UsageError
 from ledger.gateway.caller import (
@@ -45,6 +46,7 @@ from ledger.gateway.relay import (
 from ledger.providers import (
     RequestRefused,
     UsageReader,
+    bound_web_searches,
     compatible_route,
     estimate_request,
     route,
@@ -52,8 +54,11 @@ from ledger.providers import (
 from ledger.providers.limits import limited_body
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
-from ledger.services.gate import calls
+from ledger.services.gate.request_verdict import request_verdict
 from ledger.services.gateway_keys import resolve_gateway_key
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 Log = Callable[[str], None]
 
@@ -86,6 +91,8 @@ class Gateway:
         self.settings = settings
         self.committer = committer
         self.log = log
+        # The tasks that read streams from the upstream, living as long as the app.
+        self.pumps: TaskGroup | None = None
         timeout = settings.upstream_timeout_seconds or None
         limit = settings.max_upstream_connections
         limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
@@ -232,13 +239,19 @@ class Gateway:
             body = limited_body(
                 found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
             )
+        body, searches = bound_web_searches(found, body, self.settings.server_tool_max_uses)
         cycle_id = caller.session
+        source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
-            # Claude Code's session part of metadata.user_id. Ids taken from a
-            # request are checked (printable, at most 128 characters) where the
-            # verdict checks its arguments.
+            # Claude Code's session part of metadata.user_id.
             cycle_id = session_from_user_id(estimate.metadata_user_id)
-        document = await self._decide(provider, estimate, cycle_id, caller)
+            source = "metadata.user_id"
+        try:
+            checked_id(cycle_id, source)
+            checked_id(caller.agent, "x-ledger-agent")
+        except UsageError as exc:
+            return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        document = await self._decide(provider, estimate, cycle_id, caller, searches)
         if isinstance(document, Response):
             return document
         headers = verdict_headers(document)
@@ -251,6 +264,8 @@ class Gateway:
             # Admitted at a lower output limit than asked: the upstream must enforce it.
             limit = clamped // estimate.choices
             body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
+            # The body is rebuilt from the request as sent: bound its server tools again.
+            body, _ = bound_web_searches(found, body, self.settings.server_tool_max_uses)
             headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,
@@ -269,13 +284,15 @@ class Gateway:
         try:
             response = await self.client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
-            await exchange.record(complete=False)
+            await exchange.record(None)
             message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
             return error_response(provider, 502, message, headers)
         passed = {**client_headers(response), **headers}
         if response.headers.get("content-type", "").startswith("text/event-stream"):
+            assert self.pumps is not None  # noqa: S101 - set by the app's lifespan
+            relay = exchange.relay_stream(response, self.pumps, self.settings.drain_seconds)
             return _RecordingStreamingResponse(
-                exchange.relay_stream(response), status_code=response.status_code, headers=passed
+                relay, status_code=response.status_code, headers=passed
             )
         return await self._whole(response, exchange, provider, passed)
 
@@ -292,8 +309,7 @@ class Gateway:
             await response.aclose()
         if content is not None:
             exchange.reader.feed_json(content)
-        complete = content is not None and response.is_success and not exchange.reader.error
-        if not await exchange.record(complete=complete):
+        if not await exchange.record(response.status_code):
             message = "ledger: the answer could not be recorded, so it is withheld"
             return error_response(provider, 502, message, headers)
         if content is None:
@@ -301,7 +317,7 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any
+        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
     ) -> dict[str, Any] | Response:
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
@@ -309,14 +325,11 @@ class Gateway:
         )
 
         def job(runtime: Runtime) -> dict[str, Any]:
-            document, _admitted = calls.verdict(
-                runtime, None, provider, model=estimate.model,
-                input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
-                cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name, min_output_tokens=min_output,
-                output_step=estimate.choices,
+            return request_verdict(
+                runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
+                tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
+                min_output_tokens=min_output, output_step=estimate.choices,
             )  # fmt: skip
-            return document
 
         try:
             return await self.committer.run(job)
@@ -352,7 +365,9 @@ def build_app(gateway: Gateway) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with anyio.create_task_group() as pumps:
+                gateway.pumps = pumps
+                yield
         finally:
             await gateway.client.aclose()
 

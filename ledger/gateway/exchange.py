@@ -2,28 +2,39 @@
 
 The record goes through the same service as ``ledger record`` (priced from the
 provider's usage object), with the verdict's ref and an idempotency key from
-the provider's response id. A response that ends with usage is recorded at it;
-one that ends without (an error status, an error event or a cut before any
-usage, an unreachable upstream) settles its reservation at $0; a complete
-answer whose usage cannot be read is recorded at its reserved estimate, so an
-unreadable usage never counts as free.
+the provider's response id. What it records is decided by the one settlement
+rule every path shares (``ledger.core.settlement``): the usage of an answer
+read to its end, else the estimate; $0 only for an upstream that refused
+before any content or could not be reached; and for an answer cut short or
+not fully readable, never less than the estimate.
+
+A stream is read from the upstream by its own task, not by the client's: a
+client that goes away does not stop the reading, which goes on for at most
+``proxy.drain_seconds`` so the call's final usage is recorded.
 """
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
 import anyio
 import httpx
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ledger.errors import UsageError
 from ledger.gateway.committer import Committer
+from ledger.providers import Settlement, settle, unreadable_usage
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
 
+# Chunks read ahead of a slow client; the upstream waits beyond that.
+_READ_AHEAD = 16
 
-def _zero_or_estimate(estimated_micros: int, *, complete: bool) -> str:
-    return str(Decimal(estimated_micros) / Decimal(1_000_000)) if complete else "0"
+
+def _usd(micros: int) -> str:
+    return str(Decimal(micros) / Decimal(1_000_000))
 
 
 class Exchange:
@@ -62,81 +73,130 @@ class Exchange:
         key = getattr(self.reader, "idempotency_key", None)
         return key if isinstance(key, str) else f"gw:{self.verdict_ref}"
 
-    async def record(self, *, complete: bool) -> bool:
+    async def record(self, status: int | None) -> bool:
         """Record the call once (later calls return the first outcome); whether it is durable.
 
         Args:
-            complete: the response ended as the provider ends a successful one;
-                without usage it is then recorded at its estimate, else at $0.
+            status: the upstream's HTTP status, ``None`` when it could not be reached.
         """
         if self._recorded is not None:
             return self._recorded
         self._recorded = False
-        usage = getattr(self.reader, "usage", None) or None
+        usage = self.reader.usage
         model = getattr(self.reader, "model", None) or self.model
         key = self._idempotency_key()
+        estimate = int(self.verdict["estimated_micros"])
+        settlement = settle(self.reader.end(status), estimate)
         ref, provider, cycle, scope = self.verdict_ref, self.provider, self.cycle_id, self.scope
-        fallback = _zero_or_estimate(int(self.verdict["estimated_micros"]), complete=complete)
 
         def by_usage(runtime: Runtime) -> dict[str, Any]:
             document, _warning = calls.record(
                 runtime, None, provider, verdict_ref=ref, model=model, cycle_id=cycle,
-                idempotency_key_value=key, usage_object=usage, **scope,
+                idempotency_key_value=key, usage_object=usage,
+                floor_micros=settlement.floor_micros, **scope,
             )  # fmt: skip
             return document
 
-        def by_amount(runtime: Runtime) -> dict[str, Any]:
-            document, _warning = calls.record(
-                runtime, fallback, provider, verdict_ref=ref, model=model, cycle_id=cycle,
-                idempotency_key_value=f"gw:{ref}", **scope,
-            )  # fmt: skip
-            return document
+        def by_amount(chosen: Settlement) -> Callable[[Runtime], dict[str, Any]]:
+            def job(runtime: Runtime) -> dict[str, Any]:
+                document, _warning = calls.record(
+                    runtime, _usd(chosen.floor_micros), provider, verdict_ref=ref, model=model,
+                    cycle_id=cycle, idempotency_key_value=f"gw:{ref}",
+                    usage_object=usage if chosen.by_usage else None, **scope,
+                )  # fmt: skip
+                return document
+
+            return job
 
         # Shielded: a client that goes away must not cancel the accounting of
         # what the upstream already produced.
         with anyio.CancelScope(shield=True):
             try:
-                if usage:
+                if settlement.by_usage and usage:
                     try:
                         await self._committer.run(by_usage)
                     except UsageError as exc:
-                        self._log(f"usage of {key} unreadable ({exc}); recorded at ${fallback}")
-                        await self._committer.run(by_amount)
+                        fallback = unreadable_usage(estimate)
+                        self._log(
+                            f"usage of {key} unreadable ({exc}); "
+                            f"recorded at ${_usd(fallback.floor_micros)}"
+                        )
+                        await self._committer.run(by_amount(fallback))
                 else:
-                    await self._committer.run(by_amount)
+                    await self._committer.run(by_amount(settlement))
             except Exception as exc:  # noqa: BLE001 - any failure: the end is withheld
                 self._log(f"could not record {key} (verdict {ref[:12]}): {exc}")
                 return False
         self._recorded = True
         return True
 
-    async def relay_stream(self, response: httpx.Response) -> AsyncIterator[bytes]:
+    async def relay_stream(
+        self, response: httpx.Response, pumps: TaskGroup, drain_seconds: float
+    ) -> AsyncIterator[bytes]:
         """The upstream's SSE bytes as they come, the end held back until the record is durable.
+
+        The upstream is read by a task of ``pumps``; this generator only hands
+        its chunks to the client. A client that goes away before the end
+        leaves the reading ``drain_seconds`` more to reach the final usage.
+        """
+        send, receive = anyio.create_memory_object_stream[bytes](_READ_AHEAD)
+        reading = anyio.CancelScope()
+        done = anyio.Event()
+        pumps.start_soon(self._pump, response, send, reading, done)
+        try:
+            async with receive:
+                async for chunk in receive:
+                    yield chunk
+        finally:
+            if not done.is_set():
+                reading.deadline = min(reading.deadline, anyio.current_time() + drain_seconds)
+                self._log(
+                    f"client of {self.verdict_ref[:12]} went away before the end; "
+                    f"reading on for at most {drain_seconds:g} s for its usage"
+                )
+
+    async def _pump(
+        self,
+        response: httpx.Response,
+        send: MemoryObjectSendStream[bytes],
+        reading: anyio.CancelScope,
+        done: anyio.Event,
+    ) -> None:
+        """Read the upstream to its end (or the drain's), record, then release the end.
 
         Once the provider's terminal event has been read, nothing more goes out
         until the call is recorded; a call that cannot be recorded never shows
         the client its end (the stream stops short, as a cut one does).
         """
         held: list[bytes] = []
-        ended = False
+        listening = True
         try:
-            async for chunk in _body_chunks(response):
-                self.reader.feed_sse(chunk)
-                if held or self.reader.finished:
-                    held.append(chunk)
-                else:
-                    yield chunk
-            ended = True
+            with reading:
+                async for chunk in _body_chunks(response):
+                    self.reader.feed_sse(chunk)
+                    if held or self.reader.finished:
+                        held.append(chunk)
+                        if not listening:
+                            break
+                        continue
+                    if listening:
+                        try:
+                            await send.send(chunk)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            listening = False
         except httpx.HTTPError as exc:
             self._log(f"upstream stream of {self.verdict_ref[:12]} broke: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug must still leave the call recorded
+            self._log(f"upstream stream of {self.verdict_ref[:12]} failed: {exc!r}")
         finally:
-            # Shielded: a client that went away still gets what it used recorded.
             with anyio.CancelScope(shield=True):
                 await response.aclose()
-                complete = ended and bool(self.reader.finished) and not self.reader.error
-                durable = await self.record(complete=complete)
-        if durable and held:
-            yield b"".join(held)
+                durable = await self.record(response.status_code)
+                if durable and held and listening:
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await send.send(b"".join(held))
+                done.set()
+                send.close()
 
 
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:

@@ -5,17 +5,18 @@
 request is never sent; ``warn-90`` emits a ``BudgetWarning`` and a log record
 on the ``ledger`` logger. The admitted ``Call`` is then fed the response's
 bytes as they pass and records exactly once, whichever comes first of the
-response's end, its early close, or a failure:
+response's end, its early close, or a failure, by the same settlement rule
+the gateway uses (``ledger.providers.settle``):
 
-- usage received (a JSON body, or a stream's usage events so far) → recorded
-  and priced from the provider's usage object;
-- a successful response that reported no usage, or usage that cannot be read
-  (a chat stream without ``stream_options.include_usage``, a body in an
-  encoding not read here) → recorded at the verdict's estimate, an upper
-  bound: spend is never taken as $0;
-- a failure with no usage (an error status, an error event, a connection
-  error) → recorded at $0, which settles the reservation at once instead of
-  holding budget until it expires.
+- an answer read to its end → its usage, priced from the provider's usage
+  object; without usage, or with usage that cannot be read (a chat stream
+  without ``stream_options.include_usage``, a body in an encoding not read
+  here) → the verdict's estimate, an upper bound: spend is never taken as $0;
+- a refusal before any content (an error status, an error event) without
+  usage, or a connection error before any answer → $0, which settles the
+  reservation at once instead of holding budget until it expires;
+- an answer cut short (closed early, broken off mid-stream) → the larger of
+  the usage received and the estimate: a cut never makes a call cheaper.
 
 Each record carries the verdict's ref and an idempotency key from the
 response id (else from the verdict), so a retried record never counts twice.
@@ -29,14 +30,28 @@ from typing import Any
 
 from ledger.api import Ledger
 from ledger.errors import BudgetHalted, BudgetWarning, LedgerError, UsageObjectInvalidError
-from ledger.providers import Route, UsageReader, client_route, estimate_request
+from ledger.providers import (
+    Route,
+    UsageReader,
+    bound_web_searches,
+    client_route,
+    estimate_request,
+    settle,
+    unreadable_usage,
+)
 
 log = logging.getLogger("ledger")
 
 # A JSON body larger than this is not kept for reading its usage (the call is
 # then recorded at its estimate); the response itself is passed on whole.
 MAX_JSON_BODY = 32 * 1024 * 1024
-FIRST_ERROR_STATUS = 400
+# A web search tool without max_uses is estimated at this many searches (the
+# gateway's default limit, which it also writes into the request).
+DEFAULT_SEARCHES = 5
+
+
+def _usd(micros: int) -> str:
+    return str(Decimal(micros) / 1_000_000)
 
 
 class CallGate:
@@ -64,11 +79,12 @@ class CallGate:
             LedgerError: the verdict could not be run (configuration, price, chain).
         """
         estimate = estimate_request(route, body)
-        verdict = self.book.verdict(
-            provider=estimate.provider, model=estimate.model,
-            input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
-            cycle_id=self.session, agent=self.agent,
-        )  # fmt: skip
+        # The SDK sends the body as it is: its searches are bounded only by the
+        # request's own limits (the gateway writes a default one in).
+        _body, searches = bound_web_searches(route, body, DEFAULT_SEARCHES)
+        verdict = self.book.verdict_request(
+            estimate, searches=searches, cycle_id=self.session, agent=self.agent
+        )
         if not verdict.allowed:
             raise BudgetHalted(verdict)
         call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
@@ -167,30 +183,23 @@ class Call:
             # The response's key may already be sealed by the gateway, at its figure.
             "same_record_only": False,
         }  # fmt: skip
-        if reader.usage is not None:
+        answered = self._status or None
+        settlement = settle(reader.end(answered), self._estimate_micros)
+        if settlement.by_usage:
+            floor = _usd(settlement.floor_micros) if settlement.floor_micros else None
             try:
-                book.record(usage=reader.usage, **common)
+                book.record(usage=reader.usage, at_least_usd=floor, **common)
             except UsageObjectInvalidError:
                 log.warning(
                     "ledger: %s response's usage cannot be read; recorded at its estimate "
                     "(verdict %s)", self.model, self.verdict_ref, exc_info=True,
                 )  # fmt: skip
+                settlement = unreadable_usage(self._estimate_micros)
             else:
                 return
-            book.record(self._estimate_usd, **common)
-            return
-        failed = (
-            failure is not None or self._status >= FIRST_ERROR_STATUS or reader.error is not None
-        )
-        if failed:
-            book.record("0", **common)
-            return
-        log.warning(
-            "ledger: %s response reported no usage; recorded at its estimate (verdict %s)",
-            self.model, self.verdict_ref,
-        )  # fmt: skip
-        book.record(self._estimate_usd, **common)
-
-    @property
-    def _estimate_usd(self) -> str:
-        return str(Decimal(self._estimate_micros) / 1_000_000)
+        if settlement.floor_micros and failure is None and not reader.usage:
+            log.warning(
+                "ledger: %s response reported no usage; recorded at its estimate (verdict %s)",
+                self.model, self.verdict_ref,
+            )  # fmt: skip
+        book.record(_usd(settlement.floor_micros), **common)

@@ -8,10 +8,16 @@ tool results as their content), and each tool's name, description and input
 schema as JSON. Each image adds 1,600 tokens; a document sent as base64 adds
 its base64 bytes ÷ 3. Blocks of a kind not named here count as their whole
 JSON text, so something new in a provider's format is over-counted, never
-free. The output estimate is the request's own output limit (times ``n`` for
-an OpenAI request asking for several choices). A request without one has no
-upper bound: it is refused before anything is sent, unless the caller (the
-gateway) gives it a default limit, which it then writes into the body it sends.
+free. Input the request only points at — a document or image by URL, a Files
+API ``file_id``, ``previous_response_id`` or ``conversation`` — cannot be
+counted here: the estimate says so (``unseen_input``,
+``previous_response_id``), and the caller estimates it as the model's whole
+context window (or, for a response it recorded itself, that response's
+input and output). The output estimate is the request's own output limit
+(times ``n`` for an OpenAI request asking for several choices). A request
+without one has no upper bound: it is refused before anything is sent, unless
+the caller (the gateway) gives it a default limit, which it then writes into
+the body it sends.
 """
 
 import json
@@ -52,6 +58,10 @@ class RequestEstimate:
     choices: int = 1
     limit_given: bool = True
     document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Input the body only points at (by URL, file id, or conversation): its size is unknown.
+    unseen_input: bool = False
+    # A Responses request continuing a stored response (its input is that response's).
+    previous_response_id: str | None = None
 
 
 class _Tally:
@@ -60,6 +70,7 @@ class _Tally:
     def __init__(self) -> None:
         self.text_bytes = 0
         self.images = 0
+        self.unseen = 0  # inputs given by reference: a URL or a file id
 
     def text(self, value: Any) -> None:
         if isinstance(value, str):
@@ -98,6 +109,8 @@ def _field(value: Any, name: str) -> Any:
 
 # Anthropic Messages: system, messages[].content, tools[].
 
+_BY_REFERENCE = frozenset({"url", "file"})  # a source the provider fetches itself
+
 
 def _anthropic_content(tally: _Tally, content: Any) -> None:
     if isinstance(content, str) or not isinstance(content, list):
@@ -111,6 +124,9 @@ def _anthropic_block(tally: _Tally, block: Any) -> None:
     kind = _field(block, "type")
     if kind == "text":
         tally.text(block.get("text"))
+    elif kind in {"image", "document"} and _field(block.get("source"), "type") in _BY_REFERENCE:
+        tally.unseen += 1
+        tally.json(block.get("source"))
     elif kind == "image":
         tally.images += 1
     elif kind == "document":
@@ -174,6 +190,8 @@ def _openai_part(tally: _Tally, part: Any) -> None:
     elif kind == "refusal":
         tally.text(part.get("refusal"))
     elif kind in {"image_url", "input_image"}:
+        if _openai_image_by_reference(part):
+            tally.unseen += 1
         tally.images += 1
     elif kind == "file":  # Chat Completions: {"file": {"file_data": "data:…;base64,…"}}
         file = part.get("file")
@@ -181,10 +199,14 @@ def _openai_part(tally: _Tally, part: Any) -> None:
             tally.base64(file.get("file_data"))
             tally.text(file.get("filename"))
         else:
+            tally.unseen += 1  # a file_id: the file is the provider's
             tally.json(file)
     elif kind == "input_file" and part.get("file_data") is not None:  # Responses
         tally.base64(part.get("file_data"))
         tally.text(part.get("filename"))
+    elif kind == "input_file":  # a file_id or file_url: fetched by the provider
+        tally.unseen += 1
+        tally.json(part)
     elif kind == "input_audio":
         tally.base64(_field(part.get("input_audio"), "data"))
     else:
@@ -192,6 +214,16 @@ def _openai_part(tally: _Tally, part: Any) -> None:
 
 
 _TOOL_FIELDS = frozenset({"type", "name", "description", "parameters", "format", "strict"})
+
+
+def _openai_image_by_reference(part: dict[str, Any]) -> bool:
+    """Whether an image part points at an image (URL or file id) instead of holding it."""
+    if part.get("file_id") is not None:
+        return True
+    url = part.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    return not (isinstance(url, str) and url.startswith("data:"))
 
 
 def _openai_tool(tally: _Tally, tool: Any) -> None:
@@ -280,6 +312,8 @@ def _gemini_part(tally: _Tally, part: Any) -> None:
         elif name in {"functionCall", "functionResponse"}:
             tally.text(_field(value, "name"))
             tally.json(_field(value, "args" if name == "functionCall" else "response"))
+        elif name == "fileData":  # a file by URI: its size is the provider's to know
+            tally.unseen += 1
         elif name in {"thought", "thoughtSignature"}:
             continue  # a flag, and an opaque signature the model does not read as text
         else:
@@ -287,6 +321,8 @@ def _gemini_part(tally: _Tally, part: Any) -> None:
 
 
 def _gemini(tally: _Tally, body: dict[str, Any]) -> None:
+    if body.get("cachedContent") is not None:
+        tally.unseen += 1  # input cached at the provider: not in this body
     _gemini_parts(tally, body.get("systemInstruction"))
     for content in _items(body.get("contents")):
         _gemini_parts(tally, content)
@@ -352,6 +388,10 @@ def estimate_request(
     except RecursionError as exc:
         raise RequestRefused("the request body nests too deeply to be estimated") from exc
     user_id = _field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
+    previous = document.get("previous_response_id") if route.kind == "responses" else None
+    conversation = document.get("conversation") if route.kind == "responses" else None
+    if previous is not None and not (isinstance(previous, str) and previous):
+        raise RequestRefused("the request's previous_response_id is not a response id")
     return RequestEstimate(
         provider=route.provider,
         model=model,
@@ -363,4 +403,6 @@ def estimate_request(
         choices=answers,
         limit_given=stated is not None,
         document=document,
+        unseen_input=tally.unseen > 0 or conversation is not None,
+        previous_response_id=previous,
     )

@@ -12,7 +12,8 @@ never part of a multi-byte character), invalid bytes replaced.
 The decoder holds at most one unfinished line and one unfinished event. A line
 or an event larger than ``max_event_bytes`` is dropped whole (a provider's
 events are a few kilobytes), so a hostile or broken stream cannot grow memory
-without bound.
+without bound; ``dropped`` counts the events dropped so, so a reader knows
+that something it could not read went by.
 """
 
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ class SSEDecoder:
         self._event_type = ""
         self._data: list[str] = []
         self._last_id = ""
+        self.dropped = 0
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """The events completed by ``chunk`` (bytes of the stream, split anywhere)."""
@@ -143,5 +145,7 @@ class SSEDecoder:
 
     def _drop_event(self) -> None:
         """Forget the event being read, up to its end: it is larger than the limit."""
+        if not self._dropping:
+            self.dropped += 1
         self._data = []
         self._dropping = True

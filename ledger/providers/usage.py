@@ -19,14 +19,20 @@ Each provider reports usage its own way:
   Without ``alt=sse`` a stream is one JSON array of them.
 
 ``usage`` is the provider's own usage object, in the shape ``ledger record
---usage-json`` reads. Data that is not what the provider documents is never an
-exception here: a reader only reports what it saw, and the caller records it.
+--usage-json`` reads. ``unreadable`` says that part of the answer could not be
+read (a body or event that is not JSON, an event over the size limit), and
+``content_began`` that an event past the opening one came: together with
+``finished`` and ``error`` they are what ``ledger.core.settlement`` settles
+on. Data that is not what the provider documents is never an exception here:
+a reader only reports what it saw, and the caller records it.
 """
 
 import json
 import re
 from typing import Any, ClassVar
 
+from ledger.core.server_tools import OPENAI_SEARCH_FIELD
+from ledger.core.settlement import CallEnd
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 
@@ -38,6 +44,10 @@ class UsageReader:
 
     # Whose responses these are (the key prefix); an OpenAI-compatible provider's name.
     provider: str = ""
+    # Events that open an answer and carry no content; "ping" is a keep-alive.
+    _OPENING: ClassVar[frozenset[str]] = frozenset(
+        {"message_start", "ping", "response.created", "response.in_progress"}
+    )
 
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
@@ -46,6 +56,13 @@ class UsageReader:
         self.model: str | None = None
         self.error: str | None = None
         self.finished = False
+        self._unreadable = False
+        self.content_began = False
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether part of the answer could not be read (not JSON, or over the size limit)."""
+        return self._unreadable or self._decoder.dropped > 0
 
     @staticmethod
     def for_route(route: Route) -> "UsageReader":
@@ -65,6 +82,14 @@ class UsageReader:
         reader = readers[route.kind]()
         reader.provider = route.provider
         return reader
+
+    def end(self, status: int | None) -> CallEnd:
+        """How the answer ended, for the settlement rule (``status`` None: never reached)."""
+        return CallEnd(
+            status=status, finished=self.finished, error=self.error is not None,
+            content_began=self.content_began, unreadable=self.unreadable,
+            has_usage=self._usage is not None,
+        )  # fmt: skip
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -87,13 +112,14 @@ class UsageReader:
         try:
             document = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
-            self.error = "the response body is not JSON"
+            self._unreadable = True
             return
         if not isinstance(document, dict):
-            self.error = "the response body is not a JSON object"
+            self._unreadable = True
             return
         self._take_ids(document)
         self._set_usage(document.get("usage"))
+        self._count_server_tools(document)
         # A failed response may still report the usage it consumed.
         self.finished = not self._take_error(document)
 
@@ -106,16 +132,23 @@ class UsageReader:
         try:
             data = json.loads(event.data)
         except (ValueError, RecursionError):
-            return  # a keep-alive or foreign event: it carries no usage
+            data = None
         if not isinstance(data, dict):
+            # Providers send only JSON objects: this one may have held the usage.
+            self._unreadable = self.content_began = True
             return
         if event.event == "error" or data.get("type") == "error" or data.get("error"):
             self._take_error(data)
             return
+        if data.get("type") not in self._OPENING:
+            self.content_began = True
         self._data(data)
 
     def _data(self, data: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _count_server_tools(self, response: dict[str, Any]) -> None:
+        """Note the server-side tool calls a whole response lists (where usage does not)."""
 
     def _take_ids(self, document: dict[str, Any]) -> None:
         if isinstance(document.get("id"), str):
@@ -197,10 +230,23 @@ class ResponsesUsageReader(UsageReader):
             return
         self._take_ids(response)
         self._set_usage(response.get("usage"))
+        self._count_server_tools(response)
         if kind == "response.failed":
             self._take_error(response)
         if kind in self._TERMINAL:
             self.finished = True
+
+    def _count_server_tools(self, response: dict[str, Any]) -> None:
+        # OpenAI bills each web search call, and lists them as output items only.
+        output = response.get("output")
+        items = output if isinstance(output, list) else []
+        searches = sum(1 for item in items if _field_type(item) == "web_search_call")
+        if searches and self._usage is not None:
+            self._usage[OPENAI_SEARCH_FIELD] = searches
+
+
+def _field_type(item: Any) -> Any:
+    return item.get("type") if isinstance(item, dict) else None
 
 
 class GeminiUsageReader(UsageReader):
@@ -213,11 +259,11 @@ class GeminiUsageReader(UsageReader):
         try:
             document = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
-            self.error = "the response body is not JSON"
+            self._unreadable = True
             return
         chunks = document if isinstance(document, list) else [document]
         if not chunks or not all(isinstance(chunk, dict) for chunk in chunks):
-            self.error = "the response body is not a JSON object"
+            self._unreadable = True
             return
         for chunk in chunks:
             if self._take_error(chunk):

@@ -172,3 +172,30 @@ def anthropic_body(model: str = "claude-test", *, stream: bool = False, **extra:
     body = {"model": model, "max_tokens": 1000, "stream": stream,
             "messages": [{"role": "user", "content": "hi"}], **extra}  # fmt: skip
     return json.dumps(body).encode()
+
+
+OPENAI_HEADERS = {"authorization": "Bearer sk-test"}
+# Each route's path and a streamed request to it, with an output limit of 1,000 tokens.
+STREAM_ROUTES = {
+    "messages": ("/v1/messages", "anthropic/claude-test"),
+    "chat_completions": ("/v1/chat/completions", "openai/gpt-test"),
+    "responses": ("/v1/responses", "openai/gpt-test"),
+}
+
+
+def stream_body(kind: str) -> bytes:
+    """A streamed request of route ``kind`` whose input estimate is one token ("hi")."""
+    if kind == "messages":
+        return anthropic_body(stream=True)
+    if kind == "chat_completions":
+        body = {"model": "gpt-test", "max_completion_tokens": 1000, "stream": True,
+                "stream_options": {"include_usage": True},
+                "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    else:
+        body = {"model": "gpt-test", "max_output_tokens": 1000, "stream": True, "input": "hi"}
+    return json.dumps(body).encode()
+
+
+def stream_headers(kind: str) -> dict[str, str]:
+    """The provider headers of route ``kind``."""
+    return dict(ANTHROPIC_HEADERS if kind == "messages" else OPENAI_HEADERS)

@@ -11,7 +11,12 @@ Model calls are answered as JSON or SSE (``"stream": true``; Gemini's
   release), so a test can show an event reached the client before the next
   one was sent, without timing anything;
 - ``error``: an SSE stream with an ``error`` event after ``message_start``;
-- ``cut``: an SSE stream whose connection is dropped after ``message_start``.
+- ``cut``: an SSE stream whose connection is dropped after ``message_start``;
+- ``huge``: the stream's usage-carrying final event (``message_delta``, the
+  chat usage chunk, ``response.completed``) padded past 17 MiB;
+- ``badjson``: that event's data cut off mid-JSON;
+- ``search:N``: the answer reports N server-side web searches (Anthropic
+  ``usage.server_tool_use``, OpenAI Responses ``web_search_call`` output items).
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
@@ -142,6 +147,27 @@ def gemini_response(model: str, response_id: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+HUGE_PADDING = 17 * 1024 * 1024
+_USAGE_EVENT = {"/v1/messages": -2, "/v1/chat/completions": -2, "/v1/responses": -1}
+
+
+def spoil_usage_event(path: str, events: list[str], scenario: str) -> list[str]:
+    """``events`` with the one carrying the final usage made unreadable (``huge``, ``badjson``)."""
+    if scenario not in {"huge", "badjson"}:
+        return events
+    index = _USAGE_EVENT[path]
+    name, _, data = events[index].rstrip("\n").rpartition("data: ")
+    if scenario == "huge":
+        document = json.loads(data)
+        document["padding"] = "x" * HUGE_PADDING
+        data = json.dumps(document)
+    else:
+        data = data[: len(data) // 2]
+    spoiled = list(events)
+    spoiled[index] = f"{name}data: {data}\n\n"
+    return spoiled
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -188,6 +214,10 @@ class Handler(BaseHTTPRequestHandler):
             self._gemini(parts.path, parts.query)
         elif parts.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 12})
+        elif parts.path == "/v1/messages" and scenario.startswith("search:"):
+            message = anthropic_message(model, f"msg_{number:06d}")
+            searches = {"web_search_requests": int(scenario.split(":", 1)[1])}
+            self._json(200, {**message, "usage": {**ANTHROPIC_USAGE, "server_tool_use": searches}})
         elif parts.path == "/v1/messages":
             message_id = f"msg_{number:06d}"
             if request.get("stream"):
@@ -204,6 +234,11 @@ class Handler(BaseHTTPRequestHandler):
                 self._sse([*chunks, "data: [DONE]\n\n"])
             else:
                 self._json(200, chat_completion(model, completion_id))
+        elif parts.path == "/v1/responses" and scenario.startswith("search:"):
+            document = response_document(model, f"resp_{number:06d}")
+            calls = [{"type": "web_search_call", "id": f"ws_{index}", "status": "completed"}
+                     for index in range(int(scenario.split(":", 1)[1]))]  # fmt: skip
+            self._json(200, {**document, "output": [*calls, *document["output"]]})
         elif parts.path == "/v1/responses":
             response_id = f"resp_{number:06d}"
             if request.get("stream"):
@@ -250,6 +285,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _sse(self, events: list[str]) -> None:
         scenario = self.headers.get("x-test-scenario", "")
+        events = spoil_usage_event(urlsplit(self.path).path, events, scenario)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")

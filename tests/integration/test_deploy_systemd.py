@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_user_units_say_how_to_install_them_as_a_user(home: Path, tmp_path: Path
     assert "systemctl --user enable --now ledger-poll.timer" in timer
 
 
-def _install_steps(document: dict, env: dict[str, str]) -> None:
+def _install_steps(document: dict[str, Any], env: dict[str, str]) -> None:
     """Run the printed steps a test can run (files only: no systemd manager here)."""
     for step in document["install"]:
         if step.startswith(("systemctl", "loginctl")):

@@ -32,6 +32,8 @@ from tests.gateway.helpers import (
 pytestmark = pytest.mark.timeout(180)
 EVENTS_AFTER_FIRST = 5  # an Anthropic stream is six events
 RECEIVED_AT_START = micros("anthropic/claude-test", 1000, 1)  # message_start's usage
+# One input token ("hi") and max_tokens 1000: above what message_start reports.
+ESTIMATE = micros("anthropic/claude-test", 1, 1000)
 
 
 @pytest.fixture
@@ -105,17 +107,17 @@ class TestPassThrough:
         (record,) = records(gateway_home)
         assert record["actual_micros"] == RECEIVED_AT_START
 
-    def test_a_stream_the_upstream_cuts_records_the_usage_received(self, proxy, gateway_home):
-        """A dropped upstream connection still leaves one record of what was used."""
+    def test_a_stream_the_upstream_cuts_records_at_least_its_estimate(self, proxy, gateway_home):
+        """A dropped upstream connection leaves one record, never below the estimate."""
         with _stream(proxy, "cut") as response:
             text = response.read().decode()
         assert "message_start" in text
         assert "message_stop" not in text
         (record,) = records(gateway_home)
-        assert record["actual_micros"] == RECEIVED_AT_START
+        assert record["actual_micros"] == max(ESTIMATE, RECEIVED_AT_START)
 
     def test_a_client_that_closes_early_has_its_usage_recorded(self, gateway_home, upstream):
-        """Closing after the first event records message_start's usage, once."""
+        """Closing after the first event: the gateway reads on and records the final usage."""
         proxy = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
         try:
             with _stream(proxy, "pause:early") as response:
@@ -124,7 +126,7 @@ class TestPassThrough:
         finally:
             assert proxy.stop() == 0, proxy.lines
         (record,) = records(gateway_home)
-        assert record["actual_micros"] == RECEIVED_AT_START
+        assert record["actual_micros"] == 13500
 
 
 class TestConcurrency:
@@ -203,8 +205,8 @@ def test_sigterm_drains_a_stream_in_flight_then_exits_0(gateway_home, upstream):
     assert record["actual_micros"] == 13500
 
 
-def test_an_upstream_that_stops_answering_times_out_and_records_what_it_used(home, upstream):
-    """proxy.upstream_timeout_seconds ends a stalled stream; its usage so far is recorded."""
+def test_an_upstream_that_stops_answering_times_out_and_records_its_estimate(home, upstream):
+    """proxy.upstream_timeout_seconds ends a stalled stream; it costs at least its estimate."""
     write_config(home, upstream.url, extra="[proxy]\nupstream_timeout_seconds = 1\n")
     proxy = start_proxy(home, "--listen", "127.0.0.1:0")
     try:
@@ -216,7 +218,7 @@ def test_an_upstream_that_stops_answering_times_out_and_records_what_it_used(hom
     assert "message_start" in text
     assert "message_stop" not in text
     (record,) = records(home)
-    assert record["actual_micros"] == RECEIVED_AT_START
+    assert record["actual_micros"] == max(ESTIMATE, RECEIVED_AT_START)
 
 
 def test_a_stream_that_cannot_be_recorded_never_shows_its_end(proxy, upstream, gateway_home):

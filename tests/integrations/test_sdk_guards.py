@@ -16,6 +16,7 @@ import pytest
 import ledger
 from ledger.integrations import anthropic as guard_anthropic
 from ledger.integrations import openai as guard_openai
+from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
 from tests.gate_helpers import events_of
 from tests.integrations.provider_server import ProviderServer
 
@@ -114,6 +115,15 @@ class TestAnthropicPaths:
         assert record["model_id"] == "test-model"
         assert_settled(book, home, [ANTHROPIC_MICROS])
 
+    def test_a_document_by_url_is_estimated_at_the_context_window(self, server, book, home):
+        """The guard sizes input it cannot see as the gateway does: never as free."""
+        document = {"type": "document", "source": {"type": "url", "url": "https://x.example/a.pdf"}}
+        ask = {**ASK, "messages": [{"role": "user", "content": [document]}]}
+        anthropic_client(server, book).messages.create(**ask)
+        [verdict] = verdicts(home)
+        assert verdict["input_tokens"] == DEFAULT_CONTEXT_WINDOW
+        assert verdict["estimated_micros"] == DEFAULT_CONTEXT_WINDOW * 3 + 800 * 15
+
     def test_stream_is_recorded_when_it_ends(self, server, book, home):
         stream = anthropic_client(server, book).messages.create(**ASK, stream=True)
         assert records(home) == []
@@ -131,6 +141,14 @@ class TestAnthropicPaths:
         with anthropic_client(server, book).messages.create(**ASK, stream=True) as stream:
             assert next(iter(stream)).type == "message_start"
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
+
+    def test_stream_closed_early_costs_at_least_its_estimate(self, server, book, home):
+        """Closed before its final usage: the larger of the estimate and the usage received."""
+        server.scenarios = ["hold"]
+        ask = {**ASK, "max_tokens": 8000}  # estimate 4×3 + 8000×15, above message_start's
+        with anthropic_client(server, book).messages.create(**ask, stream=True) as stream:
+            assert next(iter(stream)).type == "message_start"
+        assert_settled(book, home, [4 * 3 + 8000 * 15])
 
     def test_raw_response(self, server, book, home):
         raw = anthropic_client(server, book).messages.with_raw_response.create(**ASK)
@@ -185,18 +203,21 @@ class TestAnthropicFailures:
             list(stream)
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
 
-    def test_dropped_connection_mid_stream_records_the_usage_received(self, server, book, home):
+    def test_dropped_connection_mid_stream_records_at_least_the_usage_received(
+        self, server, book, home
+    ):
         server.scenarios = ["cut"]
         stream = anthropic_client(server, book).messages.create(**ASK, stream=True)
         with pytest.raises(httpx2.RemoteProtocolError):
             list(stream)
         assert_settled(book, home, [ANTHROPIC_START_MICROS])
 
-    def test_dropped_connection_before_usage_settles_at_zero(self, server, book, home):
+    def test_dropped_connection_mid_body_settles_at_its_estimate(self, server, book, home):
+        """The answer had begun: a cut never makes it cheaper than its estimate."""
         server.scenarios = ["cut"]
         with pytest.raises(anthropic.APIConnectionError):
             anthropic_client(server, book).messages.create(**ASK)
-        assert_settled(book, home, [0])
+        assert_settled(book, home, [ASK_ESTIMATE])
 
     def test_unreachable_server_settles_at_zero(self, server, book, home):
         url = server.url

@@ -7,6 +7,7 @@ verdict, ``ledger budgets``, ``usage --budget`` and ``status`` print.
 import re
 from typing import Any
 
+from ledger.core.ids import printable
 from ledger.core.timefmt import format_ts
 from ledger.core.units import MICROS_PER_USD
 from ledger.core.verdict import usage_pct
@@ -153,7 +154,8 @@ def budget_table(document: dict[str, Any]) -> list[str]:
 
     rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "%", "LEFT"]]
     for row in document["budgets"]:
-        label = row["name"] + (f"[{row['per_value']}]" if row["per_value"] is not None else "")
+        per = row["per_value"]
+        label = row["name"] + (f"[{printable(per)}]" if per is not None else "")
         rows.append([
             label, row["period"],
             *bounds_for_people(row["period"], row["period_start"], row["period_end"]),

@@ -10,14 +10,16 @@ import datetime as dt
 import re
 from typing import Any, NamedTuple, Protocol
 
+from ledger.core.ids import checked_id
 from ledger.core.output_fit import OutputFit
 from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
+from ledger.core.server_tools import web_searches
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate.gate import GateDeps, check_verdict, usage
-from ledger.services.gate.prices import PriceDeps, find_price, price_for
+from ledger.services.gate.prices import PriceDeps, find_price, price_for, web_search_fee_micros
 from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.gate.recording import record_call
 
@@ -105,7 +107,7 @@ def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
     """A record's scope for budgets, sealed only when given."""
     details: dict[str, Any] = {}
     if agent is not None:
-        details["agent"] = text_arg(agent, "--agent")
+        details["agent"] = checked_id(agent, "--agent")
     if tags:
         details["tags"] = list(tag_list(tags))
     if key is not None:
@@ -161,6 +163,8 @@ def verdict(
     gateway_key: object = None,
     min_output_tokens: int | None = None,
     output_step: int = 1,
+    forwarded: bool = False,
+    server_tool_micros: int = 0,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
@@ -169,6 +173,10 @@ def verdict(
     With ``min_output_tokens`` too, a call that does not fit is admitted with
     the largest output limit that fits, down to that many tokens (a multiple
     of ``output_step``); the document's ``clamped_output_tokens`` names it.
+    ``forwarded``: the request is sent as soon as it is admitted (the gateway),
+    so its reservation is charged at its estimate if it expires unrecorded.
+    ``server_tool_micros``: the most its server-side tools (web search) may
+    cost, added to the token estimate.
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -194,6 +202,7 @@ def verdict(
         if name is None:
             name = found.provider
         micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
+        micros += server_tool_micros
         if micros > MAX_MICROS:
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
@@ -202,11 +211,13 @@ def verdict(
     if details:
         details["input_tokens"] = inputs
         details["max_output_tokens"] = max_outputs
+        if server_tool_micros:
+            details["server_tool_micros"] = server_tool_micros
     if name == "aggregate":
         name = None
     outcome = check_verdict(
-        deps, micros, name, text_arg(cycle_id, "--cycle-id"), text_arg(agent, "--agent"),
-        details=details or None, tags=call_tags, key=call_key, fit=fit,
+        deps, micros, name, checked_id(cycle_id, "--cycle-id"), checked_id(agent, "--agent"),
+        details=details or None, tags=call_tags, key=call_key, fit=fit, forwarded=forwarded,
     )  # fmt: skip
     decision = outcome.decision
     micros = decision.estimate_micros
@@ -257,6 +268,12 @@ class Priced(NamedTuple):
     details: dict[str, Any]
     warning: str | None
 
+    def at_least(self, floor_micros: int) -> tuple[int | None, dict[str, Any], str | None]:
+        """Cost, details and warning, the cost raised to ``floor_micros`` (the usage's kept)."""
+        if self.actual_micros is None or self.actual_micros >= floor_micros:
+            return self.actual_micros, self.details, self.warning
+        return floor_micros, {**self.details, "usage_micros": self.actual_micros}, self.warning
+
 
 def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -> Priced:
     """Token counts and exact cost of a provider's usage object.
@@ -284,6 +301,12 @@ def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -
         return Priced(tokens, None, details, warning)
     micros, rates = quote_cost_micros(tokens, found)
     details.update(price_source=found.source, rates=rates.as_text())
+    searches = web_searches(provider, usage_object)
+    if searches:
+        # Server-side tool fees are part of what the call cost, beside its tokens.
+        fee = web_search_fee_micros(deps, provider, model, searches)
+        details.update(web_searches=searches, server_tool_micros=fee)
+        micros += fee
     return Priced(tokens, micros, details, None)
 
 
@@ -303,11 +326,13 @@ def record(
     tags: object = None,
     gateway_key: object = None,
     same_record_only: bool = False,
+    floor_micros: int = 0,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
     Without ``actual``, the cost is computed from ``usage_object`` (the
-    provider's own usage object) at ``model``'s price. ``same_record_only``:
+    provider's own usage object) at ``model``'s price, and is never less than
+    ``floor_micros`` (a call cut before its final usage arrived). ``same_record_only``:
     a caller's own idempotency key first sealed for another provider, amount
     or model is refused rather than answered as a duplicate (paths that seal
     a provider's response under its id leave it off: another path may have
@@ -342,14 +367,14 @@ def record(
         if model_name is None or usage_object is None:
             raise UsageError("give ACTUAL_USD, or --model with --usage-json")
         priced = price_usage(deps, name, model_name, usage_object)
-        micros, details, warning = priced.actual_micros, priced.details, priced.warning
+        micros, details, warning = priced.at_least(floor_micros)
         tokens = priced.tokens
         input_count = tokens.input + tokens.cache_write_5m + tokens.cache_write_1h
         input_count += tokens.cache_read
         output_count = tokens.output
     details.update(_scope_details(agent, tags, gateway_key))
     outcome = record_call(
-        deps, micros, name, ref, model_name, text_arg(cycle_id, "--cycle-id"),
+        deps, micros, name, ref, model_name, checked_id(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,
         same_record_only=same_record_only,
     )  # fmt: skip

@@ -15,7 +15,13 @@ from ledger.core.config import Config
 from ledger.core.output_fit import OutputFit, output_tokens_that_fit, room_micros
 from ledger.core.prices import quote_estimate_micros
 from ledger.core.seal import chain_time
-from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
+from ledger.core.spend import (
+    ScopeState,
+    empty_usd_state,
+    scope_state,
+    unpriced_problem,
+    unsettled,
+)
 from ledger.core.state import empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts, utc_day
 from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
@@ -38,6 +44,7 @@ from ledger.services.chain.state import (
     save_counter,
 )
 from ledger.services.chain.writer import Writer, WriterDeps
+from ledger.services.gate.forwarded import charge_expired_forwarded
 from ledger.services.gate.spool import with_spooled
 from ledger.services.ports import StateStore
 
@@ -223,6 +230,7 @@ def check_verdict(
     tags: tuple[str, ...] = (),
     key: str | None = None,
     fit: OutputFit | None = None,
+    forwarded: bool = False,
 ) -> VerdictOutcome:
     """Decide and record one pre-call check, reserving the estimate when admitted.
 
@@ -230,6 +238,9 @@ def check_verdict(
     at the largest output limit that does (at least ``fit.min_output``), in
     the same step as the check and the reservation, so two calls lowered at
     once can never both take the same room; the outcome names that limit.
+    ``forwarded`` marks a reservation whose request is sent as soon as it is
+    admitted (the gateway's): if the process dies before recording it, the
+    reservation is charged at its estimate when it expires, never released.
 
     ``details`` (the model, its ``price_source`` and token counts of a verdict
     priced from tokens) are sealed in the verdict's payload as they are.
@@ -262,14 +273,22 @@ def check_verdict(
                            provider, str(exc))  # fmt: skip
     try:
         outcome = _gate_once(
-            deps, writer, estimate_micros, call, refresh=[], details=details, fit=fit
+            deps,
+            writer,
+            estimate_micros,
+            call,
+            refresh=[],
+            details=details,
+            fit=fit,
+            forwarded=forwarded,
         )
         if isinstance(outcome, VerdictOutcome):
             return outcome
         results = [deps.observe(name) for name in outcome]
         final = _gate_once(
-            deps, writer, estimate_micros, call, refresh=results, details=details, fit=fit
-        )
+            deps, writer, estimate_micros, call, refresh=results, details=details, fit=fit,
+            forwarded=forwarded,
+        )  # fmt: skip
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
     except LockTimeoutError as exc:
         # Waiting again for the busy lock just to print figures would double the delay.
@@ -321,6 +340,8 @@ def _gate_once(
     refresh: list["ObserverResult"],
     details: dict[str, Any] | None = None,
     fit: OutputFit | None = None,
+    *,
+    forwarded: bool = False,
 ) -> VerdictOutcome | list[str]:
     config = deps.config
     provider = call.provider
@@ -338,6 +359,8 @@ def _gate_once(
             sealed = writer.append(tx, "budget.observation", payload, now=now)
             if problem is None:
                 fold_sealed(counter, sealed, tx.head())
+        if problem is None:
+            charge_expired_forwarded(writer, tx, counter, now)
         day = budget_day(now, config.day_zone)
         scopes = _scopes(with_spooled(deps, counter.data, now), config, provider, day, now)
         # SPEC §7: spend of today whose price is unknown halts like a damaged counter.
@@ -373,6 +396,8 @@ def _gate_once(
         if clamped is not None:
             payload["max_output_tokens"] = clamped  # the limit the call is sent with
         payload.update(_budget_payload(call, checks))
+        if forwarded and isinstance(payload.get("reservation"), dict):
+            payload["reservation"]["forwarded"] = True
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
             fold_sealed(counter, sealed, tx.head())
@@ -402,6 +427,8 @@ class UsageOutcome(NamedTuple):
     budgets: tuple[BudgetCheck, ...] = ()
     # The budgets' derived state the figures were read from (``None`` when unknown).
     budget_state: dict[str, Any] | None = None
+    # Forwarded calls not recorded yet: how many, and their estimates (micro-USD).
+    unsettled: tuple[int, int] = (0, 0)
 
 
 def usage(
@@ -452,5 +479,5 @@ def usage(
         aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
         utc_day(now), now, reason, decision.diagnostic, budget_day=day,
         verdict=decision.verdict, deciding=decision.deciding, budgets=tuple(checks),
-        budget_state=state if checks else None,
+        budget_state=state if checks else None, unsettled=unsettled(usd),
     )  # fmt: skip

@@ -11,6 +11,7 @@ import hashlib
 from typing import Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
+from ledger.core.model_data import context_window, web_search_rate
 from ledger.core.prices import (
     PriceError,
     ProviderPrices,
@@ -18,6 +19,7 @@ from ledger.core.prices import (
     parse_provider_file,
     quote,
 )
+from ledger.core.server_tools import search_fee_micros
 from ledger.errors import ChainIOError, UnknownPriceError
 from ledger.services.chain.writer import Writer, WriterDeps
 
@@ -45,6 +47,25 @@ class SyncDeps(WriterDeps, PriceDeps, Protocol):
     def write_price_files(self, files: dict[str, bytes]) -> str:
         """Replace the snapshot files; returns the folder's path."""
         ...
+
+
+def model_context_window(deps: PriceDeps, provider: str, model: str) -> int | None:
+    """The model's context window from the snapshot's model data, or ``None`` if unknown."""
+    try:
+        return context_window(_loader(deps), provider, model)
+    except PriceError:
+        return None
+
+
+def web_search_fee_micros(deps: PriceDeps, provider: str, model: str, searches: int) -> int:
+    """The fee of ``searches`` web searches of ``model`` (its rate, else the default)."""
+    if searches <= 0:
+        return 0
+    try:
+        rate = web_search_rate(_loader(deps), provider, model)
+    except PriceError:
+        rate = None
+    return search_fee_micros(searches, rate)
 
 
 def _loader(deps: PriceDeps) -> Any:

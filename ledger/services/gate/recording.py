@@ -18,6 +18,7 @@ from ledger.services.chain.idempotency import (
 )
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
+from ledger.services.gate.forwarded import charged_at_expiry
 
 if TYPE_CHECKING:
     from ledger.services.gate.gate import GateDeps
@@ -87,6 +88,13 @@ def record_call(
         return spool_record(cast("Any", deps), request)
 
 
+def _beyond_charge(request: dict[str, Any], charged: int) -> dict[str, Any]:
+    actual = request["actual_micros"]
+    details = {**(request["details"] or {}), "charged_at_expiry_micros": charged}
+    beyond = None if actual is None else max(0, actual - charged)
+    return {**request, "actual_micros": beyond, "details": details}
+
+
 def _seal_record(
     deps: "GateDeps", request: dict[str, Any], *, same_record_only: bool = False
 ) -> RecordOutcome:
@@ -123,7 +131,18 @@ def _seal_record(
         settled = False
         if verdict_ref is not None:
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
-            if reservation is None:
+            charged = None if reservation is not None else charged_at_expiry(
+                counter, deps, verdict_ref
+            )  # fmt: skip
+            if charged is not None:
+                # Charged at its estimate when its reservation expired unrecorded:
+                # this record adds only what the call cost beyond that.
+                request = _beyond_charge(request, charged)
+                warning = (
+                    f"verdict_ref {short_ref(verdict_ref)}… was charged at its estimate when it "
+                    "expired; recorded what the call cost beyond that"
+                )
+            elif reservation is None:
                 warning = (
                     f"verdict_ref {short_ref(verdict_ref)}… is unknown, expired or already "
                     "settled; recorded anyway"

@@ -97,10 +97,12 @@ def test_an_sse_stream_gives_the_last_usage_and_finishes_at_finish_reason():
     data = fixture("gemini_stream.sse")
     first_end = data.index(b"\r\n\r\n") + 4
     reader.feed_sse(data[:first_end])
-    assert not reader.finished
+    assert not bool(reader.finished)  # bool(): mypy would keep the attribute narrowed
     reader.feed_sse(data[first_end:])
     assert reader.finished
-    assert reader.usage == {**USAGE, "promptTokensDetails": reader.usage["promptTokensDetails"]}
+    usage = reader.usage
+    assert usage is not None
+    assert usage == {**USAGE, "promptTokensDetails": usage["promptTokensDetails"]}
     assert reader.idempotency_key == "google:0LWQaO6zH5-Az7IPgPq0-Qk"
 
 

@@ -178,11 +178,11 @@ class TestJson:
 
     @pytest.mark.parametrize("raw", [b"", b"<html>bad gateway</html>", b"[]", b"\xff"])
     def test_body_that_is_not_a_json_object(self, raw):
-        """A proxy's HTML page or garbage is an error, never an exception."""
+        """A proxy's HTML page or garbage is unreadable, never an exception."""
         reader = UsageReader.for_route(MESSAGES)
         reader.feed_json(raw)
         assert reader.usage is None
-        assert reader.error is not None
+        assert reader.unreadable
         assert not reader.finished
 
     def test_free_route_has_no_reader(self):

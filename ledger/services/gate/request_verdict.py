@@ -1,0 +1,36 @@
+"""The verdict on a model request as the gateway and the SDK guards see it.
+
+Both estimate a request from its body (``ledger.providers.estimate_request``);
+this turns that estimate into one verdict the same way for both: input the
+request only points at is sized (``referenced``), and its server-side tools'
+most searches are priced in.
+"""
+
+from typing import Any
+
+from ledger.providers import RequestEstimate
+from ledger.services.gate import calls, referenced
+from ledger.services.gate.prices import web_search_fee_micros
+
+
+def request_verdict(
+    deps: Any, estimate: RequestEstimate, *, searches: int = 0, **verdict_args: Any
+) -> dict[str, Any]:
+    """Decide and reserve one request; its verdict document.
+
+    ``verdict_args`` go to ``calls.verdict`` as they are (the call's cycle id,
+    agent, tags, gateway key, whether it is forwarded once admitted, ...).
+
+    Raises:
+        UsageError: a bad argument, or a model with no price.
+        ConfigError: the configuration is invalid or has no daily cap.
+    """
+    provider, model = estimate.provider, estimate.model
+    document, _admitted = calls.verdict(
+        deps, None, provider, model=model,
+        input_tokens=referenced.input_tokens(deps, estimate),
+        max_output_tokens=estimate.max_output_tokens,
+        server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
+        **verdict_args,
+    )  # fmt: skip
+    return document
