@@ -8,6 +8,7 @@ halt produces another.
 """
 
 import re
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ def parse_rules(value: Any, name: str) -> tuple[AlertRule, ...]:
         where = f"{name}[{index}]"
         if not isinstance(table, dict):
             raise ValueError(f"{where}: must be a table")
-        unknown = sorted(set(table) - {"url", "on", "check_seconds"})
+        unknown = sorted(set(table) - {"url", "on", "check_seconds", "timeout_seconds"})
         if unknown:
             raise ValueError(f"{where}: unknown key {unknown[0]}")
         url = table.get("url")
@@ -100,39 +101,60 @@ def parse_rules(value: Any, name: str) -> tuple[AlertRule, ...]:
     return tuple(rules)
 
 
-def check_seconds_of(value: Any, name: str) -> int | None:
-    """The smallest ``check_seconds`` given in any ``[[alerts]]`` table, if any.
+def redacted_url(url: str) -> str:
+    """``scheme://host/…``: a webhook URL without path, query or credentials, as logs show it.
+
+    Slack-style webhooks keep their secret in the path, others in the query or
+    in ``user:password@``; none of it is ever written to a log.
+    """
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    where = host if port is None else f"{host}:{port}"
+    return f"{parts.scheme}://{where}/…"
+
+
+def smallest_seconds(value: Any, name: str, key: str) -> int | None:
+    """The smallest ``key`` (``check_seconds``, ``timeout_seconds``) in any ``[[alerts]]`` table.
 
     Raises:
         ValueError: a value that is not an integer ≥ 1.
     """
     found: list[int] = []
     for index, table in enumerate(value if isinstance(value, list) else []):
-        if isinstance(table, dict) and "check_seconds" in table:
-            seconds = table["check_seconds"]
+        if isinstance(table, dict) and key in table:
+            seconds = table[key]
             if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
-                raise ValueError(f"{name}[{index}].check_seconds: must be an integer ≥ 1")
+                raise ValueError(f"{name}[{index}].{key}: must be an integer ≥ 1")
             found.append(seconds)
     return min(found) if found else None
 
 
 def alert_settings(value: Any, name: str) -> dict[str, Any]:
-    """``[[alerts]]`` as ``Config`` fields: the webhooks, and the smallest ``check_seconds``.
+    """``[[alerts]]`` as ``Config`` fields: the webhooks and the smallest of each timing key.
 
     TOML cannot hold both an array ``[[alerts]]`` and a table ``[alerts]``, so
-    ``check_seconds`` is written inside an ``[[alerts]]`` table (or given as
-    ``LEDGER_ALERTS_CHECK_SECONDS``).
+    ``check_seconds`` and ``timeout_seconds`` are written inside an ``[[alerts]]``
+    table (or given as ``LEDGER_ALERTS_CHECK_SECONDS`` / ``LEDGER_ALERTS_TIMEOUT_SECONDS``).
 
     Raises:
         ConfigError: the message names the table and key at fault.
     """
     try:
         found: dict[str, Any] = {"alert_rules": parse_rules(value, name)}
-        seconds = check_seconds_of(value, name)
+        seconds = smallest_seconds(value, name, "check_seconds")
+        timeout = smallest_seconds(value, name, "timeout_seconds")
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if seconds is not None:
         found["alert_check_seconds"] = seconds
+    if timeout is not None:
+        found["alert_timeout_seconds"] = timeout
     return found
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ledger.core.alerts import alert_for_entry, alert_settings, broken_alert
+from ledger.core.alerts import alert_for_entry, alert_settings, broken_alert, redacted_url
 from ledger.core.config import from_mapping
 from ledger.errors import ConfigError
 
@@ -122,7 +122,7 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
     document = {
         "alerts": [
             {"url": "https://hooks.example/a", "on": ["halt", "broken"]},
-            {"url": "http://127.0.0.1:9/b", "check_seconds": 3},
+            {"url": "http://127.0.0.1:9/b", "check_seconds": 3, "timeout_seconds": 4},
         ]
     }
     config = from_mapping(document, {})
@@ -133,14 +133,30 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
     assert config.alert_rules[0].on == frozenset({"halt", "broken"})
     assert config.alert_rules[1].on == frozenset({"warn", "halt", "uncertainty", "broken", "drift"})
     assert config.alert_check_seconds == 3
+    assert config.alert_timeout_seconds == 4
     assert from_mapping({}, {}).alert_check_seconds == 10
+    assert from_mapping({}, {}).alert_timeout_seconds == 10
     env = {
         "LEDGER_ALERTS": '[{"url": "http://127.0.0.1:9/x", "on": ["warn"]}]',
         "LEDGER_ALERTS_CHECK_SECONDS": "2",
+        "LEDGER_ALERTS_TIMEOUT_SECONDS": "7",
     }
     from_env = from_mapping({}, env)
     assert from_env.alert_rules[0].on == frozenset({"warn"})
     assert from_env.alert_check_seconds == 2
+    assert from_env.alert_timeout_seconds == 7
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/XXXX", "https://hooks.slack.com/…"),
+        ("http://alice:s3cret@127.0.0.1:8080/x?token=abc", "http://127.0.0.1:8080/…"),
+        ("https://[::1]:9/hook", "https://[::1]:9/…"),
+    ],
+)
+def test_a_webhook_url_is_shown_without_path_query_or_credentials(url, shown):
+    assert redacted_url(url) == shown
 
 
 @pytest.mark.parametrize(
@@ -151,6 +167,7 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
         ({"url": "https://x/y", "on": []}, "alerts[0].on"),
         ({"url": "https://x/y", "colour": "red"}, "alerts[0]: unknown key colour"),
         ({"url": "https://x/y", "check_seconds": 0}, "alerts[0].check_seconds"),
+        ({"url": "https://x/y", "timeout_seconds": 0}, "alerts[0].timeout_seconds"),
         ("https://x/y", "alerts[0]: must be a table"),
     ],
 )
