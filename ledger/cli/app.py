@@ -303,8 +303,8 @@ def verify_chain(
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
 
-    Exit 0 verified; 1 broken; 2 no such chain file; 65 an unreadable key,
-    trust store or checkpoint file.
+    Exit 0 verified (a home with no entries yet: OK 0 entries); 1 broken; 2 no
+    such LOG file; 65 an unreadable key, trust store or checkpoint file.
 
     Example: ledger --home ./.ledger verify-chain --json
 
