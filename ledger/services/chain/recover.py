@@ -46,7 +46,7 @@ from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
-from ledger.services.chain.findings import stored_finding
+from ledger.services.chain.findings import describe_finding, sealed_finding, stored_finding
 from ledger.services.chain.proofs import tree_root_of_lines
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
@@ -220,12 +220,35 @@ def recover(
         return _recover(deps, files, trust, explicit, None)
     with deps.chain.transaction() as tx:
         report = _recover(deps, files, trust, explicit, tx)
-        if report.action == "none" and stored_finding(deps.states) is not None:
-            # The chain verifies again: the finding a full verification left
-            # for the gate is cleared with the state, rebuilt from this chain.
-            cleared = tuple(files.relative(path) for path in files.clear_state())
-            report = replace(report, state_cleared=cleared)
+        if report.action == "none":
+            finding = stored_finding(deps.states) or sealed_finding(deps.chain)
+            if finding is not None:
+                report = _clear_finding(deps, tx, files, report, finding)
         return report
+
+
+def _clear_finding(
+    deps: SnapshotDeps,
+    tx: ChainTx,
+    files: SnapshotStore,
+    report: RecoverReport,
+    finding: dict[str, Any],
+) -> RecoverReport:
+    """The chain verifies again (someone put the damaged line back): clear the finding.
+
+    A ``ledger.recovered`` entry with nothing lost clears the sealed finding
+    from the fold, and the derived state is cleared, rebuilt from this chain.
+    """
+    damage = describe_finding(finding).removesuffix("; run `ledger recover`")
+    cleared_report = replace(report, damage=f"{damage}; the chain verifies again"[:_MAX_REASON])
+    sealed = Writer(deps).append(tx, RECOVERED_EVENT, cleared_report.payload())
+    cleared = tuple(files.relative(path) for path in files.clear_state())
+    return replace(
+        cleared_report,
+        state_cleared=cleared,
+        entry_hash=sealed.entry_hash,
+        message=f"{report.message}; the BROKEN finding is cleared",
+    )
 
 
 def _nothing_there(files: SnapshotStore, explicit: tuple[Path, Manifest] | None) -> bool:
