@@ -21,6 +21,7 @@ from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_USAGE, LedgerError, UsageError
 
 app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     name="ledger",
     help=(
         "A tamper-evident, fail-closed spend guard for autonomous agents.\n\n"
@@ -34,6 +35,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 keys_app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Writer keys: rotate, pin an offline root, revoke, trust another writer's key."
         "\n\nExample: ledger keys rotate"
