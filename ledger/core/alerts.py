@@ -12,6 +12,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.hook_protocol import remedy_in
 from ledger.core.units import usd_text
 from ledger.errors import ConfigError
 
@@ -195,6 +196,9 @@ def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, 
     if event == "uncertainty":
         reason = str(payload.get("uncertainty_reason") or "unknown")
         action = _UNCERTAINTY_ACTION.get(reason, "see `ledger explain`")
+        remedy = remedy_in(str(payload.get("diagnostic") or ""))
+        if reason == "counter_inconsistent" and remedy is not None:
+            action = f"run {remedy}"
         return f"ledger: spend halted ({reason}) for {where}; {figures}; {action}{_short(ref)}"
     if event == "halt":
         return f"ledger: spend halted at the cap for {where}; {figures}{_short(ref)}"

@@ -45,7 +45,7 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
-from ledger.errors import InputDataError
+from ledger.errors import InputDataError, LedgerError
 from ledger.services.chain.findings import describe_finding, sealed_finding, stored_finding
 from ledger.services.chain.proofs import tree_root_of_lines
 from ledger.services.chain.snapshot import (
@@ -224,7 +224,32 @@ def recover(
             finding = stored_finding(deps.states) or sealed_finding(deps.chain)
             if finding is not None:
                 report = _clear_finding(deps, tx, files, report, finding)
+            elif _state_behind_another_head(deps, tx):
+                # The chain verifies but the derived state was saved at a head it
+                # no longer has: rebuilt from this chain on next use.
+                cleared = tuple(files.relative(path) for path in files.clear_state())
+                report = replace(report, state_cleared=cleared)
         return report
+
+
+def _state_behind_another_head(deps: SnapshotDeps, tx: ChainTx) -> bool:
+    """Whether the stored derived state names a head this (verifying) chain does not have."""
+    try:
+        stored = deps.states.load()
+    except LedgerError:
+        return False  # an unreadable state halts on its own, naming rebuild-state
+    if stored is None:
+        return False
+    head = tx.head()
+    if head is None:
+        return stored.size > 0
+    if stored.size > head.size:
+        return True
+    if stored.size == head.size:
+        return stored.head_hash != head.entry_hash
+    if stored.head_hash is None:
+        return False
+    return deps.chain.hash_of_entry(stored.size) != stored.head_hash
 
 
 def _clear_finding(
