@@ -16,3 +16,26 @@ def test_a_missing_billing_reading_is_no_reading_yet(home: Path, run_inproc: Any
     assert body["uncertainty_reason"] == "billing_stale"
     assert "no billing reading yet" in body["diagnostic"], body["diagnostic"]
     assert "never" not in body["diagnostic"]
+
+
+def test_status_shows_every_row_unknown_while_the_chain_is_torn(home: Path, run_inproc: Any):
+    env = {**NOW, "LEDGER_BUDGETS": '[{"name": "burst", "usd": 20, "period": "rolling:5h"}]',
+           "LEDGER_USD_PROVIDER_CAPS": '{"openai": 50}'}  # fmt: skip
+    ref = cli(run_inproc, home, "verdict", "2", "--provider", "openai", env=env)
+    assert ref.code == 0, ref.stderr
+    with (home / "events.jsonl").open("ab") as chain:
+        chain.write(b'{"schema_version": "1.1.0", "prim')  # a torn last line
+    shown = cli(run_inproc, home, "status", env=env)
+    assert shown.code == 0, shown.stderr
+    rows = [line for line in shown.stdout.splitlines() if line.strip().startswith(
+        ("aggregate", "provider:openai", "budget:burst"))]  # fmt: skip
+    assert len(rows) == 3, shown.stdout
+    for row in rows:
+        assert "unknown" in row, shown.stdout
+        assert "$0.00" not in row, shown.stdout
+        assert "counter_inconsistent" in row, shown.stdout
+    document = cli(run_inproc, home, "status", "--json", env=env).json()
+    assert document["usd"]["figures_known"] is False
+    assert document["usd"]["usd_used"] is None
+    assert all(cap["usd_used_micros"] is None for cap in document["usd"]["caps"])
+    assert document["budgets"][0]["used"] is None
