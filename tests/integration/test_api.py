@@ -105,6 +105,7 @@ def test_guard_warns_at_warn_90_as_the_sdk_guards_do(book, home, monkeypatch):
         with ledger.open(home).guard(provider="anthropic", estimate_usd="0.95") as call:
             entered = True
     assert entered
+    assert call.verdict is not None
     assert call.verdict.verdict == "warn-90"
     import warnings
 
