@@ -39,3 +39,16 @@ def test_status_shows_every_row_unknown_while_the_chain_is_torn(home: Path, run_
     assert document["usd"]["usd_used"] is None
     assert all(cap["usd_used_micros"] is None for cap in document["usd"]["caps"])
     assert document["budgets"][0]["used"] is None
+
+
+def test_a_malformed_budget_is_named_as_written(home: Path, run_inproc: Any):
+    (home / "ledger.toml").write_text(
+        (home / "ledger.toml").read_text()
+        + '\n[[budgets]]\nname = "ok"\nusd = 1\nperiod = "day"\n'
+        + '\n[[budgets]]\nname = "Research Monthly"\nusd = 200\nperiod = "month"\n'
+    )
+    refused = cli(run_inproc, home, "status", env=NOW)
+    assert refused.code == 78
+    assert refused.stderr.startswith('ledger: budgets "Research Monthly".name: must match'), (
+        refused.stderr
+    )
