@@ -7,12 +7,14 @@ budget day produces one ``halt`` message for that day, and the next day's first
 halt produces another.
 """
 
+import datetime as dt
 import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.hook_protocol import remedy_in
+from ledger.core.timefmt import parse_ts
 from ledger.core.units import usd_text
 from ledger.errors import ConfigError
 
@@ -184,7 +186,51 @@ def _period_of(payload: dict[str, Any], scope: str) -> str:
     return str(day) if day is not None else "?"
 
 
-def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, ref: str) -> str:
+def _deciding_budget(payload: dict[str, Any], scope: str) -> dict[str, Any] | None:
+    if not scope.startswith("budget:"):
+        return None
+    for budget in payload.get("budgets") or []:
+        if isinstance(budget, dict) and _names(scope, budget):
+            return budget
+    return None
+
+
+def _local_date(ts: Any, zone: dt.tzinfo) -> str | None:
+    try:
+        return parse_ts(str(ts)).astimezone(zone).date().isoformat()
+    except ValueError:
+        return None
+
+
+def _minute(ts: Any) -> str:
+    text = str(ts)
+    return f"{text[:10]} {text[11:16]}Z" if len(text) >= 16 else text  # noqa: PLR2004
+
+
+def period_words(payload: dict[str, Any], scope: str, zone: dt.tzinfo = dt.UTC) -> str:
+    """The period an alert speaks of, said the same way for every scope.
+
+    A day as its date (``on 2026-11-26``), a week or a month by its first day
+    and kind (``in the week starting 2026-11-23``), a rolling window by its
+    bounds (``in the rolling window 2026-11-26 09:00Z to 2026-11-26 14:00Z``).
+    """
+    day = payload.get("budget_day") or payload.get("utc_day") or "?"
+    budget = _deciding_budget(payload, scope)
+    if budget is None:
+        return f"on {day}"
+    kind = str(budget.get("period"))
+    if kind.startswith("rolling:"):
+        start, end = budget.get("period_start"), budget.get("period_end")
+        if start is None or end is None:
+            return f"in its rolling window on {day}"
+        return f"in the rolling window {_minute(start)} to {_minute(end)}"
+    if kind in ("week", "month"):
+        first = _local_date(budget.get("period_start"), zone)
+        return f"in the {kind} starting {first}" if first else f"in the {kind} of {day}"
+    return f"on {day}"
+
+
+def _verdict_text(event: str, payload: dict[str, Any], scope: str, when: str, ref: str) -> str:
     used = usd_text(int(payload.get("usd_used_micros") or 0))
     reserved = usd_text(int(payload.get("usd_reserved_micros") or 0))
     cap_micros = payload.get("cap_micros")
@@ -192,7 +238,7 @@ def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, 
     figures = f"{used} used + {reserved} reserved of {cap}"
     if payload.get("estimated_micros") is not None:
         figures += f"; this call {usd_text(int(payload['estimated_micros']))}"
-    where = f"{scope} on {period}" + (f", agent {payload['agent']}" if payload.get("agent") else "")
+    where = f"{scope} {when}" + (f", agent {payload['agent']}" if payload.get("agent") else "")
     if event == "uncertainty":
         reason = str(payload.get("uncertainty_reason") or "unknown")
         action = _UNCERTAINTY_ACTION.get(reason, "see `ledger explain`")
@@ -206,9 +252,17 @@ def _verdict_text(event: str, payload: dict[str, Any], scope: str, period: str, 
 
 
 def alert_for_entry(
-    event_type: str, payload: dict[str, Any], entry_hash: str, ts_utc: str
+    event_type: str,
+    payload: dict[str, Any],
+    entry_hash: str,
+    ts_utc: str,
+    zone: dt.tzinfo = dt.UTC,
 ) -> Alert | None:
-    """The alert one sealed entry raises, if any (verdict halts and warnings, blocking drift)."""
+    """The alert one sealed entry raises, if any (verdict halts and warnings, blocking drift).
+
+    ``zone`` is the budget day's (``usd.day_timezone``): a week or month is
+    named by its first day there.
+    """
     event = _VERDICT_EVENTS.get(event_type)
     if event is not None:
         scope = str(payload.get("deciding_cap") or "aggregate")
@@ -219,7 +273,9 @@ def alert_for_entry(
             period=period,
             verdict_ref=entry_hash,
             at=ts_utc,
-            text=_verdict_text(event, payload, scope, period, entry_hash),
+            text=_verdict_text(
+                event, payload, scope, period_words(payload, scope, zone), entry_hash
+            ),
         )
     if event_type == "budget.reconcile" and payload.get("blocking") is True:
         provider = str(payload.get("provider") or "aggregate")

@@ -145,7 +145,9 @@ def _follow(
             alerts.append(_broken(number, "prev_hash does not match", now, config))
             break
         _advance(state, line, parsed.entry_hash)
-        alert = alert_for_entry(parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc)
+        alert = alert_for_entry(
+            parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc, config.day_zone
+        )
         if alert is not None:
             alerts.append(alert)
     return alerts

@@ -210,3 +210,34 @@ def test_a_budget_name_that_prefixes_another_is_not_taken_for_it():
     alert = alert_for_entry("budget.halt_100", payload, REF, "2026-03-02T10:00:00.000000Z")
     assert alert is not None
     assert alert.period == "2026-03-02T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("scope", "budget", "words"),
+    [
+        ("aggregate", None, "aggregate on 2026-03-04"),
+        ("provider:openai", None, "provider:openai on 2026-03-04"),
+        ("budget:d", {"period": "day", "period_start": "2026-03-03T23:00:00.000000Z",
+                      "period_end": "2026-03-04T23:00:00.000000Z"}, "budget:d on 2026-03-04"),
+        ("budget:w[a1]", {"period": "week", "period_start": "2026-03-01T23:00:00.000000Z",
+                          "period_end": "2026-03-08T23:00:00.000000Z"},
+         "budget:w[a1] in the week starting 2026-03-02"),
+        ("budget:m", {"period": "month", "period_start": "2026-02-28T23:00:00.000000Z",
+                      "period_end": "2026-03-31T22:00:00.000000Z"},
+         "budget:m in the month starting 2026-03-01"),
+        ("budget:r", {"period": "rolling:5h", "period_start": "2026-03-04T05:00:00.000000Z",
+                      "period_end": "2026-03-04T10:00:00.000000Z"},
+         "budget:r in the rolling window 2026-03-04 05:00Z to 2026-03-04 10:00Z"),
+    ],
+)  # fmt: skip
+def test_every_scope_gives_its_period_the_same_way(scope, budget, words):
+    import zoneinfo
+
+    payload = halt_payload(deciding_cap=scope, budget_day="2026-03-04")
+    if budget is not None:
+        payload["budgets"] = [{"name": scope.removeprefix("budget:").split("[")[0], **budget}]
+    zone = zoneinfo.ZoneInfo("Europe/Berlin")
+    alert = alert_for_entry("budget.halt_100", payload, REF, "2026-03-04T10:00:00.000000Z", zone)
+    assert alert is not None
+    assert f"for {words};" in alert.text, alert.text
+    assert "T00:00:00" not in alert.text
