@@ -277,6 +277,14 @@ def alert_for_entry(
                 event, payload, scope, period_words(payload, scope, zone), entry_hash
             ),
         )
+    if event_type == "chain.finding":
+        # A full verification (verify-chain, the daemon) found damage the
+        # follower cannot see by reading new lines: an old line edited in place.
+        day = ts_utc[:10]
+        line = payload.get("line")
+        return broken_alert(
+            int(line) if isinstance(line, int) else 0, str(payload.get("reason")), ts_utc, day
+        )
     if event_type == "budget.reconcile" and payload.get("blocking") is True:
         provider = str(payload.get("provider") or "aggregate")
         scope = "aggregate" if provider == "aggregate" else f"provider:{provider}"

@@ -220,3 +220,26 @@ def test_a_trickling_webhook_holds_back_no_other_and_no_log_shows_a_secret(home:
         assert hook.paths[0] == "/hook/T000/B000/XXsecretXX?token=abc"
         for secret_part in ("s3cret", "alice", "XXsecretXX", "token", "/hook", "/slow"):
             assert not any(secret_part in line for line in lines.lines), lines.lines
+
+
+def test_a_line_edited_in_place_is_sealed_and_sent_as_broken(home: Path):
+    """The daemon's full verification seals a chain.finding; the follower sends it."""
+    with webhook() as hook:
+        env = alert_env(hook.url, on=["broken"])
+        env["LEDGER_CHAIN_VERIFY_INTERVAL_HOURS"] = "0.001"  # 3.6 s
+        assert verdict(home, env, "1") == 0
+        assert verdict(home, env, "2") == 0
+        chain = home / "events.jsonl"
+        with daemon(home, env) as lines:
+            assert lines.wait_for("verify: OK")
+            text = chain.read_text()
+            # The first verdict's estimate edited in place: same length, same head.
+            chain.write_text(
+                text.replace('"estimated_micros":1000000', '"estimated_micros":1000001', 1)
+            )
+            bodies = hook.wait_for(1)
+            assert lines.wait_for("verify: BROKEN line 1")
+        assert bodies[0]["event"] == "broken"
+        assert "line 1 (" in bodies[0]["text"]
+        tail = json.loads(chain.read_text().splitlines()[-1])
+        assert (tail["event_type"], tail["payload"]["line"]) == ("chain.finding", 1)

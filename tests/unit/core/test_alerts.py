@@ -241,3 +241,12 @@ def test_every_scope_gives_its_period_the_same_way(scope, budget, words):
     assert alert is not None
     assert f"for {words};" in alert.text, alert.text
     assert "T00:00:00" not in alert.text
+
+
+def test_a_sealed_finding_is_sent_as_broken():
+    payload = {"line": 7, "reason": "signature does not verify"}
+    alert = alert_for_entry("chain.finding", payload, REF, "2026-03-02T10:00:00.000000Z")
+    assert alert is not None
+    assert (alert.event, alert.scope, alert.period) == ("broken", "chain", "2026-03-02")
+    assert "line 7 (signature does not verify)" in alert.text
+    assert "ledger recover" in alert.text
