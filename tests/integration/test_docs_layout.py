@@ -86,7 +86,10 @@ def layout(site: Path, page: str) -> dict[str, list[str]]:
     )  # fmt: skip
     found = re.search(r'<pre id="layout">(.*?)</pre>', proc.stdout, re.DOTALL)
     assert found is not None, proc.stderr[-2000:]
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    measured: dict[str, list[str]] = json.loads(
+        found.group(1).replace("&quot;", '"').replace("&amp;", "&")
+    )
+    return measured
 
 
 def test_no_help_block_is_wider_than_its_column(site: Path):
