@@ -117,15 +117,17 @@ def verify_and_remember(deps: FindingDeps) -> "VerifyOutcome | None":
 def remember_finding(deps: FindingDeps, line: int | None, reason: str) -> bool:
     """Seal a BROKEN finding at the chain's tail and keep it in the derived state.
 
-    Under the chain lock. The same finding already kept is not sealed again (a
-    daemon verifying every few minutes writes it once). Returns whether it was
-    written. A counter that is already untrustworthy
+    Under the chain lock. The same finding already kept and sealed is not
+    written again (a daemon verifying every few minutes writes it once); one kept
+    but not yet sealed (the writer key was unusable) is sealed on the next try.
+    Returns whether anything was written. A counter that is already untrustworthy
     (the damage is in its unfolded tail, the state is edited, the chain is
     torn) is not written: every verdict finds that damage again on its own.
 
     Raises:
         LockTimeoutError: the chain lock stayed busy.
         ChainIOError: the chain or the state cannot be read or written.
+        KeyFileError: no usable writer key to seal it (the state keeps it).
     """
     from ledger.services.chain.state import load_counter
 
@@ -134,18 +136,30 @@ def remember_finding(deps: FindingDeps, line: int | None, reason: str) -> bool:
         if counter.problem is not None:
             return False
         finding = {"line": line, "reason": reason[:_MAX_REASON] or "does not verify"}
-        if counter.data["meta"].get(FINDING_KEY) == finding:
+        sealed = sealed_finding(deps.chain)
+        is_sealed = sealed is not None and {k: sealed.get(k) for k in finding} == finding
+        is_kept = counter.data["meta"].get(FINDING_KEY) == finding
+        if is_sealed and is_kept:
             return False
-        Writer(deps).append(tx, CHAIN_FINDING, finding)
-        # The state is saved at the head it folded; the next load folds the
-        # sealed entry and finds the same finding.
-        counter.data["meta"][FINDING_KEY] = finding
-        head = counter.head
-        if counter.new_keys or counter.rebuilt:
-            deps.states.save_keys(counter.new_keys, replace=counter.rebuilt)
-        # Unlike a verdict's save, a failed write is an error here: a finding
-        # that silently failed to persist would leave the gate admitting.
-        deps.states.save_state(
-            head.entry_hash if head else None, head.size if head else 0, counter.data
-        )
+        if not is_kept:
+            # The state first: the gate reads it even if the seal below fails
+            # (no usable writer key). Saved at the head it folded; the next load
+            # folds the sealed entry and finds the same finding.
+            counter.data["meta"][FINDING_KEY] = finding
+            head = counter.head
+            if counter.new_keys or counter.rebuilt:
+                deps.states.save_keys(counter.new_keys, replace=counter.rebuilt)
+            # Unlike a verdict's save, a failed write is an error here: a finding
+            # that silently failed to persist would leave the gate admitting.
+            deps.states.save_state(
+                head.entry_hash if head else None, head.size if head else 0, counter.data
+            )
+        seal_failure: LedgerError | None = None
+        if not is_sealed:
+            try:
+                Writer(deps).append(tx, CHAIN_FINDING, finding)
+            except LedgerError as exc:  # the kept state still halts the gate
+                seal_failure = exc
+    if seal_failure is not None:
+        raise seal_failure
     return True
