@@ -45,9 +45,9 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
-from ledger.errors import InputDataError, LedgerError
-from ledger.services.chain.findings import describe_finding, sealed_finding, stored_finding
+from ledger.errors import InputDataError
 from ledger.services.chain.proofs import tree_root_of_lines
+from ledger.services.chain.recover_verifying import RECOVERED_EVENT, settle_verifying_chain
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
     SnapshotStore,
@@ -57,7 +57,6 @@ from ledger.services.chain.snapshot import (
 from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
-RECOVERED_EVENT = "ledger.recovered"
 _MAX_REASON = 1000
 
 
@@ -221,59 +220,8 @@ def recover(
     with deps.chain.transaction() as tx:
         report = _recover(deps, files, trust, explicit, tx)
         if report.action == "none":
-            finding = stored_finding(deps.states) or sealed_finding(deps.chain)
-            if finding is not None:
-                report = _clear_finding(deps, tx, files, report, finding)
-            elif _state_behind_another_head(deps, tx):
-                # The chain verifies but the derived state was saved at a head it
-                # no longer has: rebuilt from this chain on next use.
-                cleared = tuple(files.relative(path) for path in files.clear_state())
-                report = replace(report, state_cleared=cleared)
+            report = settle_verifying_chain(deps, tx, files, report)
         return report
-
-
-def _state_behind_another_head(deps: SnapshotDeps, tx: ChainTx) -> bool:
-    """Whether the stored derived state names a head this (verifying) chain does not have."""
-    try:
-        stored = deps.states.load()
-    except LedgerError:
-        return False  # an unreadable state halts on its own, naming rebuild-state
-    if stored is None:
-        return False
-    head = tx.head()
-    if head is None:
-        return stored.size > 0
-    if stored.size > head.size:
-        return True
-    if stored.size == head.size:
-        return stored.head_hash != head.entry_hash
-    if stored.head_hash is None:
-        return False
-    return deps.chain.hash_of_entry(stored.size) != stored.head_hash
-
-
-def _clear_finding(
-    deps: SnapshotDeps,
-    tx: ChainTx,
-    files: SnapshotStore,
-    report: RecoverReport,
-    finding: dict[str, Any],
-) -> RecoverReport:
-    """The chain verifies again (someone put the damaged line back): clear the finding.
-
-    A ``ledger.recovered`` entry with nothing lost clears the sealed finding
-    from the fold, and the derived state is cleared, rebuilt from this chain.
-    """
-    damage = describe_finding(finding).removesuffix("; run `ledger recover`")
-    cleared_report = replace(report, damage=f"{damage}; the chain verifies again"[:_MAX_REASON])
-    sealed = Writer(deps).append(tx, RECOVERED_EVENT, cleared_report.payload())
-    cleared = tuple(files.relative(path) for path in files.clear_state())
-    return replace(
-        cleared_report,
-        state_cleared=cleared,
-        entry_hash=sealed.entry_hash,
-        message=f"{report.message}; the BROKEN finding is cleared",
-    )
 
 
 def _nothing_there(files: SnapshotStore, explicit: tuple[Path, Manifest] | None) -> bool:
