@@ -16,17 +16,20 @@ Every answer carries the fields the CLI prints as JSON, as attributes. Errors
 are ``ledger.LedgerError`` subclasses whose ``exit_code`` is the CLI's.
 """
 
+import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ledger.errors import BudgetHalted, LedgerError
+from ledger.errors import BudgetHalted, BudgetWarning, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
 from ledger.services.gate.calls import amount
 
 ADMITTING = frozenset({"allow", "warn-90"})
+log = logging.getLogger("ledger")
 
 
 class Answer:
@@ -243,6 +246,17 @@ class Guard:
         )  # fmt: skip
         if not self.verdict.allowed:
             raise BudgetHalted(self.verdict)
+        if self.verdict.verdict == "warn-90":
+            # As the SDK guards do: a warning the caller's filters may show,
+            # log, or make an error (then the block does not run).
+            what = self.provider if self.model is None else f"{self.provider}/{self.model}"
+            shown = self.verdict.as_dict()
+            message = (
+                f"ledger: {what} call admitted at warn-90: {shown.get('usage_pct')}% of the "
+                f"{shown.get('deciding_cap') or 'aggregate'} cap would be used"
+            )
+            log.warning("%s (verdict %s)", message, self.verdict.verdict_ref)
+            warnings.warn(message, BudgetWarning, stacklevel=2)
         return self
 
     def __exit__(

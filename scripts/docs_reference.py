@@ -16,6 +16,7 @@ appears by itself, and a config key without a meaning here fails the docs test.
 
 import argparse
 import os
+import re
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -62,10 +63,16 @@ MEANINGS = {
 }
 
 
+# The width the help is laid out for: it fits the page's text column, so a
+# help block never runs out of it (the style wraps what still would).
+HELP_WIDTH = 78
+
+
 def command_helps() -> Iterator[tuple[str, str]]:
     """Every command line's words and its ``--help`` text, per-call commands first."""
     import typer
 
+    os.environ["COLUMNS"] = str(HELP_WIDTH)  # argparse lays its help out for the terminal
     from ledger.cli import FAST_COMMANDS
     from ledger.cli.app import app
     from ledger.cli.fast import build_parser
@@ -96,7 +103,10 @@ def _click_helps(
     except ImportError:  # older typer uses click itself
         from click import Context
 
-    context = Context(command, info_name=name, parent=parent, terminal_width=100)
+    context = Context(
+        command, info_name=name, parent=parent, terminal_width=HELP_WIDTH,
+        max_content_width=HELP_WIDTH,
+    )  # fmt: skip
     if parent is not None:
         yield context.command_path, command.get_help(context)
     for sub_name, sub in sorted(getattr(command, "commands", {}).items()):
@@ -165,6 +175,23 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     if "<!-- ledger:runbook -->" in markdown:
         markdown = markdown.replace("<!-- ledger:runbook -->", runbook_markdown())
     return markdown
+
+
+_TABLE_CODE = re.compile(r"(<td><code>)([^<]*)(</code>)")
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Let config keys in tables break after a dot or an underscore only (the mkdocs hook).
+
+    The page's style keeps words whole; these are the places a long key such
+    as ``reconcile.drift_threshold_pct`` may wrap in a narrow column.
+    """
+
+    def breakable(match: re.Match[str]) -> str:
+        text = re.sub(r"([._])", r"\1<wbr>", match.group(2))
+        return match.group(1) + text + match.group(3)
+
+    return _TABLE_CODE.sub(breakable, html)
 
 
 def runbook_markdown() -> str:

@@ -21,6 +21,7 @@ from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_USAGE, LedgerError, UsageError
 
 app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     name="ledger",
     help=(
         "A tamper-evident, fail-closed spend guard for autonomous agents.\n\n"
@@ -34,6 +35,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 keys_app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Writer keys: rotate, pin an offline root, revoke, trust another writer's key."
         "\n\nExample: ledger keys rotate"
@@ -270,8 +272,8 @@ def verify_chain(
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
 
-    Exit 0 verified; 1 broken; 2 no such chain file; 65 an unreadable key,
-    trust store or checkpoint file.
+    Exit 0 verified (a home with no entries yet: OK 0 entries); 1 broken; 2 no
+    such LOG file; 65 an unreadable key, trust store or checkpoint file.
 
     Example: ledger --home ./.ledger verify-chain --json
 

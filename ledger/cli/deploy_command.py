@@ -13,6 +13,7 @@ from ledger.cli.operator import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 
 deploy_app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Deployment files rendered for this installation.\n\n"
         "Example: ledger --home /var/lib/ledger deploy systemd --output ./units"

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ledger.core.prices import Rates
 
 prices_app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Token prices: show a model's rates, or write the home's price snapshot from the "
         "installed genai-prices.\n\nExample: ledger prices show claude-sonnet-4-5 --provider "

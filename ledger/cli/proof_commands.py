@@ -21,6 +21,7 @@ from ledger.errors import EXIT_HALT, UsageError
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 prove_app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Merkle proofs against signed checkpoints: one entry's inclusion, or that "
         "a newer checkpoint extends an older one.\n\n"

@@ -68,9 +68,23 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def _money(micros: int | None) -> str:
-    from ledger.core.units import usd_text
+    """Money as ``status`` shows it: to the cent."""
+    from ledger.core.units import cents_text
 
-    return "-" if micros is None else usd_text(micros)
+    return "-" if micros is None else cents_text(micros)
+
+
+def _left(micros: int | None) -> str:
+    """What is left, as ``status`` shows it: rounded down, never negative."""
+    from ledger.cli.status_command import _left_text
+
+    return "-" if micros is None else _left_text(micros)
+
+
+def _pct(value: Any) -> str:
+    from ledger.core.units import pct_text
+
+    return pct_text(value)
 
 
 def _clock(ts_utc: str, zone: dt.tzinfo) -> str:
@@ -111,8 +125,8 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
         rows.append([
             scope["scope"], _money(scope["cap_micros"]), _money(scope["counter_micros"]),
             _money(scope["billing_micros"]), _money(scope["used_micros"]),
-            _money(scope["reserved_micros"]), _money(scope["remaining_micros"]),
-            "-" if pct is None else f"{pct}%", str(scope["records"]),
+            _money(scope["reserved_micros"]), _left(scope["remaining_micros"]),
+            _pct(pct), str(scope["records"]),
         ])  # fmt: skip
     out += _table(rows)
     if document["unpriced_calls"]:
@@ -132,8 +146,8 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
             drift = item["drift_pct"]
             rows.append([
                 _clock(item["ts_utc"], zone), item["provider"], _money(item["counter_micros"]),
-                _money(item["billing_micros"]), "-" if drift is None else f"{drift}%",
-                f"{item['threshold_pct']}%", _reconcile_result(item),
+                _money(item["billing_micros"]), _pct(drift),
+                _pct(item["threshold_pct"]), _reconcile_result(item),
             ])  # fmt: skip
         out += _table(rows)
     out += _detail_lines(document, zone)
@@ -159,7 +173,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
         out += ["", f"Spend by {breakdown['by']} (recorded calls):"]
         rows = [[breakdown["by"].upper(), "CALLS", "SPEND", "SHARE"]]
         rows += [[row["key"], str(row["calls"]), _money(row["usd_micros"]),
-                  "-" if row["share_pct"] is None else f"{row['share_pct']}%"]
+                  _pct(row["share_pct"])]
                  for row in breakdown["rows"]]  # fmt: skip
         out += _table(rows) if breakdown["rows"] else ["  none"]
     return out
@@ -179,7 +193,7 @@ def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
             item["name"] + ("" if value is None else f"[{value}]"), item["period"],
             *bounds_for_people(item["period"], item["period_start"], item["period_end"]),
             _money(item["used_micros"]), _money(item["reserved_micros"]),
-            _money(item["cap_micros"]), "-" if pct is None else f"{pct}%", str(item["halts"]),
+            _money(item["cap_micros"]), _pct(pct), str(item["halts"]),
         ])  # fmt: skip
     return ["", "Budgets (their periods to the day's end):", *_table(rows)]
 

@@ -88,8 +88,29 @@ def agent_view(runtime: Any) -> dict[str, Any]:
     return agent_status(runtime, budget_end)
 
 
+_UNKNOWN_USD = ("usd_used", "usd_reserved", "usd_remaining", "usage_pct")
+_UNKNOWN_CAP = (*_UNKNOWN_USD, "usd_used_micros", "usd_reserved_micros", "usd_remaining_micros")
+_UNKNOWN_BUDGET = ("used", "reserved", "remaining", "usage_pct", "used_micros", "reserved_micros")
+
+
+def _mark_unknown(document: dict[str, Any]) -> None:
+    """Blank every figure the untrusted counter gave: unknown, never a reassuring $0.00."""
+    usd = document["usd"]
+    usd["figures_known"] = False
+    usd.update(dict.fromkeys(_UNKNOWN_USD))
+    for cap in usd["caps"]:
+        cap.update(dict.fromkeys(_UNKNOWN_CAP))
+    for budget in document.get("budgets") or []:
+        budget.update(dict.fromkeys(_UNKNOWN_BUDGET))
+
+
 def collect(runtime: Any) -> dict[str, Any]:
-    """Every budget's figures as one JSON-able document."""
+    """Every budget's figures as one JSON-able document.
+
+    While the counter cannot be trusted (a torn or broken chain, a state that
+    does not match it), every money figure is ``null``: the gate halts, and a
+    row of $0.00 would say there is room.
+    """
     from ledger.services.chain.init_options import billing_source
     from ledger.services.gate.budget_views import budget_rows
 
@@ -98,8 +119,11 @@ def collect(runtime: Any) -> dict[str, Any]:
         "billing": billing_source(runtime.config),
         **agent_view(runtime),
     }
+    document["usd"]["figures_known"] = True
     if runtime.config.budgets:
         document["budgets"] = budget_rows(runtime)["budgets"]
+    if document["usd"]["uncertainty_reason"] == "counter_inconsistent":
+        _mark_unknown(document)
     return document
 
 
@@ -129,6 +153,9 @@ def _money_row(scope: str, period: str, figures: dict[str, Any], note: str) -> l
     from ledger.core.units import cents_text, pct_for_people
 
     cap, used, reserved = (figures[k] for k in ("cap", "used", "reserved"))
+    if used is None or reserved is None:
+        shown = "not set" if cap is None else cents_text(cap)
+        return [scope, period, shown, "unknown", "unknown", "unknown", "unknown", note]
     if cap is None:
         return [scope, period, "not set", cents_text(used), cents_text(reserved), "-", "-", note]
     pct = Fraction(100 * (used + reserved), cap) if cap else None
@@ -142,7 +169,7 @@ def _budget_micros(budget: dict[str, Any], key: str) -> int | None:
     """A budget's figure in micro-USD: its ``<key>_micros`` if given, else its USD value."""
     from ledger.core.units import usd_to_micros
 
-    if f"{key}_micros" in budget:
+    if budget.get(f"{key}_micros") is not None:
         return int(budget[f"{key}_micros"])
     value = budget.get(key)
     return None if value is None else usd_to_micros(value)
@@ -159,15 +186,17 @@ def _usd_lines(document: dict[str, Any]) -> list[str]:
             "reserved": cap["usd_reserved_micros"],
         }
         note = f"halt-uncertainty: {reason}" if reason else ""
-        if cap["cap_micros"] is None:
+        if cap["cap_micros"] is None and not reason:
             note = "no daily cap configured (usd.daily_cap)"
         rows.append(_money_row(cap["scope"], cap["period"], figures, note))
     # Budgets (named caps over a period for matching calls) are rows of the same
     # table, after the day's caps, once the figures carry them.
+    unknown = not usd.get("figures_known", True)
     for budget in document.get("budgets") or []:
         per = f"[{budget['per_value']}]" if budget.get("per_value") else ""
         figures = {key: _budget_micros(budget, key) for key in ("cap", "used", "reserved")}
-        rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, ""))
+        note = "halt-uncertainty: counter_inconsistent" if unknown else ""
+        rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, note))
     lines = [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
     count = usd.get("unsettled_calls") or 0
     if count:

@@ -44,6 +44,17 @@ def _sync_merkle_index(runtime: "Runtime") -> None:
         sys.stderr.write("ledger: the Merkle index did not match the chain; rebuilt it\n")
 
 
+def _state_size(runtime: "Runtime") -> int | None:
+    """How many entries the home's derived state has folded, if it can be read."""
+    from ledger.errors import LedgerError
+
+    try:
+        stored = runtime.states.load()
+    except LedgerError:
+        return None
+    return None if stored is None else stored.size
+
+
 def run_verify(
     home: str | None,
     log: Path | None,
@@ -61,7 +72,7 @@ def run_verify(
     from ledger.edges.files.checkpointfiles import load_checkpoint
     from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
-    from ledger.services.chain.verify import verify_store
+    from ledger.services.chain.verify import held_against_state, verify_store
 
     # Verifying a given LOG needs only what the command line gives, no home.
     runtime = build_runtime(home, must_exist=log is None)
@@ -76,10 +87,9 @@ def run_verify(
         trust = TrustStore()
         cp = None
     else:
-        store = runtime.chain  # type: ignore[assignment]  # either store (SPEC §8)
-        if not store.exists():
-            sys.stderr.write(f"ledger: {store.path}: no such chain file\n")
-            return EXIT_USAGE
+        # Either store; one with no entries yet verifies as OK 0 entries unless a
+        # checkpoint or the derived state shows that entries existed.
+        store = runtime.chain  # type: ignore[assignment]
         trust = runtime.keys.load_trust() if trust_store is None else TrustStore()
         cp = runtime.newest_checkpoint() if checkpoint is None else None
     if trust_store is not None:
@@ -103,13 +113,15 @@ def run_verify(
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")
+    if log is None:
+        outcome = held_against_state(outcome, _state_size(runtime))
     if as_json:
         print_json(
             {"ok": outcome.ok, "entries": outcome.entries, "line": outcome.line,
              "reason": outcome.reason}
         )  # fmt: skip
     if outcome.ok:
-        if log is None:
+        if log is None and outcome.entries:
             _sync_merkle_index(runtime)
         if not as_json:
             sys.stdout.write(f"OK {outcome.entries} entries\n")

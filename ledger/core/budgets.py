@@ -111,9 +111,12 @@ def parse_budgets(value: Any, where: str) -> tuple[Budget, ...]:
         if not isinstance(table, dict):
             raise ConfigError(f"{label}: must be a table")
         name = table.get("name")
+        if isinstance(name, str) and name:
+            # Named as the user wrote it (quoted as JSON: no control character
+            # reaches the terminal), so "Research Monthly" is found at a glance.
+            label = f"{where} {json.dumps(name[:80], ensure_ascii=False)}"
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise ConfigError(f"{label}.name: must match ^[a-z][a-z0-9_-]{{0,63}}$")
-        label = f'{where} "{name}"'
         if name in seen:
             raise ConfigError(f"{label}.name: defined twice")
         seen.add(name)

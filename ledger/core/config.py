@@ -94,6 +94,7 @@ class Config(NamedTuple):
     budgets: tuple[Budget, ...] = ()
     alert_rules: tuple[AlertRule, ...] = ()
     alert_check_seconds: int = 10
+    alert_timeout_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
 
 
@@ -375,11 +376,15 @@ def from_mapping(
                     raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
             values[_FIELD_FOR[section, key]] = _convert_key(kind, raw, variable)
     _json_overrides(environ, values)
-    if "LEDGER_ALERTS_CHECK_SECONDS" in environ:
-        raw_seconds = environ["LEDGER_ALERTS_CHECK_SECONDS"]
-        if not raw_seconds.isdigit() or int(raw_seconds) < 1:
-            raise ConfigError("LEDGER_ALERTS_CHECK_SECONDS: must be an integer ≥ 1")
-        values["alert_check_seconds"] = int(raw_seconds)
+    for variable, field in (
+        ("LEDGER_ALERTS_CHECK_SECONDS", "alert_check_seconds"),
+        ("LEDGER_ALERTS_TIMEOUT_SECONDS", "alert_timeout_seconds"),
+    ):
+        if variable in environ:
+            raw_seconds = environ[variable]
+            if not raw_seconds.isdigit() or int(raw_seconds) < 1:
+                raise ConfigError(f"{variable}: must be an integer ≥ 1")
+            values[field] = int(raw_seconds)
     if "day_timezone" in values:
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"

@@ -22,7 +22,9 @@ from ledger.core.events import schema_errors
 from ledger.core.timefmt import parse_ts, utc_day
 from ledger.core.units import usd_to_micros
 
-OUR_NAMESPACES = frozenset({"budget", "tokens", "turns", "tools", "time", "hook", "ledger"})
+OUR_NAMESPACES = frozenset(
+    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway"}
+)
 LOA_VERDICTS = frozenset(
     {"budget.allow", "budget.warn_90", "budget.halt_100", "budget.halt_uncertainty"}
 )

@@ -22,6 +22,11 @@ SECRET_RE = re.compile(r"^lk_[A-Za-z0-9_-]{43}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
+SEALED_DIGEST_CHARS = 16
+KEY_ISSUED = "gateway.key_issued"
+KEY_REVOKED = "gateway.key_revoked"
+
+
 class GatewayKey(NamedTuple):
     """One issued key as kept (never the secret itself)."""
 
@@ -39,6 +44,17 @@ class GatewayKey(NamedTuple):
             "name": self.name, "agent": self.agent, "tags": list(self.tags),
             "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
             "sha256": self.digest,
+        }  # fmt: skip
+
+    def sealed(self) -> dict[str, Any]:
+        """The key as the chain records it: who could spend, as whom, until when.
+
+        Never the secret, nor the whole digest: a prefix of the digest tells keys
+        apart for an auditor without helping anyone test a guessed secret offline.
+        """
+        return {
+            "name": self.name, "sha256_prefix": self.digest[:SEALED_DIGEST_CHARS],
+            "agent": self.agent, "tags": list(self.tags), "expires": self.expires,
         }  # fmt: skip
 
     def shown(self, now: dt.datetime) -> dict[str, Any]:

@@ -29,6 +29,7 @@ Output follows the Claude Code hooks reference:
 
 import datetime as dt
 import json
+import re
 from typing import Any, NamedTuple
 
 from ledger.core.refs import short_ref
@@ -191,6 +192,19 @@ _LIFTED_BY = {
     "clock_drift": "a corrected system clock",
 }
 _BILLING_REASONS = frozenset({"billing_stale", "provider_lag"})
+_REMEDY_RE = re.compile(r"run (`ledger [^`]+`)")
+
+
+def remedy_in(diagnostic: str) -> str | None:
+    """The command a diagnostic names as its way out (its last ``run `ledger …```), if any.
+
+    The diagnostic is written where the damage is found and knows the remedy
+    best (a tampered chain: ``recover``); a table keyed by words is the fallback.
+    """
+    found = _REMEDY_RE.findall(diagnostic)
+    return str(found[-1]) if found else None
+
+
 _COUNTER_LIFTS = (
     ("price", "pricing the model in ledger.toml, then `ledger rebuild-state`"),
     ("torn", "`ledger recover`"),
@@ -262,6 +276,8 @@ def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
         return f"spend resumes when {next_day}"
     reason = str(document.get("uncertainty_reason"))
     lift = _LIFTED_BY.get(reason)
+    if lift is None:
+        lift = remedy_in(str(document.get("diagnostic") or ""))
     if lift is None:
         diagnostic = str(document.get("diagnostic") or "").lower()
         found = [text for word, text in _COUNTER_LIFTS if word in diagnostic]

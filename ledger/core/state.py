@@ -19,6 +19,9 @@ from ledger.core.timefmt import parse_ts
 
 STATE_FORMAT = "ledger-state/1"
 OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
+CHAIN_FINDING = "chain.finding"
+FINDING_KEY = "broken"
+"""Where ``meta`` keeps a BROKEN finding; only ``ledger.recovered`` clears it."""
 
 
 def empty_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
@@ -69,6 +72,13 @@ def apply_entry(
             apply_priced(state["usd"], priced)
             if budgets and "budgets" in state:
                 apply_budget_prices(state["budgets"], budgets, priced)
+    if event_type == CHAIN_FINDING:
+        # Sealed in the chain, the finding is folded back by any state, however
+        # old, that folds the chain up to its head: it cannot be hidden by
+        # putting back an older derived state.
+        meta[FINDING_KEY] = {"line": payload.get("line"), "reason": payload.get("reason")}
+    elif event_type == "ledger.recovered":
+        meta.pop(FINDING_KEY, None)
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)

@@ -68,6 +68,13 @@ def cents_text(micros: int, *, round_down: bool = False) -> str:
     return f"{'-' if micros < 0 and cents else ''}${whole:,}.{fraction:02d}"
 
 
+def pct_text(value: float | str | Fraction | None) -> str:
+    """A percentage from a document (``"47.5100"``, ``42.0``) as ``status`` shows it: ``47.5%``."""
+    if value is None:
+        return "-"
+    return pct_for_people(value if isinstance(value, Fraction) else Fraction(str(value)))
+
+
 def pct_for_people(value: Fraction | None) -> str:
     """A percentage to one decimal for people (``110.3%``); ``-`` when there is none."""
     if value is None:

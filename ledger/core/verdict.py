@@ -125,12 +125,17 @@ def _uncertainty(
             continue
         reading = scope.reading
         if reading is None or _seconds(now - reading.fetched_at) > config.stale_seconds:
-            age = "never" if reading is None else f"{_seconds(now - reading.fetched_at):.0f} s ago"
+            last = (
+                "no billing reading yet"
+                if reading is None
+                else "the last successful billing reading was fetched "
+                f"{_seconds(now - reading.fetched_at):.0f} s ago"
+            )
             return (
                 Uncertainty.BILLING_STALE,
                 (
-                    f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and the last "
-                    f"successful billing reading was fetched {age} (limit {config.stale_seconds} s)"
+                    f"{scope.key}: usage above {float(config.stale_halt_pct):g}% and {last} "
+                    f"(limit {config.stale_seconds} s)"
                     f"{_NO_OBSERVER if config.observer_command is None else ''}"
                 ),
             )

@@ -77,14 +77,14 @@ def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
 def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
     """Follow the chain and send the alerts it calls for; failures are logged, never raised."""
     from ledger.edges.alertfiles import AlertStateFile
-    from ledger.edges.webhook import post_json
+    from ledger.edges.webhook import post_all
     from ledger.services.billing.alerts import run_alerts
 
     runtime = runtime_factory()
     try:
         run_alerts(
             runtime.chain, runtime.config, AlertStateFile(runtime.home),
-            runtime.clock.now(), post_json, lambda line: log_line(f"alerts: {line}"),
+            runtime.clock.now(), post_all, lambda line: log_line(f"alerts: {line}"),
         )  # fmt: skip
     except LedgerError as exc:
         log_line(f"alerts: error: {exc}")

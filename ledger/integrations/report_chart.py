@@ -20,11 +20,12 @@ mpl.use("Agg")
 from matplotlib.figure import Figure
 
 from ledger.core.timefmt import parse_ts
-from ledger.core.units import MICROS_PER_USD, usd_text
+from ledger.core.units import MICROS_PER_USD, cents_text
 
 _SVG_OPEN = re.compile(r"<svg\b[^>]*>")
 _SIZE_ATTR = re.compile(r'\s(?:width|height)="[^"]*"')
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+_BUDGET_COLOURS = ("#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5")
 _STEPS_MINUTES = (5, 10, 15, 30, 60, 120, 180, 360)
 _MAX_TICKS = 10
 _PAD_HOURS = 0.25  # the margin around a short active period
@@ -125,16 +126,43 @@ def _plot_scopes(axes: Any, scopes: list[dict[str, Any]], start: dt.datetime, st
         top = max(top, *(micros for _, micros in series))
         axes.step(
             xs, ys, where="post", color=colour, linewidth=2.6 if aggregate else 1.8,
-            label=f"{name}: {usd_text(series[-1][1])}", zorder=3,
+            label=f"{name}: {cents_text(series[-1][1])}", zorder=3,
         )  # fmt: skip
         cap = scope["cap_micros"]
         if cap is not None:
             top = max(top, cap)
-            label = f"daily cap {usd_text(cap)}" if aggregate else f"{name} cap {usd_text(cap)}"
+            label = f"daily cap {cents_text(cap)}" if aggregate else f"{name} cap {cents_text(cap)}"
             axes.axhline(
                 _usd(cap), color="#d62728" if aggregate else colour, linestyle="--",
                 linewidth=1.6, label=label, zorder=2,
             )  # fmt: skip
+    return top
+
+
+def _plot_budgets(axes: Any, budgets: list[dict[str, Any]], start: dt.datetime, stop: float) -> int:
+    """Each shown budget's used spend through the day and its cap; returns the highest."""
+    top = 0
+    colours = iter(_BUDGET_COLOURS * 8)
+    for budget in budgets:
+        series = budget.get("series") or []
+        if not series:
+            continue
+        colour = next(colours)
+        budget["_colour"] = colour
+        name = budget["scope"].removeprefix("budget:")
+        xs = [_hours(when, start) for when, _ in series] + [stop]
+        ys = [_usd(micros) for _, micros in series] + [_usd(series[-1][1])]
+        top = max(top, *(micros for _, micros in series))
+        axes.step(
+            xs, ys, where="post", color=colour, linewidth=1.6, linestyle="-.",
+            label=f"budget {name}: {cents_text(series[-1][1])}", zorder=3,
+        )  # fmt: skip
+        cap = budget["cap_micros"]
+        top = max(top, cap)
+        axes.axhline(
+            _usd(cap), color=colour, linestyle=":", linewidth=1.4,
+            label=f"budget {name} cap {cents_text(cap)} ({budget['period']})", zorder=2,
+        )  # fmt: skip
     return top
 
 
@@ -152,26 +180,38 @@ def _plot_readings(axes: Any, document: dict[str, Any], start: dt.datetime) -> i
             [_usd(r["usd_micros"]) for r in readings],
             marker="D", s=42, facecolors="white", edgecolors=colour_of.get(scope, "#555555"),
             linewidths=1.8, zorder=5,
-            label=f"{_name(scope)} bill: {usd_text(readings[-1]['usd_micros'])}",
+            label=f"{_name(scope)} bill: {cents_text(readings[-1]['usd_micros'])}",
         )  # fmt: skip
     return top
 
 
-def _plot_halts(axes: Any, document: dict[str, Any], start: dt.datetime) -> None:
-    """Halts, each marked on the line of the cap that decided it."""
-    halts = document["halts"]
-    if not halts:
-        return
+def halt_points(document: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """Each halt as ``(time, scope, spend)``: on the line of the scope that decided it.
+
+    A cap's halt sits on its cap's line; a budget's on that budget's line (the
+    chart draws the budgets the report shows); anything else on the aggregate.
+    """
     series_of = {scope["scope"]: scope["series"] for scope in document["scopes"]}
-    heights = [
-        _usd(
-            _value_at(series_of.get(halt["deciding_cap"]) or series_of["aggregate"], halt["ts_utc"])
-        )
-        for halt in halts
-    ]
+    series_of.update(
+        {b["scope"]: b["series"] for b in document.get("budgets") or [] if b.get("series")}
+    )
+    points = []
+    for halt in document["halts"]:
+        scope = halt.get("deciding_cap") or "aggregate"
+        if scope not in series_of:
+            scope = "aggregate"
+        points.append((halt["ts_utc"], scope, _value_at(series_of[scope], halt["ts_utc"])))
+    return points
+
+
+def _plot_halts(axes: Any, document: dict[str, Any], start: dt.datetime) -> None:
+    """Halts, each marked on the line of the scope that decided it."""
+    points = halt_points(document)
+    if not points:
+        return
     axes.scatter(
-        [_hours(halt["ts_utc"], start) for halt in halts], heights, marker="X", s=70,
-        color="#d62728", zorder=4, label=f"halts ({len(halts)})",
+        [_hours(when, start) for when, _, _ in points], [_usd(micros) for _, _, micros in points],
+        marker="X", s=70, color="#d62728", zorder=4, label=f"halts ({len(points)})",
     )  # fmt: skip
 
 
@@ -201,7 +241,7 @@ def _span_text(hours: float) -> str:
 
 
 def chart_svg(document: dict[str, Any]) -> str:
-    """Cumulative spend per provider and in aggregate against the caps, as inline SVG."""
+    """Cumulative spend per provider, in aggregate and per budget against the caps, as SVG."""
     zone = ZoneInfo(document["timezone"])
     start, end = parse_ts(document["day_start"]), parse_ts(document["day_end"])
     now = parse_ts(document["generated_at"])
@@ -214,6 +254,8 @@ def chart_svg(document: dict[str, Any]) -> str:
     figure = Figure(figsize=(11, 5.6), layout="constrained")
     axes = figure.add_subplot()
     top = _plot_scopes(axes, scopes, start, stop)
+    budgets = [dict(budget) for budget in document.get("budgets") or []]
+    top = max(top, _plot_budgets(axes, budgets, start, stop))
     top = max(top, _plot_readings(axes, {**document, "scopes": scopes}, start))
     _plot_halts(axes, document, start)
     if start <= now < end and left <= now_at <= right:

@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ledger.core.timefmt import parse_ts
-from ledger.core.units import usd_text
+from ledger.core.units import cents_text, pct_text
 from ledger.integrations.report_chart import chart_svg
 
 _MONEY_COLUMNS = (
@@ -48,7 +48,16 @@ def _e(value: object) -> str:
 
 
 def _money(micros: int | None) -> str:
-    return "-" if micros is None else usd_text(micros)
+    """Money as ``ledger status`` shows it: to the cent; what is left never negative."""
+    return "-" if micros is None else cents_text(micros)
+
+
+def _left(micros: int | None) -> str:
+    if micros is None:
+        return "-"
+    if micros >= 0:
+        return cents_text(micros, round_down=True)
+    return f"$0.00 (over by {cents_text(-micros)})"
 
 
 def _table(head: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset()) -> str:
@@ -75,8 +84,9 @@ def _scope_row(scope: dict[str, Any]) -> list[str]:
     pct = scope["usage_pct"]
     return [
         scope["scope"],
-        *(_money(scope[key]) for key in _MONEY_COLUMNS),
-        "-" if pct is None else f"{pct}%",
+        *(_money(scope[key]) for key in _MONEY_COLUMNS[:-1]),
+        _left(scope["remaining_micros"]),
+        pct_text(pct),
         str(scope["records"]),
     ]
 
@@ -94,8 +104,8 @@ def _reconcile_row(item: dict[str, Any], clock: Callable[[str], str]) -> list[st
         item["provider"],
         _money(item["counter_micros"]),
         _money(item["billing_micros"]),
-        "-" if drift is None else f"{drift}%",
-        f"{item['threshold_pct']}%",
+        pct_text(drift),
+        pct_text(item["threshold_pct"]),
         result,
     ]
 
@@ -108,7 +118,7 @@ def _budget_section(budgets: list[dict[str, Any]]) -> list[str]:
         [b["name"] + ("" if b["per_value"] is None else f"[{b['per_value']}]"), b["period"],
          f"{_when(b['period_start'])} to {_when(b['period_end'])}", _money(b["used_micros"]),
          _money(b["reserved_micros"]), _money(b["cap_micros"]),
-         "-" if b["usage_pct"] is None else f"{b['usage_pct']}%", str(b["halts"])]
+         pct_text(b["usage_pct"]), str(b["halts"])]
         for b in budgets
     ]  # fmt: skip
     head = ["budget", "period", "window", "used", "reserved", "cap", "usage", "halts"]
@@ -168,7 +178,7 @@ def _breakdown_section(breakdown: dict[str, Any] | None) -> list[str]:
     body = "".join(
         f'<tr><td>{_e(row["key"])}</td><td class="num">{row["calls"]}</td>'
         f'<td class="num">{_e(_money(row["usd_micros"]))}</td>'
-        f'<td class="num">{_e(row["share_pct"])}%</td>'
+        f'<td class="num">{_e(pct_text(row["share_pct"]))}</td>'
         f'<td class="bar"><div style="width: {float(row["share_pct"] or 0):.1f}%"></div></td></tr>'
         for row in breakdown["rows"]
     )

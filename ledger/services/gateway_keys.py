@@ -1,10 +1,26 @@
-"""Gateway keys: issue, list, revoke, and resolve the key a gateway request presents."""
+"""Gateway keys: issue, list, revoke, and resolve the key a gateway request presents.
+
+Issuing and revoking a key each seal an entry in the chain
+(``gateway.key_issued`` / ``gateway.key_revoked``: name, a prefix of the secret's
+SHA-256, agent, tags, expiry; never the secret), so an auditor sees from the
+chain alone who could spend when. The entry is sealed under the chain lock
+before the key store changes: a key never works without its entry (on a fleet
+both are one database transaction).
+"""
 
 import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ledger.core.gateway_keys import GatewayKey, new_key, resolve, revoked
+from ledger.core.gateway_keys import (
+    KEY_ISSUED,
+    KEY_REVOKED,
+    GatewayKey,
+    new_key,
+    resolve,
+    revoked,
+)
+from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import Clock
 
 
@@ -38,25 +54,33 @@ class GatewayKeyDeps(Protocol):
         ...
 
 
+class KeyChangeDeps(GatewayKeyDeps, WriterDeps, Protocol):
+    """What issuing and revoking need: the key store and the chain they are sealed in."""
+
+
 def issue_key(
-    deps: GatewayKeyDeps, name: str, agent: str | None = None, tags: Sequence[str] = (),
+    deps: KeyChangeDeps, name: str, agent: str | None = None, tags: Sequence[str] = (),
     expires: dt.datetime | None = None,
 ) -> tuple[GatewayKey, str]:  # fmt: skip
     """Issue a key; returns it and its secret (shown once, never stored).
 
     Raises:
         UsageError: a bad or already issued name, or an expiry in the past.
+        LockTimeoutError, ChainIOError: the entry could not be sealed (no key issued).
     """
     store = deps.gateway_keys
     secret = store.new_secret()
     now = deps.clock.now()
     made: list[GatewayKey] = []
+    writer = Writer(deps)
+    with deps.chain.transaction() as tx:
 
-    def add(keys: list[GatewayKey]) -> list[GatewayKey]:
-        made.append(new_key(keys, name, secret, agent, tags, expires, now))
-        return [*keys, made[0]]
+        def add(keys: list[GatewayKey]) -> list[GatewayKey]:
+            made.append(new_key(keys, name, secret, agent, tags, expires, now))
+            writer.append(tx, KEY_ISSUED, made[0].sealed())
+            return [*keys, made[0]]
 
-    store.change(add)
+        store.change(add)
     return made[0], secret
 
 
@@ -66,14 +90,24 @@ def list_keys(deps: GatewayKeyDeps) -> list[dict[str, Any]]:
     return [key.shown(now) for key in deps.gateway_keys.load()]
 
 
-def revoke_key(deps: GatewayKeyDeps, name: str) -> dict[str, Any]:
+def revoke_key(deps: KeyChangeDeps, name: str) -> dict[str, Any]:
     """Revoke a key from now on; returns it as listed.
 
     Raises:
         UsageError: no such key, or revoked already.
+        LockTimeoutError, ChainIOError: the entry could not be sealed (nothing revoked).
     """
     now = deps.clock.now()
-    deps.gateway_keys.change(lambda keys: revoked(keys, name, now))
+    writer = Writer(deps)
+    with deps.chain.transaction() as tx:
+
+        def revoke(keys: list[GatewayKey]) -> list[GatewayKey]:
+            changed = revoked(keys, name, now)
+            key = next(key for key in changed if key.name == name)
+            writer.append(tx, KEY_REVOKED, key.sealed())
+            return changed
+
+        deps.gateway_keys.change(revoke)
     return next(key.shown(now) for key in deps.gateway_keys.load() if key.name == name)
 
 

@@ -95,7 +95,9 @@ LATER = iso(HOSTILE_AT + dt.timedelta(minutes=15))
 HOUR = iso(HOSTILE_AT + dt.timedelta(hours=1))
 HASH = "0" * 64
 
-OUR_NAMESPACES = frozenset({"budget", "tokens", "turns", "tools", "time", "hook", "ledger"})
+OUR_NAMESPACES = frozenset(
+    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway"}
+)
 TIME_FIELDS = frozenset(
     {"expires_at", "fetched_at", "billing_ts", "server_ts", "deadline", "local_time"}
 )
@@ -147,6 +149,15 @@ BASES: dict[str, dict[str, Any]] = {
         "session_id": "s-1", "tool_name": "Bash", "workflow": "wf", "turn_counted": True,
         "agent": "scout", "tool_call": "counted", "budget": 10, "budget_used": 2,
         "decision": "allow", "reason": None,
+    },
+    "chain.finding": {"line": 2, "reason": "signature does not verify"},
+    "gateway.key_issued": {
+        "name": "ci", "sha256_prefix": "0123456789abcdef", "agent": "ci-bot",
+        "tags": ["team:infra"], "expires": None,
+    },
+    "gateway.key_revoked": {
+        "name": "ci", "sha256_prefix": "0123456789abcdef", "agent": None, "tags": [],
+        "expires": "2099-01-01T00:00:00.000000Z",
     },
     "ledger.key_rotated": {
         "old_key_id": "aaaaaaaaaaaaaaaa", "new_key_id": "bbbbbbbbbbbbbbbb",
@@ -600,6 +611,9 @@ def run_case(
         append_unsigned(home, hostile.event_type, hostile.payload, HOSTILE_AT)
     must_refuse = verdict.startswith("invalid")
     control = (hostile.kind == "as-is" and verdict == "valid") or verdict == "foreign"
+    if hostile.event_type == "chain.finding" and verdict == "valid":
+        # A sealed BROKEN finding halts the gate until recover: that is what it is for.
+        must_refuse, control = True, False
     verifies = chain_verifies(home)
     if not verifies:  # the chain is broken: the gate must halt whatever the entry says
         tally.broken += 1

@@ -98,6 +98,26 @@ def test_guard_halt_raises_and_never_enters(book, home, monkeypatch):
     assert caught.value.exit_code == 1
 
 
+def test_guard_warns_at_warn_90_as_the_sdk_guards_do(book, home, monkeypatch):
+    monkeypatch.setenv("LEDGER_USD_DAILY_CAP", "1")
+    monkeypatch.setenv("LEDGER_BILLING_STALE_HALT_PCT", "100")
+    with pytest.warns(ledger.BudgetWarning, match="warn-90: 95"):
+        with ledger.open(home).guard(provider="anthropic", estimate_usd="0.95") as call:
+            entered = True
+    assert entered
+    assert call.verdict is not None
+    assert call.verdict.verdict == "warn-90"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ledger.BudgetWarning)
+        ran = False
+        with pytest.raises(ledger.BudgetWarning):
+            with ledger.open(home).guard(provider="anthropic", estimate_usd="0.01"):
+                ran = True
+        assert not ran
+
+
 def test_leaving_the_guard_without_record_records_nothing(book, home):
     with book.guard(provider="anthropic", estimate_usd="0.10"):
         pass

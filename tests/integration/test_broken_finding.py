@@ -195,3 +195,64 @@ def test_the_served_gate_and_the_hook_halt_too(tmp_path, run_inproc, request):
     decision = denied.json()["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
     assert "counter_inconsistent" in decision["permissionDecisionReason"]
+
+
+def _keep_state(home: Path, request: pytest.FixtureRequest) -> Any:
+    """A copy of the derived state as it is now, and a way to put it back later."""
+    if _on_postgres(home):
+        import psycopg
+
+        server = request.getfixturevalue("pg_server")
+        schema = request.getfixturevalue("pg_store_env")["LEDGER_STORE_SCHEMA"]
+        (row,) = server.sql(f'SELECT head_seq, head_hash, size, body FROM "{schema}".derived_state')
+
+        def put_back_row() -> None:
+            with psycopg.connect(server.url, autocommit=True) as conn:
+                conn.execute(
+                    f'UPDATE "{schema}".derived_state SET head_seq = %s, head_hash = %s, '
+                    "size = %s, body = %s WHERE id = 1",
+                    row,
+                )
+
+        return put_back_row
+    kept = {path: path.read_bytes() for path in (home / "state").rglob("*") if path.is_file()}
+
+    def put_back_files() -> None:
+        for path in (home / "state").rglob("*"):
+            if path.is_file() and path not in kept:
+                path.unlink()
+        for path, data in kept.items():
+            path.write_bytes(data)
+
+    return put_back_files
+
+
+def _chain_text(home: Path, request: pytest.FixtureRequest) -> str:
+    if _on_postgres(home):
+        server = request.getfixturevalue("pg_server")
+        schema = request.getfixturevalue("pg_store_env")["LEDGER_STORE_SCHEMA"]
+        rows = server.sql(f'SELECT line FROM "{schema}".chain ORDER BY seq')
+        return "".join(bytes(line).decode() for (line,) in rows)
+    return (home / "events.jsonl").read_text()
+
+
+@STORES
+def test_an_older_state_put_back_cannot_hide_the_sealed_finding(home, run_inproc, request):
+    _spend(run_inproc, home)
+    line = _edit_second_record(home, request)
+    assert cli(run_inproc, home, "verdict", "0.5", env=env_at()).json()["verdict"] == "allow"
+    put_back = _keep_state(home, request)  # the state at the same head, before the finding
+    assert cli(run_inproc, home, "verify-chain", env=env_at()).code == 1
+    tail = _chain_text(home, request).splitlines()[-1]
+    assert '"event_type":"chain.finding"' in tail
+    assert f'"line":{line}' in tail
+    assert cli(run_inproc, home, "verify-chain", env=env_at()).code == 1
+    assert _chain_text(home, request).count('"chain.finding"') == 1  # sealed once
+    put_back()
+    halted = cli(run_inproc, home, "verdict", "0.5", env=env_at())
+    _halts_naming(halted, line)
+    assert "ledger recover" in halted.json()["diagnostic"]
+    assert "rebuild-state" not in halted.json()["diagnostic"]
+    recovered = cli(run_inproc, home, "recover", env=env_at())
+    assert recovered.code == 0, recovered.stderr
+    assert cli(run_inproc, home, "verdict", "0.5", env=env_at()).json()["verdict"] == "allow"

@@ -4,8 +4,10 @@ The daemon runs on the real clock, so verdicts here run on it too; the tests
 hold for any date and time (no ``LEDGER_NOW``, nothing compared with a date).
 """
 
+import base64
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,8 @@ class Webhook:
     def __init__(self, failures: int = 0) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.statuses: list[int] = []
+        self.paths: list[str] = []
+        self.authorizations: list[str | None] = []
         self.failures = failures
         self.received = threading.Condition()
         hook = self
@@ -36,6 +40,8 @@ class Webhook:
                     hook.failures -= 1
                     hook.bodies.append(body)
                     hook.statuses.append(status)
+                    hook.paths.append(self.path)
+                    hook.authorizations.append(self.headers.get("Authorization"))
                     hook.received.notify_all()
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -65,6 +71,48 @@ def webhook(failures: int = 0) -> Iterator[Webhook]:
         yield hook
     finally:
         hook.close()
+
+
+class Trickle:
+    """A local HTTP endpoint that takes a POST, then answers one byte a second, forever."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.requests = 0
+        trickle = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                trickle.requests += 1
+                for byte in b"HTTP/1.1 200 OK\r\n" * 1000:
+                    if trickle.stopped.is_set():
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return
+                    time.sleep(1)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@contextmanager
+def trickling() -> Iterator[Trickle]:
+    slow = Trickle()
+    try:
+        yield slow
+    finally:
+        slow.stopped.set()
+        slow.server.shutdown()
+        slow.server.server_close()
 
 
 def daemon(home: Path, env: dict[str, str]) -> AbstractContextManager[Lines]:
@@ -146,3 +194,52 @@ def test_an_edited_chain_is_sent_as_broken(home: Path):
             bodies = hook.wait_for(1)
         assert bodies[0]["event"] == "broken"
         assert f"line {len(lines_now) + 1}" in bodies[0]["text"]
+
+
+def test_a_trickling_webhook_holds_back_no_other_and_no_log_shows_a_secret(home: Path):
+    """One deadline per POST; the healthy webhook gets every alert; URLs are logged redacted."""
+    with trickling() as slow, webhook() as hook:
+        port = hook.url.split(":")[2].split("/")[0]
+        secret = f"http://alice:s3cret@127.0.0.1:{port}/hook/T000/B000/XXsecretXX?token=abc"
+        env = alert_env(hook.url)
+        env["LEDGER_ALERTS"] = json.dumps(
+            [{"url": f"http://127.0.0.1:{slow.port}/slow/path"}, {"url": secret}]
+        )
+        env["LEDGER_ALERTS_TIMEOUT_SECONDS"] = "2"
+        with daemon(home, env) as lines:
+            assert verdict(home, env, "9.5") == 0  # warn-90
+            assert hook.wait_for(1)
+            assert verdict(home, env, "1") == 1  # halt-100
+            bodies = hook.wait_for(2)
+            assert [b["event"] for b in bodies] == ["warn", "halt"]
+            assert lines.wait_for(f"alert to http://127.0.0.1:{slow.port}/… failed (no answer")
+            assert lines.wait_for(f"alert sent to http://127.0.0.1:{port}/…: halt aggregate")
+        assert slow.requests >= 2
+        expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+        assert hook.authorizations[:2] == [expected, expected]
+        assert hook.paths[0] == "/hook/T000/B000/XXsecretXX?token=abc"
+        for secret_part in ("s3cret", "alice", "XXsecretXX", "token", "/hook", "/slow"):
+            assert not any(secret_part in line for line in lines.lines), lines.lines
+
+
+def test_a_line_edited_in_place_is_sealed_and_sent_as_broken(home: Path):
+    """The daemon's full verification seals a chain.finding; the follower sends it."""
+    with webhook() as hook:
+        env = alert_env(hook.url, on=["broken"])
+        env["LEDGER_CHAIN_VERIFY_INTERVAL_HOURS"] = "0.001"  # 3.6 s
+        assert verdict(home, env, "1") == 0
+        assert verdict(home, env, "2") == 0
+        chain = home / "events.jsonl"
+        with daemon(home, env) as lines:
+            assert lines.wait_for("verify: OK")
+            text = chain.read_text()
+            # The first verdict's estimate edited in place: same length, same head.
+            chain.write_text(
+                text.replace('"estimated_micros":1000000', '"estimated_micros":1000001', 1)
+            )
+            bodies = hook.wait_for(1)
+            assert lines.wait_for("verify: BROKEN line 1")
+        assert bodies[0]["event"] == "broken"
+        assert "line 1 (" in bodies[0]["text"]
+        tail = json.loads(chain.read_text().splitlines()[-1])
+        assert (tail["event_type"], tail["payload"]["line"]) == ("chain.finding", 1)

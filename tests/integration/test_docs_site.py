@@ -83,7 +83,8 @@ def test_the_site_builds_strictly(tmp_path: Path):
     commands = (site / "reference" / "commands" / "index.html").read_text()
     for command in ("ledger verdict", "ledger status", "ledger deploy systemd", "ledger explain"):
         assert command in commands
-    assert "observer.env" in (site / "reference" / "config" / "index.html").read_text()
+    config = (site / "reference" / "config" / "index.html").read_text()
+    assert "observer.env" in config.replace("<wbr>", "")  # keys may break after a dot
 
 
 def test_the_readme_keeps_the_two_setup_commands_and_stays_short():

@@ -94,7 +94,7 @@ def test_by_session_and_by_agent_group_calls_without_one_as_none(session):
     ]
     text = session("11:00:00", "report", "--by", "agent").stdout
     assert "Spend by agent (recorded calls):" in text
-    assert "(none)   2      $3.50  70.0000%" in text
+    assert "(none)   2      $3.50  70.0%" in text
 
 
 def test_a_day_without_calls_breaks_down_to_nothing(home):

@@ -127,12 +127,26 @@ def test_the_table_and_the_page_show_the_budgets(book, tmp_path: Path):
     assert lines[1].split() == ["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP",
                                 "USAGE", "HALTS"]  # fmt: skip
     assert lines[2].split() == ["per-session[s1]", "day", "2026-11-26T00:00Z", "2026-11-27T00:00Z",
-                                "$4.00", "$0.00", "$5.00", "80.0000%", "1"]  # fmt: skip
+                                "$4.00", "$0.00", "$5.00", "80.0%", "1"]  # fmt: skip
     assert lines[4].split()[:2] == ["research", "month"]
     html = page.read_text()
     assert "<h2>Budgets</h2>" in html
     assert "<td>per-session[s1]</td>" in html
     assert "never-used" not in html
+
+
+def test_the_chart_draws_the_budgets_and_their_halts_on_their_lines(book):
+    """Each shown budget has its spend through the day; its halt sits on its line."""
+    pytest.importorskip("matplotlib")
+    from ledger.integrations.report_chart import halt_points
+
+    doc = book("2026-11-27T12:00:00Z", "report", "--day", DAY, "--json")
+    session = next(b for b in doc["budgets"] if b["per_value"] == "s1")
+    assert session["scope"] == "budget:per-session[s1]"
+    assert session["series"][0] == [f"{DAY}T00:00:00.000000Z", 0]
+    assert session["series"][-1][1] == 4_000_000
+    (halt,) = [p for p in halt_points(doc) if p[1].startswith("budget:")]
+    assert halt[1:] == ("budget:per-session[s1]", 4_000_000)
 
 
 def test_a_home_without_budgets_reports_none(home):

@@ -144,9 +144,9 @@ class TestOutput:
         """A LOG that does not exist is a bad command line: exit 2."""
         _one_error_line(verify(files["dir"] / "nope.jsonl", "--key", files["pem"]), 2)
 
-    def test_home_without_chain_exits_2(self, run_inproc, home):
-        """Without LOG, a home with no chain yet exits 2."""
-        _one_error_line(run_inproc(["--home", str(home), "verify-chain"]), 2)
+    def test_home_without_entries_yet_is_ok_0_entries(self, run_inproc, home):
+        """Without LOG, a home with no entries yet verifies: nothing was lost."""
+        _ok(run_inproc(["--home", str(home), "verify-chain"]), 0)
 
     @pytest.mark.parametrize(
         "option",

@@ -5,9 +5,12 @@ verdict never waits for a webhook. Each run reads the entries sealed since the
 last run (the position is kept in the home), turns halts, warnings, blocking
 reconciles and a chain that no longer links into alerts (``ledger.core.alerts``),
 queues each alert once per state, scope and period for every webhook that asked
-for its event, and delivers the queue. A delivery that fails is retried with
-backoff (1 s, 2 s, 4 s … at most 5 min between tries) and given up after
-``MAX_ATTEMPTS`` tries, with a log line.
+for its event, and delivers the queue: every due delivery in one round, side by
+side, each within ``alerts.timeout_seconds`` for the whole request, so a slow
+webhook never holds back another. A delivery that fails is retried with backoff
+(1 s, 2 s, 4 s … at most 5 min between tries) and given up after
+``MAX_ATTEMPTS`` tries, with a log line. Logs show a webhook as
+``scheme://host/…`` only: its path, query and credentials may be its secret.
 
 The first run on a home starts at the chain's current head: old halts are history,
 not news.
@@ -18,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ledger.core.alerts import Alert, alert_for_entry, broken_alert
+from ledger.core.alerts import Alert, alert_for_entry, broken_alert, redacted_url
 from ledger.core.config import Config
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
@@ -28,6 +31,11 @@ MAX_ATTEMPTS = 12
 _MAX_BACKOFF_SECONDS = 300
 _MAX_PENDING = 1000
 _KEEP_SENT_DAYS = 45
+
+
+# POST each (url, body) of one round side by side within the timeout; for each,
+# None (taken) or the failure, whose message never quotes the URL.
+PostAll = Callable[[list[tuple[str, dict[str, Any]]], float], list[Exception | None]]
 
 
 class AlertState(Protocol):
@@ -56,7 +64,7 @@ def run_alerts(
     config: Config,
     store: AlertState,
     now: dt.datetime,
-    post: Callable[[str, dict[str, Any]], None],
+    post_all: PostAll,
     log: Callable[[str], None],
 ) -> AlertRun:
     """Follow the chain from the saved position, queue new alerts, deliver the queue."""
@@ -71,7 +79,7 @@ def run_alerts(
             run.queued += _queue(state, alert, config, now)
     _prune_sent(state, now)
     store.save(state)
-    _deliver(state, now, post, log, run)
+    _deliver(state, now, post_all, float(config.alert_timeout_seconds), log, run)
     store.save(state)
     return run
 
@@ -137,7 +145,9 @@ def _follow(
             alerts.append(_broken(number, "prev_hash does not match", now, config))
             break
         _advance(state, line, parsed.entry_hash)
-        alert = alert_for_entry(parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc)
+        alert = alert_for_entry(
+            parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc, config.day_zone
+        )
         if alert is not None:
             alerts.append(alert)
     return alerts
@@ -167,31 +177,31 @@ def _queue(state: dict[str, Any], alert: Alert, config: Config, now: dt.datetime
 def _deliver(
     state: dict[str, Any],
     now: dt.datetime,
-    post: Callable[[str, dict[str, Any]], None],
+    post_all: PostAll,
+    timeout: float,
     log: Callable[[str], None],
     run: AlertRun,
 ) -> None:
-    """Try every delivery that is due; reschedule failures with backoff."""
-    kept: list[dict[str, Any]] = []
-    for item in state.get("pending", []):
-        if parse_ts(item["next_try"]) > now:
-            kept.append(item)
+    """Try every delivery that is due, side by side; reschedule failures with backoff."""
+    pending: list[dict[str, Any]] = state.get("pending", [])
+    due = [item for item in pending if parse_ts(item["next_try"]) <= now]
+    kept = [item for item in pending if parse_ts(item["next_try"]) > now]
+    outcomes = post_all([(item["url"], item["body"]) for item in due], timeout) if due else []
+    for item, failure in zip(due, outcomes, strict=True):
+        shown = redacted_url(item["url"])
+        if failure is None:
+            run.delivered += 1
+            log(f"alert sent to {shown}: {item['body']['event']} {item['body']['scope']}")
             continue
-        try:
-            post(item["url"], item["body"])
-        except Exception as exc:  # noqa: BLE001 - any failure is retried, never raised
-            item["attempts"] += 1
-            run.failed += 1
-            if item["attempts"] >= MAX_ATTEMPTS:
-                log(f"alert to {item['url']} given up after {item['attempts']} tries: {exc}")
-                continue
-            delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
-            item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
-            log(f"alert to {item['url']} failed ({exc}); retrying in {delay} s")
-            kept.append(item)
+        item["attempts"] += 1
+        run.failed += 1
+        if item["attempts"] >= MAX_ATTEMPTS:
+            log(f"alert to {shown} given up after {item['attempts']} tries: {failure}")
             continue
-        run.delivered += 1
-        log(f"alert sent to {item['url']}: {item['body']['event']} {item['body']['scope']}")
+        delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
+        item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
+        log(f"alert to {shown} failed ({failure}); retrying in {delay} s")
+        kept.append(item)
     state["pending"] = kept
 
 

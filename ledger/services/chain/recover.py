@@ -46,8 +46,8 @@ from ledger.core.snapshot_check import VerifiedSnapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
-from ledger.services.chain.findings import stored_finding
 from ledger.services.chain.proofs import tree_root_of_lines
+from ledger.services.chain.recover_verifying import RECOVERED_EVENT, settle_verifying_chain
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
     SnapshotStore,
@@ -57,7 +57,6 @@ from ledger.services.chain.snapshot import (
 from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
-RECOVERED_EVENT = "ledger.recovered"
 _MAX_REASON = 1000
 
 
@@ -220,11 +219,8 @@ def recover(
         return _recover(deps, files, trust, explicit, None)
     with deps.chain.transaction() as tx:
         report = _recover(deps, files, trust, explicit, tx)
-        if report.action == "none" and stored_finding(deps.states) is not None:
-            # The chain verifies again: the finding a full verification left
-            # for the gate is cleared with the state, rebuilt from this chain.
-            cleared = tuple(files.relative(path) for path in files.clear_state())
-            report = replace(report, state_cleared=cleared)
+        if report.action == "none":
+            report = settle_verifying_chain(deps, tx, files, report)
         return report
 
 

@@ -111,7 +111,9 @@ def _fold_range(
     if report.ok:
         return None
     where = "" if start == 0 else " after the derived state's head"
-    return f"chain does not verify{where}: line {report.line}: {report.reason}"
+    return (
+        f"chain does not verify{where}: line {report.line}: {report.reason}; run `ledger recover`"
+    )
 
 
 def _index_records(
@@ -229,7 +231,7 @@ def _load_counter(
                     schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
                 )  # fmt: skip
                 if problem:
-                    return Counter(data, head, problem + "; run `ledger recover`")
+                    return Counter(data, head, problem)
             if checkpoint is not None:
                 problem = checkpoint_problem(data, head, checkpoint, hashes, trust())
                 if problem:
@@ -363,7 +365,12 @@ def checkpoint_problem(
 
 
 def _mismatch() -> str:
-    return "derived state does not match the chain head; run `ledger rebuild-state`"
+    # The state was saved at a head the chain no longer has: the chain was
+    # changed or cut behind the gate's back. recover keeps it as evidence and
+    # restores what verifies (on a chain that verifies, it rebuilds the state).
+    return (
+        "derived state does not match the chain head (the chain was changed); run `ledger recover`"
+    )
 
 
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:

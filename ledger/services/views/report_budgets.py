@@ -49,6 +49,8 @@ class DayBudgets:
         self.state = empty_budget_state(self.budgets)
         self.seen: dict[tuple[str, str | None], Applicable] = {}
         self.rows: list[dict[str, Any]] | None = None
+        # Each shown budget's used spend through the day, for the report's chart.
+        self.series: dict[tuple[str, str | None], list[list[Any]]] = {}
 
     def see(self, parsed: "ParsedEntry") -> None:
         """Any verified entry, in chain order, before it is folded."""
@@ -68,14 +70,27 @@ class DayBudgets:
             if isinstance(priced, list):
                 apply_budget_prices(self.state, self.budgets, priced)
             return
+        touched: list[Applicable] = []
         if self.start <= ts < self.end and (
             event_type in VERDICT_EVENTS or event_type == "budget.record_call"
         ):
             for found in applicable(self.budgets, CallScope.from_payload(payload)):
-                self.seen.setdefault((found.budget.name, found.per_value), found)
+                key = (found.budget.name, found.per_value)
+                if key not in self.seen:
+                    self.seen[key] = found
+                    self.series[key] = [[self.start, self._used(found, ts)]]
+                touched.append(found)
         apply_budget_event(
             self.state, self.budgets, event_type, ts, payload, parsed.entry_hash, self.zone
         )
+        for found in touched:
+            points = self.series[(found.budget.name, found.per_value)]
+            used = self._used(found, ts)
+            if used != points[-1][1]:
+                points.append([ts, used])
+
+    def _used(self, found: Applicable, ts: str) -> int:
+        return max(budget_figures(self.state, found, parse_ts(ts), self.zone).used_micros, 0)
 
     def _figures(self, moment_text: str) -> list[dict[str, Any]]:
         moment = parse_ts(moment_text)
@@ -86,7 +101,9 @@ class DayBudgets:
             found = self.seen[key]
             rolling = found.budget.window_seconds is not None
             seen = budget_figures(self.state, found, moment if rolling else last, self.zone)
-            rows.append(_row(found, seen, moment if rolling else None))
+            row = _row(found, seen, moment if rolling else None)
+            row["series"] = self.series.get(key, [[self.start, 0]])
+            rows.append(row)
         return rows
 
     def document(self, now: dt.datetime, halts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,7 +117,7 @@ class DayBudgets:
             if str(h.get("deciding_cap")).startswith("budget:")
         )
         for row in rows:
-            row["halts"] = decided[row.pop("scope_key")]
+            row["halts"] = decided[row["scope"]]
         return rows
 
 
@@ -124,5 +141,5 @@ def _row(found: Applicable, seen: Any, rolling_end: dt.datetime | None) -> dict[
         "reserved_micros": reserved,
         "cap_micros": cap,
         "usage_pct": f"{float(percent(used + reserved, cap)):.4f}" if cap else None,
-        "scope_key": found.scope_key,
+        "scope": found.scope_key,
     }

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ledger.core.alerts import alert_for_entry, alert_settings, broken_alert
+from ledger.core.alerts import alert_for_entry, alert_settings, broken_alert, redacted_url
 from ledger.core.config import from_mapping
 from ledger.errors import ConfigError
 
@@ -122,7 +122,7 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
     document = {
         "alerts": [
             {"url": "https://hooks.example/a", "on": ["halt", "broken"]},
-            {"url": "http://127.0.0.1:9/b", "check_seconds": 3},
+            {"url": "http://127.0.0.1:9/b", "check_seconds": 3, "timeout_seconds": 4},
         ]
     }
     config = from_mapping(document, {})
@@ -133,14 +133,30 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
     assert config.alert_rules[0].on == frozenset({"halt", "broken"})
     assert config.alert_rules[1].on == frozenset({"warn", "halt", "uncertainty", "broken", "drift"})
     assert config.alert_check_seconds == 3
+    assert config.alert_timeout_seconds == 4
     assert from_mapping({}, {}).alert_check_seconds == 10
+    assert from_mapping({}, {}).alert_timeout_seconds == 10
     env = {
         "LEDGER_ALERTS": '[{"url": "http://127.0.0.1:9/x", "on": ["warn"]}]',
         "LEDGER_ALERTS_CHECK_SECONDS": "2",
+        "LEDGER_ALERTS_TIMEOUT_SECONDS": "7",
     }
     from_env = from_mapping({}, env)
     assert from_env.alert_rules[0].on == frozenset({"warn"})
     assert from_env.alert_check_seconds == 2
+    assert from_env.alert_timeout_seconds == 7
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/XXXX", "https://hooks.slack.com/…"),
+        ("http://alice:s3cret@127.0.0.1:8080/x?token=abc", "http://127.0.0.1:8080/…"),
+        ("https://[::1]:9/hook", "https://[::1]:9/…"),
+    ],
+)
+def test_a_webhook_url_is_shown_without_path_query_or_credentials(url, shown):
+    assert redacted_url(url) == shown
 
 
 @pytest.mark.parametrize(
@@ -151,6 +167,7 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
         ({"url": "https://x/y", "on": []}, "alerts[0].on"),
         ({"url": "https://x/y", "colour": "red"}, "alerts[0]: unknown key colour"),
         ({"url": "https://x/y", "check_seconds": 0}, "alerts[0].check_seconds"),
+        ({"url": "https://x/y", "timeout_seconds": 0}, "alerts[0].timeout_seconds"),
         ("https://x/y", "alerts[0]: must be a table"),
     ],
 )
@@ -193,3 +210,43 @@ def test_a_budget_name_that_prefixes_another_is_not_taken_for_it():
     alert = alert_for_entry("budget.halt_100", payload, REF, "2026-03-02T10:00:00.000000Z")
     assert alert is not None
     assert alert.period == "2026-03-02T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("scope", "budget", "words"),
+    [
+        ("aggregate", None, "aggregate on 2026-03-04"),
+        ("provider:openai", None, "provider:openai on 2026-03-04"),
+        ("budget:d", {"period": "day", "period_start": "2026-03-03T23:00:00.000000Z",
+                      "period_end": "2026-03-04T23:00:00.000000Z"}, "budget:d on 2026-03-04"),
+        ("budget:w[a1]", {"period": "week", "period_start": "2026-03-01T23:00:00.000000Z",
+                          "period_end": "2026-03-08T23:00:00.000000Z"},
+         "budget:w[`a1`] in the week starting 2026-03-02"),
+        ("budget:m", {"period": "month", "period_start": "2026-02-28T23:00:00.000000Z",
+                      "period_end": "2026-03-31T22:00:00.000000Z"},
+         "budget:m in the month starting 2026-03-01"),
+        ("budget:r", {"period": "rolling:5h", "period_start": "2026-03-04T05:00:00.000000Z",
+                      "period_end": "2026-03-04T10:00:00.000000Z"},
+         "budget:r in the rolling window 2026-03-04 05:00Z to 2026-03-04 10:00Z"),
+    ],
+)  # fmt: skip
+def test_every_scope_gives_its_period_the_same_way(scope, budget, words):
+    import zoneinfo
+
+    payload = halt_payload(deciding_cap=scope, budget_day="2026-03-04")
+    if budget is not None:
+        payload["budgets"] = [{"name": scope.removeprefix("budget:").split("[")[0], **budget}]
+    zone = zoneinfo.ZoneInfo("Europe/Berlin")
+    alert = alert_for_entry("budget.halt_100", payload, REF, "2026-03-04T10:00:00.000000Z", zone)
+    assert alert is not None
+    assert f"for {words};" in alert.text, alert.text
+    assert "T00:00:00" not in alert.text
+
+
+def test_a_sealed_finding_is_sent_as_broken():
+    payload = {"line": 7, "reason": "signature does not verify"}
+    alert = alert_for_entry("chain.finding", payload, REF, "2026-03-02T10:00:00.000000Z")
+    assert alert is not None
+    assert (alert.event, alert.scope, alert.period) == ("broken", "chain", "2026-03-02")
+    assert "line 7 (signature does not verify)" in alert.text
+    assert "ledger recover" in alert.text

@@ -58,7 +58,9 @@ class TestParsing:
     @pytest.mark.parametrize(
         ("table", "named"),
         [
-            ({"name": "Bad", "usd": 1, "period": "day"}, "budgets[1].name"),
+            ({"name": "Bad", "usd": 1, "period": "day"}, 'budgets "Bad".name'),
+            ({"usd": 1, "period": "day"}, "budgets[1].name"),
+            ({"name": 7, "usd": 1, "period": "day"}, "budgets[1].name"),
             ({"name": "b", "period": "day"}, 'budgets "b".usd'),
             ({"name": "b", "usd": -1, "period": "day"}, 'budgets "b".usd'),
             ({"name": "b", "usd": "lots", "period": "day"}, 'budgets "b".usd'),
