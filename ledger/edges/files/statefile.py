@@ -209,11 +209,11 @@ class StateFile:
         if mac_key is None:
             return None
         bucket = bucket_of(key)
-        raw = self.index.read(bucket, self._sizes().get(bucket, 0))
         kept = keptstate.current()
-        if kept is not None:
-            raw += kept.pending(keptstate.absolute(self.path), bucket)
-        return find_in(raw, key, mac_key)
+        pending = b"" if kept is None else kept.pending(keptstate.absolute(self.path), bucket)
+        # The recorded size counts appends held in memory and not written yet.
+        on_disk = max(0, self._sizes().get(bucket, 0) - len(pending))
+        return find_in(self.index.read(bucket, on_disk) + pending, key, mac_key)
 
     def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
         """Add key index records (a lookup finds the first record of a key).
