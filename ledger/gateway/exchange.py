@@ -10,7 +10,6 @@ unreadable usage never counts as free.
 """
 
 from collections.abc import AsyncIterator, Callable
-from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -22,8 +21,12 @@ from ledger.runtime import Runtime
 from ledger.services.gate import calls
 
 
-def _zero_or_estimate(estimated_micros: int, *, complete: bool) -> str:
-    return str(Decimal(estimated_micros) / Decimal(1_000_000)) if complete else "0"
+def _usd(micros: int) -> str:
+    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+
+def _zero_or_estimate(estimated_micros: int, *, complete: bool) -> calls.Micros:
+    return calls.Micros(estimated_micros if complete else 0)
 
 
 class Exchange:
@@ -100,7 +103,8 @@ class Exchange:
                     try:
                         await self._committer.run(by_usage)
                     except UsageError as exc:
-                        self._log(f"usage of {key} unreadable ({exc}); recorded at ${fallback}")
+                        shown = _usd(fallback)
+                        self._log(f"usage of {key} unreadable ({exc}); recorded at ${shown}")
                         await self._committer.run(by_amount)
                 else:
                     await self._committer.run(by_amount)
