@@ -32,7 +32,9 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   floor's; sealed entries per fsync >= 1 at concurrency 1 and >= 10 with 64 clients;
   RSS after 10k calls <= 1.25x after 1k; the runaway loop (8 agent loops against a $1
   cap) halts with the spend between 90 % and 100 % of the cap;
-* budgets: a warm verdict with 10 budgets that all apply p50 <= 1.3x with none (100 beside).
+* budgets: a warm verdict with 10 budgets that all apply p50 <= 1.3x with none (100 beside);
+* sessions: a warm verdict under a per-session budget that has seen 100,000 sessions (2,000
+  with --quick) p50 <= 1.2x one that has seen one.
 
 The parsers of the scripts' output are in ``run_all_figures.py``; the table's rows and
 its printer are in ``run_all_table.py``.
@@ -58,6 +60,7 @@ from run_all_table import (
     pg_rows,
     print_table,
     server_rows,
+    sessions_rows,
     verify_rows,
 )
 
@@ -72,6 +75,7 @@ SCRIPTS = {
     "server": "bench_server.py",
     "gateway": "bench_gateway.py",
     "budgets": "bench_budgets.py",
+    "sessions": "bench_sessions.py",
 }
 
 
@@ -174,7 +178,7 @@ def main() -> int:
     for name, build in (
         ("gate", gate_rows), ("merkle", merkle_rows), ("pg", pg_rows), ("calls", calls_rows),
         ("server", server_rows), ("gateway", gateway_rows),
-        ("budgets", budgets_rows),
+        ("budgets", budgets_rows), ("sessions", sessions_rows),
     ):  # fmt: skip
         if name in results:
             rows += build(results[name])

@@ -159,6 +159,12 @@ def parse_budgets(f: Figures) -> None:
         f.grab(f"budgets_{count}_ms", rf"budgets\s+{count}: verdict p50\s+{NUM} ms")
 
 
+def parse_sessions(f: Figures) -> None:
+    f.grab("sessions_one_ms", rf"sessions 1: verdict p50\s+{NUM} ms")
+    f.grab("sessions_many", rf"sessions ([\d,]+): verdict p50")
+    f.grab("sessions_many_ms", rf"sessions [\d,]+: verdict p50\s+{NUM} ms")
+
+
 PARSERS: dict[str, Callable[[Figures], None]] = {
     "append": parse_append,
     "verify": parse_verify,
@@ -169,4 +175,5 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "server": parse_server,
     "gateway": parse_gateway,
     "budgets": parse_budgets,
+    "sessions": parse_sessions,
 }

@@ -256,3 +256,14 @@ def budgets_rows(f: Figures) -> list[Row]:
             f"no budgets {fmt(none, ' ms', 2)}",
             fmt(hundred / none if hundred and none else None, "x", 2), "", ""),
     ]  # fmt: skip
+
+
+def sessions_rows(f: Figures) -> list[Row]:
+    v = f.values
+    one, many, count = v.get("sessions_one_ms"), v.get("sessions_many_ms"), v.get("sessions_many")
+    ratio = _ratio(many, one)
+    return [
+        Row(f"verdict p50 at {fmt(count)} sessions of a per-session budget", fmt(many, " ms", 2),
+            f"one session {fmt(one, ' ms', 2)}", fmt(ratio, "x", 2), "<= 1.2x",
+            status(None if ratio is None else ratio <= 1.2)),
+    ]  # fmt: skip
