@@ -161,8 +161,8 @@ def parse_budgets(f: Figures) -> None:
 
 def parse_sessions(f: Figures) -> None:
     f.grab("sessions_one_ms", rf"sessions 1: verdict p50\s+{NUM} ms")
-    f.grab("sessions_many", rf"sessions ([\d,]+): verdict p50")
-    f.grab("sessions_many_ms", rf"sessions [\d,]+: verdict p50\s+{NUM} ms")
+    f.grab("sessions_many", r"sessions ([\d,]+): verdict p50[^\n]*x one session")
+    f.grab("sessions_many_ms", rf"sessions [\d,]+: verdict p50\s+{NUM} ms[^\n]*x one session")
 
 
 PARSERS: dict[str, Callable[[Figures], None]] = {
