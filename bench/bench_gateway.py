@@ -135,6 +135,26 @@ class Floor:
         self.proc.wait(timeout=60)
 
 
+def start_peers(names: list[str], upstream_url: str) -> list[Any]:
+    """The optional peers asked for, running (``bench/peers/``; never installed here)."""
+    running: list[Any] = []
+    if "litellm" in names:
+        sys.path.insert(0, str(Path(__file__).with_name("peers")))
+        import litellm_peer
+
+        check(litellm_peer.installed(), "run bench/peers/litellm_peer.py --install first")
+        running.append(litellm_peer.LiteLLM(upstream_url, free_port()))
+    return running
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def check(ok: bool, what: object) -> None:
     """Stop the benchmark: a figure measured on failing calls would mean nothing."""
     if not ok:
@@ -235,11 +255,13 @@ def spent_micros(home: Path) -> int:
     return total
 
 
-def against_the_floor(root: Path, upstream_url: str, floor: Floor, sequential: int) -> None:
-    """Latency and first byte, direct, via the floor and via the gateway, interleaved."""
+def against_the_floor(
+    root: Path, upstream_url: str, floor: Floor, sequential: int, peers: dict[str, str]
+) -> None:
+    """Latency and first byte, direct, via the floor, the gateway and any peer, interleaved."""
     gateway = Gateway(make_home(root, upstream_url, "1000000"))
-    bases = [upstream_url, floor.url, gateway.url]
-    direct, floored, proxied = interleaved(bases, sequential, _one_call)
+    bases = [upstream_url, floor.url, gateway.url, *peers.values()]
+    direct, floored, proxied, *peered = interleaved(bases, sequential, _one_call)
     print(
         f"non-streaming direct     : p50 {statistics.median(direct):.2f} ms, "
         f"p99 {percentile(direct, 99):.2f} ms ({sequential} sequential calls, interleaved)"
@@ -258,7 +280,13 @@ def against_the_floor(root: Path, upstream_url: str, floor: Floor, sequential: i
         f"added by the gateway     : p50 {added:.2f} ms "
         f"(the floor adds {floor_added:.2f} ms; {added / max(floor_added, 0.01):.2f}x)"
     )
-    ttfb_direct, ttfb_floor, ttfb_proxied = interleaved(
+    for name, samples in zip(peers, peered, strict=True):
+        print(
+            f"peer {name:<20}: p50 {statistics.median(samples):.2f} ms, "
+            f"p99 {percentile(samples, 99):.2f} ms (adds "
+            f"{statistics.median(samples) - statistics.median(direct):.2f} ms; no budget enforced)"
+        )
+    ttfb_direct, ttfb_floor, ttfb_proxied, *_ = interleaved(
         bases, sequential // 2, _one_first_byte, warm=10
     )
     ttfb_ratio = statistics.median(ttfb_proxied) / statistics.median(ttfb_floor)
@@ -274,10 +302,32 @@ def against_the_floor(root: Path, upstream_url: str, floor: Floor, sequential: i
     )
 
 
+def sixteen_clients(root: Path, upstream_url: str, floor: Floor, each: int) -> None:
+    """16 clients through the floor and through the gateway, interleaved; stops the floor."""
+    gateway = Gateway(make_home(root, upstream_url, "1000000"))
+    floor_rate = gateway_rate = 0.0
+    for _ in range(2):  # interleaved: floor, gateway, floor, gateway; the better of each
+        floor_rate = max(floor_rate, asyncio.run(_concurrent(floor.url, 16, each)))
+        gateway_rate = max(gateway_rate, asyncio.run(_concurrent(gateway.url, 16, each)))
+    gateway.stop()
+    floor.stop()
+    print(
+        f"16 concurrent clients    : floor {floor_rate:.0f} calls/s, gateway "
+        f"{gateway_rate:.0f} gated calls/s ({100 * gateway_rate / floor_rate:.0f} % of the floor)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--peer",
+        choices=["litellm"],
+        action="append",
+        default=[],
+        help="also measure this peer (bench/peers/; installed only when asked)",
+    )
     args = parser.parse_args()
     sequential = 200 if args.quick else 1000
     small, large = (500, 2000) if args.quick else (1000, 10_000)
@@ -285,20 +335,20 @@ def main() -> None:
     upstream, upstream_url = start_upstream()
     try:
         floor = Floor(upstream_url)
-        against_the_floor(root, upstream_url, floor, sequential)
+        running = []
+        try:
+            running = start_peers(args.peer, upstream_url)
+            peers = {name: peer.url for name, peer in zip(args.peer, running, strict=True)}
+            against_the_floor(root, upstream_url, floor, sequential, peers)
+        except BaseException:
+            floor.stop()
+            raise
+        finally:
+            for peer in running:
+                peer.stop()
 
-        gateway = Gateway(make_home(root, upstream_url, "1000000"))
         each = 20 if args.quick else 50
-        floor_rate = gateway_rate = 0.0
-        for _ in range(2):  # interleaved: floor, gateway, floor, gateway; the better of each
-            floor_rate = max(floor_rate, asyncio.run(_concurrent(floor.url, 16, each)))
-            gateway_rate = max(gateway_rate, asyncio.run(_concurrent(gateway.url, 16, each)))
-        gateway.stop()
-        floor.stop()
-        print(
-            f"16 concurrent clients    : floor {floor_rate:.0f} calls/s, gateway "
-            f"{gateway_rate:.0f} gated calls/s ({100 * gateway_rate / floor_rate:.0f} % of the floor)"
-        )
+        sixteen_clients(root, upstream_url, floor, each)
 
         gateway = Gateway(make_home(root, upstream_url, "1000000"))
         rate = asyncio.run(_concurrent(gateway.url, 64, each))
