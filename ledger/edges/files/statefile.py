@@ -239,7 +239,9 @@ class StateFile:
             recorded = sizes.get(bucket, 0)
             try:
                 if kept is not None:
-                    sizes[bucket] = kept.keep_append(owner, self.index, bucket, lines, recorded)
+                    # Written later, maybe from another working directory: kept absolute.
+                    index = KeyIndex(Path(keptstate.absolute(self.index.directory)))
+                    sizes[bucket] = kept.keep_append(owner, index, bucket, lines, recorded)
                 else:
                     sizes[bucket] = self.index.append(bucket, lines, recorded)
             except IndexDamagedError as exc:
