@@ -6,11 +6,14 @@ Everything runs on loopback: the local upstream of the gateway tests
 (``tests/gateway/upstream.py``, Anthropic-shaped answers), a real ``ledger proxy``
 process, and the clients here. Figures printed:
 
-* non-streaming call latency, direct to the upstream vs through the gateway
-  (p50/p99, sequential keep-alive calls), and the p50 the gateway adds;
-* time to the first streamed byte, direct vs through the gateway (p50);
-* 64 concurrent clients through the gateway: gated calls/s, and sealed entries
-  per fsync (decisions and records per group commit, from the gateway's log);
+* non-streaming call latency, direct to the upstream, through the floor (a bare
+  starlette + uvicorn + httpx pass-through, ``floor_proxy.py``: the same web stack
+  doing nothing else) and through the gateway, measured interleaved in one run
+  (p50/p99, sequential keep-alive calls), and the p50 each adds;
+* time to the first streamed byte, direct, through the floor and through the gateway;
+* 16 concurrent clients: calls/s through the floor and through the gateway;
+* sealed entries per fsync at concurrency 1 and with 64 concurrent clients
+  (decisions and records per group commit, from the gateway's log);
 * the gateway's RSS after 1k and after 10k calls (2k/500 with --quick);
 * the runaway loop: 8 agent loops streaming through the gateway as fast as they
   can against a $1 daily cap, a file observer answering fresh readings; the
@@ -30,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from common import REPO, ledger_script, out_dir
@@ -113,6 +117,44 @@ class Gateway:
         return 0, 0
 
 
+class Floor:
+    """The bare pass-through (``floor_proxy.py``) in front of the same upstream."""
+
+    def __init__(self, upstream: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("floor_proxy.py")), upstream],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        first = self.proc.stdout.readline() if self.proc.stdout is not None else ""
+        found = re.search(r"listening on (http://\S+)", first)
+        check(found is not None, f"the floor did not start: {first!r}")
+        self.url = found.group(1) if found else ""
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def start_peers(names: list[str], upstream_url: str) -> list[Any]:
+    """The optional peers asked for, running (``bench/peers/``; never installed here)."""
+    running: list[Any] = []
+    if "litellm" in names:
+        sys.path.insert(0, str(Path(__file__).with_name("peers")))
+        import litellm_peer
+
+        check(litellm_peer.installed(), "run bench/peers/litellm_peer.py --install first")
+        running.append(litellm_peer.LiteLLM(upstream_url, free_port()))
+    return running
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def check(ok: bool, what: object) -> None:
     """Stop the benchmark: a figure measured on failing calls would mean nothing."""
     if not ok:
@@ -124,32 +166,39 @@ def percentile(samples: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def latencies(base: str, count: int) -> list[float]:
-    samples = []
-    with httpx.Client(base_url=base, headers=ANTHROPIC) as client:
-        for index in range(count + 20):
-            began = time.perf_counter()
-            response = client.post("/v1/messages", content=body(stream=False))
-            elapsed = time.perf_counter() - began
-            check(response.status_code == 200, response.text)
-            if index >= 20:  # warm-up: connections, imports, first fsyncs
-                samples.append(elapsed * 1000)
-    return samples
+def _one_call(client: httpx.Client) -> float:
+    began = time.perf_counter()
+    response = client.post("/v1/messages", content=body(stream=False))
+    elapsed = time.perf_counter() - began
+    check(response.status_code == 200, response.text)
+    return elapsed * 1000
 
 
-def first_byte(base: str, count: int) -> list[float]:
-    samples = []
-    with httpx.Client(base_url=base, headers=ANTHROPIC) as client:
-        for index in range(count + 10):
-            began = time.perf_counter()
-            with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
-                chunks = response.iter_raw()
-                next(chunks)
-                elapsed = time.perf_counter() - began
-                for _ in chunks:
-                    pass
-            if index >= 10:
-                samples.append(elapsed * 1000)
+def _one_first_byte(client: httpx.Client) -> float:
+    began = time.perf_counter()
+    with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
+        chunks = response.iter_raw()
+        next(chunks)
+        elapsed = time.perf_counter() - began
+        for _ in chunks:
+            pass
+    return elapsed * 1000
+
+
+def interleaved(bases: list[str], count: int, one: Any, warm: int = 20) -> list[list[float]]:
+    """``count`` samples of ``one`` per base, taken in turns of 10, so load hits all alike."""
+    clients = [httpx.Client(base_url=base, headers=ANTHROPIC) for base in bases]
+    samples: list[list[float]] = [[] for _ in bases]
+    try:
+        for client in clients:
+            for _ in range(warm):  # connections, imports, first fsyncs
+                one(client)
+        while len(samples[0]) < count:
+            for client, kept in zip(clients, samples, strict=True):
+                kept.extend(one(client) for _ in range(10))
+    finally:
+        for client in clients:
+            client.close()
     return samples
 
 
@@ -206,39 +255,103 @@ def spent_micros(home: Path) -> int:
     return total
 
 
+def against_the_floor(
+    root: Path, upstream_url: str, floor: Floor, sequential: int, peers: dict[str, str]
+) -> None:
+    """Latency and first byte, direct, via the floor, the gateway and any peer, interleaved."""
+    gateway = Gateway(make_home(root, upstream_url, "1000000"))
+    bases = [upstream_url, floor.url, gateway.url, *peers.values()]
+    direct, floored, proxied, *peered = interleaved(bases, sequential, _one_call)
+    print(
+        f"non-streaming direct     : p50 {statistics.median(direct):.2f} ms, "
+        f"p99 {percentile(direct, 99):.2f} ms ({sequential} sequential calls, interleaved)"
+    )
+    print(
+        f"non-streaming via floor  : p50 {statistics.median(floored):.2f} ms, "
+        f"p99 {percentile(floored, 99):.2f} ms"
+    )
+    print(
+        f"non-streaming via gateway: p50 {statistics.median(proxied):.2f} ms, "
+        f"p99 {percentile(proxied, 99):.2f} ms"
+    )
+    added = statistics.median(proxied) - statistics.median(direct)
+    floor_added = statistics.median(floored) - statistics.median(direct)
+    print(
+        f"added by the gateway     : p50 {added:.2f} ms "
+        f"(the floor adds {floor_added:.2f} ms; {added / max(floor_added, 0.01):.2f}x)"
+    )
+    for name, samples in zip(peers, peered, strict=True):
+        print(
+            f"peer {name:<20}: p50 {statistics.median(samples):.2f} ms, "
+            f"p99 {percentile(samples, 99):.2f} ms (adds "
+            f"{statistics.median(samples) - statistics.median(direct):.2f} ms; no budget enforced)"
+        )
+    ttfb_direct, ttfb_floor, ttfb_proxied, *_ = interleaved(
+        bases, sequential // 2, _one_first_byte, warm=10
+    )
+    ttfb_ratio = statistics.median(ttfb_proxied) / statistics.median(ttfb_floor)
+    print(
+        f"first streamed byte      : direct p50 {statistics.median(ttfb_direct):.2f} ms, "
+        f"via floor p50 {statistics.median(ttfb_floor):.2f} ms, "
+        f"via gateway p50 {statistics.median(ttfb_proxied):.2f} ms ({ttfb_ratio:.2f}x floor)"
+    )
+    jobs, batches = gateway.stop()
+    print(
+        f"1 client                 : {jobs / max(batches, 1):.2f} sealed entries per fsync "
+        f"({jobs} entries in {batches} group commits)"
+    )
+
+
+def sixteen_clients(root: Path, upstream_url: str, floor: Floor, each: int) -> None:
+    """16 clients through the floor and through the gateway, interleaved; stops the floor."""
+    gateway = Gateway(make_home(root, upstream_url, "1000000"))
+    floor_rate = gateway_rate = 0.0
+    for _ in range(2):  # interleaved: floor, gateway, floor, gateway; the better of each
+        floor_rate = max(floor_rate, asyncio.run(_concurrent(floor.url, 16, each)))
+        gateway_rate = max(gateway_rate, asyncio.run(_concurrent(gateway.url, 16, each)))
+    gateway.stop()
+    floor.stop()
+    print(
+        f"16 concurrent clients    : floor {floor_rate:.0f} calls/s, gateway "
+        f"{gateway_rate:.0f} gated calls/s ({100 * gateway_rate / floor_rate:.0f} % of the floor)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--peer",
+        choices=["litellm"],
+        action="append",
+        default=[],
+        help="also measure this peer (bench/peers/; installed only when asked)",
+    )
     args = parser.parse_args()
     sequential = 200 if args.quick else 1000
     small, large = (500, 2000) if args.quick else (1000, 10_000)
     root = Path(tempfile.mkdtemp(prefix="bench-gateway-", dir=out_dir(args.out)))
     upstream, upstream_url = start_upstream()
     try:
-        gateway = Gateway(make_home(root, upstream_url, "1000000"))
-        direct = latencies(upstream_url, sequential)
-        proxied = latencies(gateway.url, sequential)
-        print(
-            f"non-streaming direct     : p50 {statistics.median(direct):.2f} ms, "
-            f"p99 {percentile(direct, 99):.2f} ms ({sequential} sequential calls)"
-        )
-        print(
-            f"non-streaming via gateway: p50 {statistics.median(proxied):.2f} ms, "
-            f"p99 {percentile(proxied, 99):.2f} ms"
-        )
-        added = statistics.median(proxied) - statistics.median(direct)
-        print(f"added by the gateway     : p50 {added:.2f} ms")
-        ttfb_direct = first_byte(upstream_url, sequential // 2)
-        ttfb_proxied = first_byte(gateway.url, sequential // 2)
-        print(
-            f"first streamed byte      : direct p50 {statistics.median(ttfb_direct):.2f} ms, "
-            f"via gateway p50 {statistics.median(ttfb_proxied):.2f} ms"
-        )
-        gateway.stop()
+        floor = Floor(upstream_url)
+        running = []
+        try:
+            running = start_peers(args.peer, upstream_url)
+            peers = {name: peer.url for name, peer in zip(args.peer, running, strict=True)}
+            against_the_floor(root, upstream_url, floor, sequential, peers)
+        except BaseException:
+            floor.stop()
+            raise
+        finally:
+            for peer in running:
+                peer.stop()
+
+        each = 20 if args.quick else 50
+        sixteen_clients(root, upstream_url, floor, each)
 
         gateway = Gateway(make_home(root, upstream_url, "1000000"))
-        rate = asyncio.run(_concurrent(gateway.url, 64, 20 if args.quick else 50))
+        rate = asyncio.run(_concurrent(gateway.url, 64, each))
         jobs, batches = gateway.stop()
         print(
             f"64 concurrent clients    : {rate:.0f} gated calls/s, "

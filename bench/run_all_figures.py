@@ -146,11 +146,23 @@ def parse_gateway(f: Figures) -> None:
     f.grab("rss_small", rf"gateway RSS\s*:\s*{NUM} MiB")
     f.grab("rss_ratio", rf"gateway RSS\s*:.*\({NUM}x\)")
     f.grab("runaway_pct", rf"runaway loop\s*:.*= {NUM} % of the \$1 cap")
+    f.grab("floor_p50", rf"non-streaming via floor\s*:\s*p50 {NUM} ms")
+    f.grab("floor_added", rf"added by the gateway\s*:.*the floor adds (-?{NUM}) ms")
+    f.grab("ttfb_floor", rf"first streamed byte\s*:.*via floor p50 {NUM} ms")
+    f.grab("floor_rate16", rf"16 concurrent clients\s*:\s*floor {NUM} calls/s")
+    f.grab("gateway_rate16", rf"16 concurrent clients\s*:.*gateway {NUM} gated calls/s")
+    f.grab("per_fsync_1", rf"1 client\s*:\s*{NUM} sealed entries per fsync")
 
 
 def parse_budgets(f: Figures) -> None:
     for count in (0, 10, 100):
         f.grab(f"budgets_{count}_ms", rf"budgets\s+{count}: verdict p50\s+{NUM} ms")
+
+
+def parse_sessions(f: Figures) -> None:
+    f.grab("sessions_one_ms", rf"sessions 1: verdict p50\s+{NUM} ms")
+    f.grab("sessions_many", r"sessions ([\d,]+): verdict p50[^\n]*x one session")
+    f.grab("sessions_many_ms", rf"sessions [\d,]+: verdict p50\s+{NUM} ms[^\n]*x one session")
 
 
 PARSERS: dict[str, Callable[[Figures], None]] = {
@@ -163,4 +175,5 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "server": parse_server,
     "gateway": parse_gateway,
     "budgets": parse_budgets,
+    "sessions": parse_sessions,
 }

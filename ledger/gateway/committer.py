@@ -1,20 +1,16 @@
 """Decisions and records of many calls in flight, sealed with one fsync per batch.
 
 The gateway answers many requests at once, each needing a verdict before it is
-forwarded and a record after it. One fsync each would cap it at the disk's
-fsync rate, so every decision and record runs in one worker thread, in batches,
-as ``ledger serve`` runs its requests (``ledger.edges.files.groupcommit``): one lock
-hold per batch, each job in its own transaction in arrival order, one fsync at
-the end, and no job's result handed back before it. While a batch runs, new
-jobs queue up, so batches grow with the load.
-
-If the batch's fsync fails, nothing of it was handed back and its entries are
-gone again: derived state written meanwhile is dropped (it is rebuilt from the
-chain) and each job runs again on its own, with its own fsync.
+forwarded and a record after it. Every decision and record runs in one worker
+thread, in batches, through the batch runner ``ledger serve`` uses
+(``ledger.batching``): each job in its own transaction in arrival order, one
+fsync at the end, and no job's result handed back before it. While a batch
+runs, new jobs queue up, so batches grow with the load. The results of a batch
+go back to the event loop in one hand-off, not one per job.
 """
 
 import asyncio
-import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -22,11 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ledger.edges.files.chainfile import ChainFile
-from ledger.edges.files.groupcommit import GroupCommitError, group_commit
-from ledger.edges.files.keptstate import KeptStates, keeping
-from ledger.edges.locks import exclusive_lock
-from ledger.errors import ChainIOError, LedgerError
+from ledger.batching import BatchRunner
+from ledger.errors import ChainIOError
 from ledger.runtime import Runtime
 
 T = TypeVar("T")
@@ -47,18 +40,21 @@ class Committer:
 
     def __init__(self, home: Path, environ: dict[str, str], log: Callable[[str], None]) -> None:
         self.home = home
-        self._environ = environ
         self._log = log
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
-        self._kept = KeptStates()
+        self._runner = BatchRunner(home, environ, log)
         self._thread = threading.Thread(target=self._work, name="ledger-proxy-commit")
-        self.batches = 0
         self.jobs = 0
 
     @property
     def environ(self) -> dict[str, str]:
         """The gateway's environment (its provider keys among it)."""
-        return self._environ
+        return self._runner.environ
+
+    @property
+    def batches(self) -> int:
+        """Batches run so far."""
+        return self._runner.batches
 
     def start(self) -> None:
         """Start the worker thread."""
@@ -80,11 +76,6 @@ class Committer:
         self._queue.put(_Pending(job, loop, future))
         return await future
 
-    def _runtime(self) -> Runtime:
-        # A fresh runtime per batch: a changed ledger.toml, trust store or key
-        # is in effect for the next batch, as it is for the next command.
-        return Runtime(self.home, self._environ)
-
     def _work(self) -> None:
         stopping = False
         while not stopping:
@@ -102,43 +93,14 @@ class Committer:
                     break
                 batch.append(item)
             try:
-                self._run_batch(batch)
+                self._runner.run(functools.partial(self._run_each, batch), _nothing)
             except Exception as exc:  # noqa: BLE001 - a bug must not leave requests waiting
                 self._log(f"internal error in a batch: {type(exc).__name__}: {exc}")
                 for pending in batch:
                     if pending.outcome is None:
                         pending.outcome = (False, ChainIOError(f"internal error: {exc}"))
-                self._hand_back(batch)
-        self._write_state_at_stop()
-
-    def _run_batch(self, batch: list[_Pending]) -> None:
-        runtime = self._runtime()
-        try:
-            chain = runtime.chain
-        except LedgerError:
-            chain = None  # no usable configuration: each job finds that out itself
-        if not isinstance(chain, ChainFile):
-            # A fleet's database commits each transaction itself.
-            self._run_each(batch, runtime)
-            self.batches += 1
-            self._hand_back(batch)
-            return
-        try:
-            with group_commit(chain) as group, keeping(self._kept):
-                group.after_commit.append(self._write_state_when_due)
-                self._run_each(batch, runtime)
-        except GroupCommitError as exc:
-            self._log(f"group commit failed, running the batch again one by one: {exc}")
-            self._kept.forget()
-            with contextlib.suppress(LedgerError):
-                runtime.states.delete()
-            self._run_each(batch, self._runtime())
-        except ChainIOError:
-            # The group could not start (the chain or its lock is unusable):
-            # each job meets that as it would on its own.
-            self._run_each(batch, self._runtime())
-        self.batches += 1
-        self._hand_back(batch)
+            _hand_back(batch)
+        self._runner.close()
 
     def _run_each(self, batch: list[_Pending], runtime: Runtime) -> None:
         for pending in batch:
@@ -148,23 +110,23 @@ class Committer:
             except Exception as exc:  # noqa: BLE001 - handed to the awaiting request
                 pending.outcome = (False, exc)
 
-    @staticmethod
-    def _hand_back(batch: list[_Pending]) -> None:
-        for pending in batch:
-            pending.loop.call_soon_threadsafe(_settle, pending.future, pending.outcome)
 
-    def _write_state_when_due(self) -> None:
-        if self._kept.due():
-            self._kept.write_or_log(self._log)
+def _nothing() -> None:
+    """Nothing of a rolled-back batch was noted outside the chain: its jobs simply run again."""
 
-    def _write_state_at_stop(self) -> None:
-        try:
-            chain = self._runtime().chain
-            if isinstance(chain, ChainFile):
-                with exclusive_lock(chain.lock_path, chain.lock_timeout):
-                    self._kept.write_or_log(self._log)
-        except LedgerError as exc:
-            self._log(f"could not write derived state at stop: {exc}")
+
+def _hand_back(batch: list[_Pending]) -> None:
+    """Settle a batch's futures: one wake-up of each event loop, not one per job."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
+    for pending in batch:
+        by_loop.setdefault(pending.loop, []).append(pending)
+    for loop, settled in by_loop.items():
+        loop.call_soon_threadsafe(_settle_all, settled)
+
+
+def _settle_all(batch: list[_Pending]) -> None:
+    for pending in batch:
+        _settle(pending.future, pending.outcome)
 
 
 def _settle(future: "asyncio.Future[Any]", outcome: tuple[bool, Any] | None) -> None:

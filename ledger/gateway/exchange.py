@@ -15,7 +15,6 @@ client that goes away does not stop the reading, which goes on for at most
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -34,7 +33,7 @@ _READ_AHEAD = 16
 
 
 def _usd(micros: int) -> str:
-    return str(Decimal(micros) / Decimal(1_000_000))
+    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
 
 
 class Exchange:

@@ -140,15 +140,20 @@ class StateStore(Protocol):
         ...
 
     def load_key(self, key: str) -> dict[str, Any] | None:
-        """The index record of an idempotency key, or ``None`` (never raises)."""
+        """The index record of an idempotency key, or ``None``.
+
+        Raises:
+            StateMismatchError: the index cannot answer for this key (it lost
+                records): the caller searches the chain.
+        """
         ...
 
     def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
         """Add idempotency-key records (the first record of a key wins).
 
         ``replace`` drops every record first: the index is rebuilt from a full fold.
-        A record with ``"durable": false`` need not survive a power loss on its
-        own (a served request's id: only a retry on the same machine seeks it).
+        The index is derived state, kept with the counters and rebuilt from the
+        chain with them: nothing in it is made durable on its own.
         """
         ...
 

@@ -162,7 +162,9 @@ def test_with_a_gateway_key_the_gateways_gemini_key_goes_and_no_query_key(
 ):
     """A key presented as x-goog-api-key: GEMINI_API_KEY is sent instead, ?key= is dropped."""
     write_config(home, upstream.url)
-    issued = run_inproc(["--home", str(home), "keys", "issue", "gemini-cli", "--agent", "gem"])
+    issued = run_inproc(
+        ["--home", str(home), "keys", "issue", "gemini-cli", "--agent", "gem"], {"LEDGER_NOW": NOW}
+    )
     secret = issued.json()["key"]
     env = clean_env(LEDGER_NOW=NOW, GEMINI_API_KEY="gateway-own-gemini-key")
     proxy = start_proxy(home, "--listen", "127.0.0.1:0", env=env)

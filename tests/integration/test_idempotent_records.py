@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from ledger.edges.files.keyindex import bucket_of
 from tests.integration.test_agent_helpers import (
     assert_chain_verifies,
     cli,
@@ -115,10 +116,73 @@ def test_the_key_survives_rebuild_state_and_a_lost_state(home, run_inproc):
 
 def test_an_edited_index_file_is_not_trusted(home, run_inproc):
     _record(run_inproc, home, "1", "real")
-    index = next((home / "state" / "keys").rglob("*.json"))
-    forged = index.with_name("0" * 64 + ".json")
-    forged.write_bytes(index.read_bytes().replace(b'"real"', b'"fake"'))
+    index = home / "state" / "index"
+    real = (index / f"{bucket_of('real')}.log").read_bytes()
+    forged = index / f"{bucket_of('fake')}.log"
+    forged.write_bytes(real.replace(b'"real"', b'"fake"'))
     assert _record(run_inproc, home, "1", "fake").json()["duplicate"] is False
+
+
+def test_calls_make_no_file_each(home, run_inproc):
+    """The key index is a few append-only buckets, not a file per key."""
+    for number in range(40):
+        assert _record(run_inproc, home, "0.01", f"k:{number}").code == 0
+    files = [path for path in (home / "state").rglob("*") if path.is_file()]
+    buckets = {bucket_of(f"k:{number}") for number in range(40)}
+    assert len(files) == 1 + len(buckets)  # derived.json and the buckets written
+    assert _record(run_inproc, home, "0.01", "k:7").json()["duplicate"] is True
+
+
+@pytest.mark.parametrize("damage", ["shortened", "removed"])
+def test_an_index_that_lost_appends_still_finds_the_key(home, run_inproc, damage):
+    """A power loss may keep the state but lose index appends: the chain answers, once."""
+    assert _record(run_inproc, home, "1", "kept").code == 0
+    assert _record(run_inproc, home, "2", "lost").code == 0
+    bucket = home / "state" / "index" / f"{bucket_of('lost')}.log"
+    raw = bucket.read_bytes()
+    if damage == "removed":
+        bucket.unlink()
+    else:
+        bucket.write_bytes(raw[: raw.index(b'"key":"lost"')])
+    repeat = _record(run_inproc, home, "2", "lost")
+    assert repeat.code == 0, repeat.stderr
+    assert repeat.json()["duplicate"] is True
+    # The next call notices the damage, drops the state and rebuilds both from the chain.
+    assert _record(run_inproc, home, "3", "other").json()["duplicate"] is False
+    assert _record(run_inproc, home, "2", "lost").json()["duplicate"] is True
+    assert _record(run_inproc, home, "1", "kept").json()["duplicate"] is True
+    assert len(payloads(home, "budget.record_call")) == 3
+    assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 6_000_000
+
+
+def test_a_state_from_before_the_index_is_rebuilt_with_it(home, run_inproc):
+    """Homes written by earlier versions (a file per key) rebuild the index on first use."""
+    assert _record(run_inproc, home, "1", "old").code == 0
+    import shutil
+
+    shutil.rmtree(home / "state" / "index")
+    (home / "state" / "keys" / "ab").mkdir(parents=True)
+    (home / "state" / "keys" / "ab" / ("ab" * 32 + ".json")).write_text("{}")
+    _drop_index_sizes(home / "state")
+    assert _record(run_inproc, home, "1", "old").json()["duplicate"] is True
+    assert not (home / "state" / "keys").exists()
+    assert (home / "state" / "index" / f"{bucket_of('old')}.log").exists()
+    assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 1_000_000
+
+
+def _drop_index_sizes(state_dir):
+    """Rewrite derived.json as an earlier version wrote it (no index sizes), MAC and all."""
+    import hashlib
+    import hmac
+
+    path = state_dir / "derived.json"
+    body, _, _ = path.read_bytes().rstrip(b"\n").rpartition(b"\n")
+    document = json.loads(body)
+    del document["index"]
+    body = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    key = (state_dir.parent / "keys" / "state-mac.key").read_bytes()
+    mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+    path.write_bytes(body + b"\n" + mac + b"\n")
 
 
 @pytest.mark.parametrize(

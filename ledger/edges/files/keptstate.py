@@ -15,6 +15,10 @@ dropped and the file is read, and a kept state is never written over it. A
 kept state is only ever behind the chain, never ahead: it is taken only from
 saves made in a group whose appends were made durable, or dropped with it.
 A file left behind by a crash is caught up like any state that lags the chain.
+
+Appends to the key index (``ledger.edges.files.keyindex``) are kept the same
+way, owned by the state file that records the index's sizes: they are written
+just before it, and dropped with it.
 """
 
 import contextlib
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from ledger.edges.clock import monotonic
 from ledger.edges.fileio import FileIdentity, atomic_write, file_identity
+from ledger.edges.files.keyindex import IndexDamagedError, KeyIndex
 from ledger.errors import ChainIOError, LedgerError
 
 WRITE_EVERY_SECONDS = 0.5
@@ -39,6 +44,9 @@ class KeptStates:
         self._raw: dict[str, bytes | None] = {}  # None: the file is to be removed
         self._supersedes: dict[str, FileIdentity | None] = {}
         self._dirty: set[str] = set()
+        # Key index appends not written yet, by the state file that owns them:
+        # (index, {bucket: (size the bucket must have first, lines)}).
+        self._appends: dict[str, tuple[KeyIndex, dict[str, tuple[int, bytes]]]] = {}
         self._written_at = monotonic()
 
     def lookup(self, name: str) -> object:
@@ -60,6 +68,28 @@ class KeptStates:
             self._written_at = -WRITE_EVERY_SECONDS
         self._raw[name] = raw
         self._dirty.add(name)
+
+    def keep_append(
+        self, owner: str, index: KeyIndex, bucket: str, lines: bytes, recorded: int
+    ) -> int:
+        """Hold an append to ``bucket``, written before ``owner``; the bucket's size after it.
+
+        ``recorded`` is the size ``owner`` records for the bucket now: the
+        bucket must be at least that long when the append is written.
+        """
+        _, buckets = self._appends.setdefault(owner, (index, {}))
+        first, held = buckets.get(bucket, (recorded, b""))
+        buckets[bucket] = (first, held + b"\n" + lines)
+        return first + len(buckets[bucket][1])
+
+    def pending(self, owner: str, bucket: str) -> bytes:
+        """Key index lines held for ``bucket`` and not written yet."""
+        held = self._appends.get(owner)
+        return held[1].get(bucket, (0, b""))[1] if held is not None else b""
+
+    def drop_appends(self, owner: str) -> None:
+        """Forget the key index appends held for ``owner`` (its index was replaced)."""
+        self._appends.pop(owner, None)
 
     def due(self) -> bool:
         """Whether the files should be written now (the interval has passed)."""
@@ -86,6 +116,7 @@ class KeptStates:
                 is caught up from the chain; the memory of it is dropped).
         """
         self._written_at = monotonic()
+        self._write_appends()
         for name in sorted(self._dirty):
             raw = self._raw[name]
             if file_identity(name) != self._supersedes[name]:
@@ -102,16 +133,44 @@ class KeptStates:
             self._supersedes[name] = file_identity(name)
             self._dirty.discard(name)
 
+    def _write_appends(self) -> None:
+        """Write the held key index appends, each before the state file that owns it.
+
+        Raises:
+            ChainIOError: an index bucket could not be written.
+        """
+        for owner, (index, buckets) in sorted(self._appends.items()):
+            if owner in self._supersedes and file_identity(owner) != self._supersedes[owner]:
+                self._drop(owner)  # another writer folded these entries itself
+                continue
+            try:
+                for bucket, (recorded, lines) in sorted(buckets.items()):
+                    index.append(bucket, lines[1:], recorded)
+            except IndexDamagedError:
+                # The index lost records since it was read: the state is
+                # dropped with it, and both are rebuilt from the chain.
+                self._drop(owner)
+                _remove(Path(owner))
+                index.remove()
+                continue
+            except ChainIOError:
+                self._drop(owner)
+                _remove(Path(owner))
+                raise
+            self._appends.pop(owner, None)
+
     def forget(self) -> None:
         """Drop everything kept (a group whose appends were rolled back)."""
         self._raw.clear()
         self._supersedes.clear()
         self._dirty.clear()
+        self._appends.clear()
 
     def _drop(self, name: str) -> None:
         self._raw.pop(name, None)
         self._supersedes.pop(name, None)
         self._dirty.discard(name)
+        self._appends.pop(name, None)
 
 
 _KEPT: ContextVar[KeptStates | None] = ContextVar("ledger_kept_state", default=None)

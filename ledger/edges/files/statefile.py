@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,6 +28,14 @@ from ledger.edges.fileio import (
     read_regular,
 )
 from ledger.edges.files import keptstate
+from ledger.edges.files.keyindex import (
+    IndexDamagedError,
+    KeyIndex,
+    Sizes,
+    bucket_of,
+    find_in,
+    lines_by_bucket,
+)
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
@@ -42,6 +49,9 @@ class StoredState(NamedTuple):
     head_hash: str | None
     size: int
     data: dict[str, Any]
+    # False for a state saved before the key index recorded its sizes: it is
+    # rebuilt, index and all, from the chain.
+    index_complete: bool = True
 
 
 class StateFile:
@@ -50,6 +60,9 @@ class StateFile:
     def __init__(self, directory: Path, mac_key_path: Path) -> None:
         self.path = directory / "derived.json"
         self.mac_key_path = mac_key_path
+        self.index = KeyIndex(directory / "index")
+        # The key index's bucket sizes, as the state last loaded or saved records them.
+        self._index_sizes: Sizes | None = None
 
     def _mac_key(self, *, create: bool) -> bytes | None:
         # Every verdict loads and saves the state; the key is read again only
@@ -93,11 +106,13 @@ class StateFile:
         if kept is not None:
             raw = kept.lookup(keptstate.absolute(self.path))
             if raw is None:
+                self._index_sizes = {}
                 return None
         try:
             if not isinstance(raw, bytes):
                 raw = read_regular(self.path)
         except FileNotFoundError:
+            self._index_sizes = {}
             return None
         except OSError as exc:
             raise StateMismatchError(f"derived state unreadable: {exc.strerror}") from exc
@@ -112,7 +127,11 @@ class StateFile:
             document = json.loads(body)
             if document["format"] != STATE_FORMAT:
                 raise StateMismatchError("derived state has an unknown format")
-            return StoredState(document["head_hash"], int(document["size"]), document["data"])
+            index = document.get("index")
+            self._index_sizes = dict(index) if isinstance(index, dict) else {}
+            return StoredState(
+                document["head_hash"], int(document["size"]), document["data"], index is not None
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
 
@@ -128,6 +147,7 @@ class StateFile:
                 "head_hash": head_hash,
                 "size": size,
                 "data": data,
+                "index": self._sizes(),
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -147,8 +167,14 @@ class StateFile:
         Raises:
             ChainIOError: something is there that cannot be removed.
         """
+        self._index_sizes = {}
+        try:
+            self.index.remove()
+        except OSError as exc:
+            raise ChainIOError(f"cannot remove the key index: {exc.strerror}") from exc
         kept = keptstate.current()
         if kept is not None:
+            kept.drop_appends(keptstate.absolute(self.path))
             kept.keep(keptstate.absolute(self.path), None)
             return
         try:
@@ -158,64 +184,66 @@ class StateFile:
         except OSError as exc:
             raise ChainIOError(f"cannot remove {self.path}: {exc.strerror}") from exc
 
-    # Idempotency keys: one small MAC'd file per key under ``state/keys/``, named
-    # by the SHA-256 of the key, so a lookup reads one file whatever the chain's
-    # length. Like the state, the index is derived: rebuilt with it from the chain.
+    # The key index (``ledger.edges.files.keyindex``): idempotency keys and
+    # served request ids, appended per save, never fsync'd, its bucket sizes
+    # recorded in the state file so a lost append is noticed.
 
-    def _key_path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
-        return self.keys_dir / digest[:2] / f"{digest}.json"
-
-    @property
-    def keys_dir(self) -> Path:
-        """Where the idempotency-key index lives."""
-        return self.path.parent / "keys"
+    def _sizes(self) -> Sizes:
+        if self._index_sizes is None:
+            with contextlib.suppress(StateMismatchError):
+                self.load()
+        if self._index_sizes is None:
+            self._index_sizes = {}
+        return self._index_sizes
 
     def load_key(self, key: str) -> dict[str, Any] | None:
-        """The index record of ``key``; ``None`` when absent, unreadable or edited."""
-        try:
-            raw = read_regular(self._key_path(key))
-            mac_key = self._mac_key(create=False)
-        except (OSError, ChainIOError):
-            return None
-        if mac_key is None:
-            return None
-        body, _, mac = raw.rstrip(b"\n").rpartition(b"\n")
-        expected = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
-        if not hmac.compare_digest(expected, mac):
-            return None
-        try:
-            record = json.loads(body)
-        except ValueError:
-            return None
-        if not isinstance(record, dict) or record.get("key") != key:
-            return None
-        return record
-
-    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
-        """Add idempotency-key records; the first record of a key wins.
+        """The index record of ``key``; ``None`` when absent (or edited).
 
         Raises:
-            ChainIOError: a file cannot be written.
+            StateMismatchError: the key's bucket lost records (search the chain).
         """
-        if replace and self.keys_dir.exists():
-            doomed = self.keys_dir.with_name(f"keys.old-{os.getpid()}")
-            self.keys_dir.replace(doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+        try:
+            mac_key = self._mac_key(create=False)
+        except ChainIOError as exc:
+            raise StateMismatchError(str(exc)) from exc
+        if mac_key is None:
+            return None
+        bucket = bucket_of(key)
+        kept = keptstate.current()
+        pending = b"" if kept is None else kept.pending(keptstate.absolute(self.path), bucket)
+        # The recorded size counts appends held in memory and not written yet.
+        on_disk = max(0, self._sizes().get(bucket, 0) - len(pending))
+        return find_in(self.index.read(bucket, on_disk) + pending, key, mac_key)
+
+    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Add key index records (a lookup finds the first record of a key).
+
+        ``replace`` makes the index exactly ``records`` (a rebuild from a full fold).
+
+        Raises:
+            ChainIOError: the index cannot be written; when it lost records, the
+                state is dropped too, so both are rebuilt from the chain.
+        """
         mac_key = self._mac_key(create=True)
         assert mac_key is not None  # noqa: S101 - create=True always yields a key
-        for record in records:
-            path = self._key_path(record["key"])
-            if path.exists():
-                continue
-            body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
-            mac = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
+        grouped = lines_by_bucket(records, mac_key)
+        kept = keptstate.current()
+        owner = keptstate.absolute(self.path)
+        if replace:
+            if kept is not None:
+                kept.drop_appends(owner)
+            self._index_sizes = self.index.replace(grouped)
+            return
+        sizes = self._sizes()
+        for bucket, lines in grouped.items():
+            recorded = sizes.get(bucket, 0)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ChainIOError(f"cannot write the idempotency index: {exc}") from exc
-            # A key sealed by a call is made durable with it; a bulk rebuild is not
-            # (a lost file is refolded from the chain when the state lags), nor is
-            # a record that says it need not be.
-            durable = not replace and record.get("durable", True) is not False
-            atomic_write(path, body + b"\n" + mac + b"\n", 0o600, durable=durable)
+                if kept is not None:
+                    # Written later, maybe from another working directory: kept absolute.
+                    index = KeyIndex(Path(keptstate.absolute(self.index.directory)))
+                    sizes[bucket] = kept.keep_append(owner, index, bucket, lines, recorded)
+                else:
+                    sizes[bucket] = self.index.append(bucket, lines, recorded)
+            except IndexDamagedError as exc:
+                self.delete()
+                raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc

@@ -41,10 +41,6 @@ class SessionVerdict(NamedTuple):
     halted: bool = False
 
 
-def _usd_text(micros: int) -> str:
-    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
-
-
 def _cursor_key(hook: HookInput) -> str | None:
     if hook.transcript_path:
         return hook.transcript_path
@@ -103,7 +99,7 @@ def session_verdict(
         return _gating_off(deps, key)
     try:
         document, admitted = calls.verdict(
-            deps, _usd_text(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
+            deps, calls.Micros(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
             cycle_id=clip(hook.session_id), agent=agent,
         )  # fmt: skip
     except LedgerError as exc:

@@ -7,8 +7,8 @@ when that counter cannot be trusted, against the chain itself.
 
 from typing import Any, Protocol
 
-from ledger.errors import ChainIOError, InputDataError
-from ledger.services.chain.state import Counter
+from ledger.errors import ChainIOError, InputDataError, StateMismatchError
+from ledger.services.chain.state import Counter, index_records
 from ledger.services.ports import ChainStore, StateStore
 
 
@@ -60,16 +60,45 @@ def other_record_message(
 
 
 def find_indexed(counter: Counter, deps: "DuplicateDeps", key: str) -> dict[str, Any] | None:
-    """The key index record of ``key`` (any kind), held against the chain as above."""
+    """The key index record of ``key`` (any kind), held against the chain as above.
+
+    A counter rebuilt from the whole chain holds every key itself; an index
+    that lost records is passed over for the chain.
+    """
     record = next((r for r in counter.new_keys if r["key"] == key), None)
-    if record is None:
-        record = deps.states.load_key(key)
+    if record is None and not counter.rebuilt:
+        try:
+            record = deps.states.load_key(key)
+        except StateMismatchError:
+            return _chain_record(deps.chain, key)
     if record is None:
         return None
     number = record.get("entry")
     if counter.problem is None and isinstance(number, int) and number >= 1:
         return record if number <= int(counter.data["meta"]["entries"]) else None
     return record if _chain_holds(deps.chain, str(record.get("entry_hash"))) else None
+
+
+def _chain_record(store: ChainStore, key: str) -> dict[str, Any] | None:
+    """The key index record of ``key`` found by reading the chain (an index that lost records)."""
+    from ledger.core.envelope import parse_line
+
+    number = 0
+    try:
+        for raw in store.iter_lines():
+            number += 1
+            try:
+                parsed = parse_line(raw.rstrip(b"\n"))
+            except (ValueError, InputDataError):
+                continue
+            for record in index_records(
+                parsed.event_type, parsed.payload, parsed.entry_hash, number
+            ):
+                if record["key"] == key:
+                    return record
+    except ChainIOError:
+        return None
+    return None
 
 
 def _chain_holds(store: ChainStore, entry_hash: str) -> bool:

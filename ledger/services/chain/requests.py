@@ -98,7 +98,4 @@ def request_record(
         "entry_hash": entry_hash,
         "event_type": event_type,
         "entry": number,
-        # Only a retry on this machine ever looks for it, and a power loss ends
-        # that retry's client too: it need not be flushed to disk on its own.
-        "durable": False,
     }

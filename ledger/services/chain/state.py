@@ -97,9 +97,7 @@ def _fold_range(
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
         if keys is not None:
-            keys.extend(
-                _index_records(parsed.event_type, parsed.payload, parsed.entry_hash, number)
-            )
+            keys.extend(index_records(parsed.event_type, parsed.payload, parsed.entry_hash, number))
 
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
@@ -116,7 +114,7 @@ def _fold_range(
     )
 
 
-def _index_records(
+def index_records(
     event_type: str, payload: dict[str, Any], entry_hash: str, number: int
 ) -> list[dict[str, Any]]:
     """The key index records of one entry: its idempotency key's, its served request's."""
@@ -208,6 +206,9 @@ def _load_counter(
         if stored is not None and stored.data["meta"].get("trust") != fingerprint:
             # Verified under another trust store (a revocation, a rotation, an
             # edit): every entry is verified again before the next decision.
+            stored = None
+        if stored is not None and not getattr(stored, "index_complete", True):
+            # Saved before the key index recorded its sizes: rebuilt with it.
             stored = None
         if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
             # Folded with its days in another zone: every day is keyed afresh.
@@ -389,7 +390,7 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
     else:
         number = 0  # unknown here: lookups on an untrusted counter search the chain
     counter.new_keys.extend(
-        _index_records(entry["event_type"], entry["payload"], sealed.entry_hash, number)
+        index_records(entry["event_type"], entry["payload"], sealed.entry_hash, number)
     )
     counter.head = head
     counter.dirty = True

@@ -37,12 +37,31 @@ class CallDeps(GateDeps, PriceDeps, ProviderDeps, Protocol):
     """What a per-call request needs: the gate, the price table and the known providers."""
 
 
+class Micros(int):
+    """An amount already in integer micro-USD, for callers inside the product.
+
+    ``amount`` takes it as it is: the gateway and the hooks hold micro-USD, and
+    turning them into text only to parse them back would cost time and could
+    only lose precision.
+    """
+
+    __slots__ = ()
+
+
 def amount(value: object, what: str) -> int:
     """A USD amount as micro-USD: a decimal, not negative, within the chain's range.
+
+    A ``Micros`` is taken as it is (range still checked).
 
     Raises:
         UsageError: not a number, negative, or too large.
     """
+    if isinstance(value, Micros):
+        if value < 0:
+            raise UsageError(f"{what}: negative amount")
+        if value > MAX_MICROS:
+            raise UsageError(f"{what}: amount too large")
+        return int(value)
     text = str(value)
     try:
         micros = usd_to_micros(text)

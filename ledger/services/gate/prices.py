@@ -8,7 +8,9 @@ imports genai-prices. A model with neither is unpriced: never $0.
 
 import datetime as dt
 import hashlib
-from typing import Any, NamedTuple, Protocol
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
 from ledger.core.model_data import context_window, web_search_rate
@@ -22,6 +24,9 @@ from ledger.core.prices import (
 from ledger.core.server_tools import search_fee_micros
 from ledger.errors import ChainIOError, UnknownPriceError
 from ledger.services.chain.writer import Writer, WriterDeps
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 
 class PriceDeps(Protocol):
@@ -52,7 +57,7 @@ class SyncDeps(WriterDeps, PriceDeps, Protocol):
 def model_context_window(deps: PriceDeps, provider: str, model: str) -> int | None:
     """The model's context window from the snapshot's model data, or ``None`` if unknown."""
     try:
-        return context_window(_loader(deps), provider, model)
+        return context_window(_loader(deps, {}), provider, model)
     except PriceError:
         return None
 
@@ -62,22 +67,62 @@ def web_search_fee_micros(deps: PriceDeps, provider: str, model: str, searches: 
     if searches <= 0:
         return 0
     try:
-        rate = web_search_rate(_loader(deps), provider, model)
+        rate = web_search_rate(_loader(deps, {}), provider, model)
     except PriceError:
         rate = None
     return search_fee_micros(searches, rate)
 
 
-def _loader(deps: PriceDeps) -> Any:
+# Quotes found before, by (provider, model, the overrides): matching a model
+# against a provider's table is most of a lookup's cost, and a long-lived
+# process (the gateway, the resident gate) prices the same few models again
+# and again. Each quote keeps the snapshot files it was found in; it is used
+# only while those files still hold exactly the same bytes.
+_QUOTES: "OrderedDict[tuple[Hashable, ...], _Found]" = OrderedDict()
+_QUOTES_KEPT = 256
+_QUOTES_LOCK = threading.Lock()  # the gateway prices on its worker thread and its event loop
+
+
+class _Found(NamedTuple):
+    quote: Quote
+    files: tuple[tuple[str, bytes | None], ...]
+
+
+def _loader(deps: PriceDeps, read: dict[str, bytes | None]) -> Any:
     cache: dict[str, ProviderPrices | None] = {}
 
     def load(provider: str) -> ProviderPrices | None:
         if provider not in cache:
             raw = deps.price_file(provider)
+            read[provider] = raw
             cache[provider] = None if raw is None else parse_provider_file(raw, provider)
         return cache[provider]
 
     return load
+
+
+def _cached_quote(deps: PriceDeps, provider: str, model: str) -> Quote | None:
+    """The quote for ``provider/model``, found again only when its price source changed.
+
+    Raises:
+        PriceError: the snapshot is malformed.
+        ChainIOError: a snapshot file cannot be read.
+    """
+    overrides = deps.config.price_overrides
+    key = (provider, model, tuple(sorted(overrides.items())))
+    with _QUOTES_LOCK:
+        kept = _QUOTES.get(key)
+    if kept is not None and all(deps.price_file(name) == raw for name, raw in kept.files):
+        return kept.quote
+    read: dict[str, bytes | None] = {}
+    found = quote(provider, model, overrides, _loader(deps, read))
+    if found is not None:
+        with _QUOTES_LOCK:
+            _QUOTES[key] = _Found(found, tuple(read.items()))
+            _QUOTES.move_to_end(key)
+            while len(_QUOTES) > _QUOTES_KEPT:
+                _QUOTES.popitem(last=False)
+    return found
 
 
 def find_price(deps: PriceDeps, provider: str, model: str) -> tuple[Quote | None, str]:
@@ -86,7 +131,7 @@ def find_price(deps: PriceDeps, provider: str, model: str) -> tuple[Quote | None
     Never raises for a missing or unreadable snapshot: that is an unknown price.
     """
     try:
-        found = quote(provider, model, deps.config.price_overrides, _loader(deps))
+        found = _cached_quote(deps, provider, model)
     except (PriceError, ChainIOError) as exc:
         return None, f"the price snapshot cannot be used ({exc}); run `ledger prices sync`"
     if found is not None:

@@ -342,6 +342,25 @@ class TestKeptState:
         assert loaded is not None
         assert loaded.data == {"n": 3}
 
+    def test_a_relative_home_s_key_index_is_written_where_it_was_meant(
+        self, home, monkeypatch, tmp_path
+    ):
+        """Key index appends held in memory go to the request's home, not the writer's directory."""
+        monkeypatch.chdir(home.parent)
+        states = StateFile(Path(home.name) / "state", Path(home.name) / "keys" / "state-mac.key")
+        kept = KeptStates()
+        record = {"key": "k:1", "entry": 1, "entry_hash": "ab" * 32, "event_type": "x"}
+        with keeping(kept):
+            states.load()
+            states.save_keys([record])
+            states.save_state(None, 0, {"n": 3})
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        kept.write()
+        assert not (elsewhere / home.name).exists()
+        assert self._states(home).load_key("k:1") is not None
+
     def test_a_delete_is_kept_too(self, home):
         states = self._states(home)
         states.save_state(None, 0, {"n": 1})

@@ -1,0 +1,121 @@
+"""One group-commit batch runner, for the resident gate (``ledger serve``) and the gateway.
+
+Both decide many callers' work at once. One fsync each would cap them at the
+disk's fsync rate, so a batch of work runs inside one group commit on the
+home's chain (``ledger.edges.files.groupcommit``): one lock hold, each unit of
+work in its own transaction in arrival order, one fsync at the end, and no
+result handed back before it. Derived state stays in memory between batches
+(``ledger.edges.files.keptstate``) and is written after a batch's fsync at most
+every half second, and when the process stops.
+
+If the group's fsync fails, nothing of the batch was handed back and its
+entries are gone again: derived state written meanwhile is dropped (it is
+rebuilt from the chain), the caller forgets what it noted for the batch, and
+the batch runs again with each transaction making itself durable. A fleet's
+database commits each transaction itself; the batch then runs as it comes.
+"""
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.groupcommit import GroupCommitError, group_commit, sync_chain
+from ledger.edges.files.keptstate import KeptStates, keeping
+from ledger.edges.locks import exclusive_lock
+from ledger.errors import ChainIOError, LedgerError
+from ledger.runtime import Runtime
+
+R = TypeVar("R")
+Log = Callable[[str], None]
+Identity = tuple[int, ...] | None
+
+
+class BatchRunner:
+    """Runs one home's batches in group commits; one per long-lived process."""
+
+    def __init__(self, home: Path, environ: dict[str, str], log: Log) -> None:
+        self.home = home
+        self.environ = environ
+        self._log = log
+        self._kept = KeptStates()
+        self._chain_for: tuple[Identity, object] | None = None
+        self.batches = 0
+
+    def runtime(self) -> Runtime:
+        """A fresh runtime: a changed ``ledger.toml``, trust store or key is in effect for it."""
+        return Runtime(self.home, self.environ)
+
+    def _batch_chain(self) -> object:
+        """The chain a batch groups on, as the home's configuration says now.
+
+        Only the store and the lock timeout are taken from it, so it is parsed
+        again only when ``ledger.toml`` changes (its inode, size or mtime);
+        each unit of work still reads the configuration itself.
+
+        Raises:
+            LedgerError: the configuration is unusable.
+        """
+        runtime = self.runtime()
+        try:
+            found = runtime.config_path.stat()
+            identity: Identity = (found.st_ino, found.st_size, found.st_mtime_ns)
+        except OSError:
+            identity = None
+        if identity is None or self._chain_for is None or self._chain_for[0] != identity:
+            self._chain_for = (identity, runtime.chain)
+        return self._chain_for[1]
+
+    def run(self, work: Callable[[Runtime], R], rolled_back: Callable[[], None]) -> R:
+        """``work`` (one batch: each unit in its own transaction) in one group commit; its result.
+
+        ``rolled_back`` is called when the group's fsync failed, before ``work``
+        runs again with each transaction durable on its own.
+        """
+        self.batches += 1
+        try:
+            chain = self._batch_chain()
+        except LedgerError:
+            # No usable configuration here: each unit finds that out itself.
+            return work(self.runtime())
+        if not isinstance(chain, ChainFile):
+            return work(self.runtime())
+        try:
+            with group_commit(chain) as group, keeping(self._kept):
+                group.after_commit.append(self._write_state_when_due)
+                return work(self.runtime())
+        except GroupCommitError as exc:
+            self._log(f"group commit failed, running the batch again one by one: {exc}")
+            self._kept.forget()
+            with contextlib.suppress(LedgerError):
+                self.runtime().states.delete()
+            rolled_back()
+            return work(self.runtime())
+        except ChainIOError:
+            # The group could not start (the chain or its lock is unusable):
+            # each unit meets that as it would on its own.
+            return work(self.runtime())
+
+    def _write_state_when_due(self) -> None:
+        if self._kept.due():
+            self._kept.write_or_log(self._log)
+
+    def make_predecessor_durable(self) -> None:
+        """Make durable what a killed predecessor wrote before anything is decided on top of it."""
+        try:
+            chain = self._batch_chain()
+            if isinstance(chain, ChainFile):
+                sync_chain(chain)
+        except LedgerError as exc:
+            self._log(f"could not fsync the chain at start: {exc}")
+
+    def close(self) -> None:
+        """Write the state kept in memory (under the chain lock), before the process exits."""
+        try:
+            chain = self._batch_chain()
+            if isinstance(chain, ChainFile):
+                with exclusive_lock(chain.lock_path, chain.lock_timeout):
+                    self._kept.write_or_log(self._log)
+        except LedgerError as exc:
+            self._log(f"could not write derived state at stop: {exc}")
