@@ -40,6 +40,11 @@ class Upstream:
         found: list[dict[str, Any]] = httpx.get(f"{self.url}/_control/requests").json()["requests"]
         return found
 
+    def calls(self) -> list[dict[str, Any]]:
+        """Every model call answered in agent mode, with its usage (the provider's truth)."""
+        found: list[dict[str, Any]] = httpx.get(f"{self.url}/_control/calls").json()["calls"]
+        return found
+
     def release(self, name: str, times: int = 1) -> None:
         for _ in range(times):
             httpx.post(f"{self.url}/_control/release/{name}")
@@ -51,9 +56,10 @@ class Upstream:
             self.proc.stdout.close()
 
 
-def start_upstream() -> Upstream:
+def start_upstream(*, agent: bool = False) -> Upstream:
+    """The fake provider as its own process; ``agent`` starts its scripted agent mode."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.upstream"],
+        [sys.executable, "-m", "tests.gateway.upstream", *(["--agent"] if agent else [])],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

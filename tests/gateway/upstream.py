@@ -14,6 +14,11 @@ Model calls are answered as JSON or SSE (``"stream": true``). A request header
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
+
+Started with ``--agent``, it answers every model call in the scripted agent
+mode of ``tests.gateway.agent_mode`` (a tool call per turn, for as many turns
+as the client goes on), and ``GET /_control/calls`` lists each answer with its
+usage.
 """
 
 import itertools
@@ -25,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.gateway import agent_mode
+
 # Small round figures, so each call's exact cost is easy to state in a test.
 ANTHROPIC_USAGE = {"input_tokens": 1000, "output_tokens": 700}
 CHAT_USAGE = {"prompt_tokens": 2000, "completion_tokens": 500, "total_tokens": 2500}
@@ -34,6 +41,7 @@ _ids = itertools.count(1)
 _gates: dict[str, threading.Semaphore] = {}
 _gates_lock = threading.Lock()
 _requests: list[dict[str, Any]] = []
+_mode = {"agent": False}
 
 
 def _gate(name: str) -> threading.Semaphore:
@@ -128,6 +136,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_control/requests":
             self._json(200, {"requests": list(_requests)})
             return
+        if path == "/_control/calls":
+            self._json(200, {"calls": list(agent_mode.calls)})
+            return
         self._note(b"")
         if path == "/v1/models":
             self._json(200, {"data": [{"id": "claude-test", "type": "model"}], "object": "list"})
@@ -146,6 +157,8 @@ class Handler(BaseHTTPRequestHandler):
         scenario = self.headers.get("x-test-scenario", "")
         model = request.get("model", "m")
         number = next(_ids)
+        if _mode["agent"] and self._agent_answer(parts.path, request):
+            return
         if scenario.startswith("status:"):
             status = int(scenario.split(":", 1)[1])
             if parts.path.startswith("/v1/messages"):
@@ -180,6 +193,24 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, response_document(model, response_id))
         else:
             self._json(404, {"error": {"type": "not_found", "message": parts.path}})
+
+    def _agent_answer(self, path: str, request: dict[str, Any]) -> bool:
+        """Answer a model call in the scripted agent mode; False for any other path."""
+        if path == "/v1/messages":
+            document, events = agent_mode.anthropic(path, request)
+        elif path == "/v1/responses":
+            document, events = agent_mode.responses(path, request)
+        elif path.startswith("/v1beta/models/") and path.endswith(
+            (":generateContent", ":streamGenerateContent")
+        ):
+            document, events = agent_mode.gemini(path, request)
+        else:
+            return False
+        if document is not None:
+            self._json(200, document)
+        else:
+            self._sse(events)
+        return True
 
     def _note(self, body: bytes) -> None:
         parts = urlsplit(self.path)
@@ -229,6 +260,7 @@ class Server(ThreadingHTTPServer):
 
 
 def main() -> None:
+    _mode["agent"] = "--agent" in sys.argv[1:]
     server = Server(("127.0.0.1", 0), Handler)
     sys.stdout.write(f"{server.server_address[1]}\n")
     sys.stdout.flush()
