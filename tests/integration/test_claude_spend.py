@@ -98,9 +98,9 @@ class TestRecording:
         # the <synthetic> notice is not a call.
         assert [r["actual_micros"] for r in sealed] == [A_MICROS, B_MICROS, C_MICROS]
         assert [r["idempotency_key"] for r in sealed] == [
-            "cc:msg_01AAAAAAAAAAAAAAAAAAAAAA",
-            "cc:msg_01BBBBBBBBBBBBBBBBBBBBBB",
-            "cc:msg_01CCCCCCCCCCCCCCCCCCCCCC",
+            "anthropic:msg_01AAAAAAAAAAAAAAAAAAAAAA",
+            "anthropic:msg_01BBBBBBBBBBBBBBBBBBBBBB",
+            "anthropic:msg_01CCCCCCCCCCCCCCCCCCCCCC",
         ]
         assert [r["model_id"] for r in sealed] == ["test-sonnet", "test-sonnet", "test-haiku"]
         assert {r["provider"] for r in sealed} == {"anthropic"}
