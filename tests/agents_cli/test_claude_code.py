@@ -1,6 +1,8 @@
 """The real Claude Code CLI on a $1 cap: every call gated, recorded once, the session stopped."""
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -8,8 +10,15 @@ import pytest
 
 from tests.agents_cli import clis
 from tests.agents_cli.conftest import need
-from tests.agents_cli.harness import CAP_MICROS, account, clamp_available, ledger, report
-from tests.gateway.helpers import Proxy, Upstream
+from tests.agents_cli.harness import (
+    CAP_MICROS,
+    account,
+    clamp_available,
+    ledger,
+    price_micros,
+    report,
+)
+from tests.gateway.helpers import NOW, Proxy, Upstream
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = "claude-sonnet-4-5"
@@ -27,6 +36,9 @@ def claude_env(cli_home: Path, gateway_url: str | None, **extra: str) -> dict[st
         DISABLE_ERROR_REPORTING="1",
         # As root, Claude Code takes --dangerously-skip-permissions only in a sandbox.
         IS_SANDBOX="1",
+        # For the hooks: they run this ledger on the same budget day as the gateway.
+        PYTHONPATH=os.environ.get("PYTHONPATH", ""),
+        LEDGER_NOW=NOW,
         **extra,
     )
     if gateway_url is not None:
@@ -74,3 +86,80 @@ def test_through_the_gateway_the_session_stops_at_the_cap_with_every_call_once(
     assert outcome.halts >= 1
     assert ledger(cap_home, "verify-chain").returncode == 0
     assert_used_most_of_the_cap(outcome.truth_micros)
+
+
+def install_hooks(home: Path, cli_home: Path, *more: str) -> dict[str, Any]:
+    settings = cli_home / ".claude" / "settings.json"
+    done = ledger(home, "hook", "install", "--settings", str(settings), *more)
+    assert done.returncode == 0, done.stderr
+    written: dict[str, Any] = json.loads(done.stdout)
+    return written
+
+
+def reserved_micros(home: Path) -> int:
+    """What the day's aggregate cap still holds reserved."""
+    done = ledger(home, "status", "--json")
+    reserved: int = json.loads(done.stdout)["usd"]["caps"][0]["usd_reserved_micros"]
+    return reserved
+
+
+@pytest.mark.parametrize("spec", RELEASES)
+def test_hook_install_with_the_gateway_is_hard_and_counts_each_response_once(
+    spec: str, cap_home: Path, gateway: Proxy, upstream: Upstream, cli_home: Path
+) -> None:
+    written = install_hooks(cap_home, cli_home, "--gateway", gateway.url)
+    assert written["gateway"] == gateway.url
+
+    # No ANTHROPIC_BASE_URL of its own: the settings file routes it.
+    _done, result = claude(spec, cli_home, claude_env(cli_home, None))
+
+    assert result["is_error"] is True, result
+    assert "halt-100" in result["result"], result["result"]
+    outcome = account(cap_home, upstream)
+    report(f"Claude Code {spec.rsplit('@', 1)[1]} hook install + gateway", outcome, gateway)
+    assert outcome.calls == outcome.records > 1
+    assert outcome.truth_micros <= CAP_MICROS
+    # The hooks reserved nothing beside the gateway, and nothing stays reserved.
+    assert reserved_micros(cap_home) == 0
+    assert ledger(cap_home, "verify-chain").returncode == 0
+    assert_used_most_of_the_cap(outcome.truth_micros)
+
+
+@pytest.mark.parametrize("spec", RELEASES)
+def test_hooks_alone_stop_the_session_within_one_call_of_the_cap(
+    spec: str, cap_home: Path, upstream: Upstream, cli_home: Path
+) -> None:
+    install_hooks(cap_home, cli_home)
+
+    _done, result = claude(spec, cli_home, claude_env(cli_home, upstream.url))
+
+    assert result.get("terminal_reason") == "hook_stopped" or result["num_turns"] < 40, result
+    outcome = account(cap_home, upstream)
+    largest = max(price_micros(call) for call in upstream.calls())
+    sys.stderr.write(
+        f"\n[figures] Claude Code {spec.rsplit('@', 1)[1]} hooks only: {outcome.percent:.1f} % "
+        f"of the $1 cap, {outcome.calls} upstream calls, {outcome.records} records\n"
+    )
+    # Every response, the last before the stop included, is recorded once.
+    assert outcome.calls == outcome.records > 1
+    # A soft cap: at most one call past it.
+    assert outcome.truth_micros <= CAP_MICROS + largest
+    assert reserved_micros(cap_home) == 0
+    assert ledger(cap_home, "verify-chain").returncode == 0
+
+
+@pytest.mark.parametrize("spec", RELEASES[:1])
+def test_continue_after_the_halt_spends_nothing_more(
+    spec: str, cap_home: Path, gateway: Proxy, upstream: Upstream, cli_home: Path
+) -> None:
+    install_hooks(cap_home, cli_home, "--gateway", gateway.url)
+    claude(spec, cli_home, claude_env(cli_home, None))
+    before = len(upstream.calls())
+
+    _done, result = claude(spec, cli_home, claude_env(cli_home, None), "--continue")
+
+    assert len(upstream.calls()) == before
+    assert result["is_error"] is True or "halt-100" in json.dumps(result), result
+    outcome = account(cap_home, upstream)
+    assert outcome.truth_micros <= CAP_MICROS
+    assert ledger(cap_home, "verify-chain").returncode == 0

@@ -37,6 +37,7 @@ FIXTURE = {
     "PostToolUse": "post_tool_use_bash.json",
     "Stop": "stop.json",
     "UserPromptSubmit": "user_prompt_submit.json",
+    "SessionEnd": "session_end.json",
 }
 
 
