@@ -219,7 +219,11 @@ class TestHaltLift:
 class TestStopping:
     def test_a_halted_pre_tool_use_stops_without_a_denial_some_releases_would_loop_on(self):
         output = pre_tool_use_output(None, ["w"], "halted")
-        assert output == {"continue": False, "stopReason": "halted\nw", "systemMessage": "halted\nw"}
+        assert output == {
+            "continue": False,
+            "stopReason": "halted\nw",
+            "systemMessage": "halted\nw",
+        }
 
     def test_post_tool_use_stops_with_or_without_lines(self):
         assert post_tool_use_output([], "halted") == {
