@@ -30,7 +30,9 @@ def write_home_config(home: Path, upstream: Upstream, extra: str = "") -> None:
     """
     (home / "ledger.toml").write_text(
         "[usd]\ndaily_cap = 1\n\n[billing]\nstale_halt_pct = 100\n\n"
-        f'[proxy.upstream]\nanthropic = "{upstream.url}"\nopenai = "{upstream.url}"\n{extra}'
+        f'[proxy.upstream]\nanthropic = "{upstream.url}"\nopenai = "{upstream.url}"\n'
+        + (f'google = "{upstream.url}"\n' if gateway_serves_gemini() else "")
+        + extra
     )
 
 
@@ -118,6 +120,24 @@ def clamp_available() -> bool:
     from ledger.core import config
 
     return "min_output_tokens" in Path(config.__file__).read_text()
+
+
+def gateway_sets_output_limits() -> bool:
+    """Whether the gateway gives a request without an output limit one (else it refuses it).
+
+    Codex CLI and Gemini CLI never set one, so every test of theirs through the
+    gateway depends on it.
+    """
+    from ledger.core import proxy_config
+
+    return "default_max_output_tokens" in Path(proxy_config.__file__).read_text()
+
+
+def gateway_serves_gemini() -> bool:
+    """Whether the gateway serves the Gemini API (``:streamGenerateContent``)."""
+    from ledger.providers import routes
+
+    return "generateContent" in Path(routes.__file__).read_text()
 
 
 def report(name: str, outcome: Outcome, proxy: Proxy) -> None:

@@ -2,7 +2,7 @@
 
 A real agent CLI (Claude Code, Codex CLI, Gemini CLI) pointed at the fake in
 this mode loops for as many turns as a budget lets it: each answer calls the
-CLI's own shell tool (a harmless ``true``) with the usage of a realistic
+CLI's own shell tool (a harmless ``echo``) with the usage of a realistic
 agent turn (about 20k input and 1-2k output tokens). Requests that offer no
 shell tool (title or classifier requests) get a short text answer at their
 own small usage. Every answer is logged with its usage and response id
@@ -19,14 +19,18 @@ _ids = itertools.count(1)
 _lock = threading.Lock()
 calls: list[dict[str, Any]] = []
 
-# The shell tools the CLIs offer, and the arguments that run ``true`` with each.
-_SHELL_TOOLS: dict[str, dict[str, Any]] = {
-    "Bash": {"command": "true", "description": "Check the workspace"},
-    "shell": {"command": ["true"]},
-    "shell_command": {"command": "true"},
-    "exec_command": {"cmd": "true"},
-    "local_shell": {"command": ["true"]},
-    "run_shell_command": {"command": "true", "description": "Check the workspace"},
+# The shell tools the CLIs offer, and the arguments that run a harmless command
+# with each; the command names its step, as clients stop a loop of identical calls.
+_SHELL_TOOLS: dict[str, Any] = {
+    "Bash": lambda step: {"command": f"echo step {step}", "description": "Check the workspace"},
+    "shell": lambda step: {"command": ["echo", f"step {step}"]},
+    "shell_command": lambda step: {"command": f"echo step {step}"},
+    "exec_command": lambda step: {"cmd": f"echo step {step}"},
+    "local_shell": lambda step: {"command": ["echo", f"step {step}"]},
+    "run_shell_command": lambda step: {
+        "command": f"echo step {step}",
+        "description": "Check the workspace",
+    },
 }
 
 
@@ -83,7 +87,7 @@ def anthropic(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None
     stream = bool(request.get("stream"))
     _log(path, model, message_id, usage, stream)
     if tool:
-        arguments = _SHELL_TOOLS[tool]
+        arguments = _SHELL_TOOLS[tool](number)
         block: dict[str, Any] = {"type": "tool_use", "id": f"toolu_{number:06d}", "name": tool,
                                  "input": arguments}  # fmt: skip
         stop_reason = "tool_use"
@@ -132,7 +136,7 @@ def responses(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None
     if tool:
         item: dict[str, Any] = {"type": "function_call", "id": f"fc_{number:06d}",
                                 "call_id": f"call_{number:06d}", "name": tool,
-                                "arguments": json.dumps(_SHELL_TOOLS[tool]),
+                                "arguments": json.dumps(_SHELL_TOOLS[tool](number)),
                                 "status": "completed"}  # fmt: skip
     else:
         item = {"type": "message", "id": f"m_{number:06d}", "status": "completed",
@@ -174,7 +178,7 @@ def gemini(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None, l
     stream = "streamGenerateContent" in path
     _log(path, model, response_id, usage, stream)
     if tool:
-        part: dict[str, Any] = {"functionCall": {"name": tool, "args": _SHELL_TOOLS[tool]}}
+        part: dict[str, Any] = {"functionCall": {"name": tool, "args": _SHELL_TOOLS[tool](number)}}
     else:
         # What Gemini CLI's model router asks for: a JSON choice of model.
         part = {"text": json.dumps({"reasoning": "simple", "model_choice": "flash"})}

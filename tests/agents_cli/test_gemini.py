@@ -1,0 +1,64 @@
+"""The real Gemini CLI through the gateway on a $1 cap: every call recorded once, the run halted."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.agents_cli import clis
+from tests.agents_cli.conftest import need
+from tests.agents_cli.harness import (
+    CAP_MICROS,
+    account,
+    clamp_available,
+    gateway_serves_gemini,
+    gateway_sets_output_limits,
+    ledger,
+    report,
+)
+from tests.gateway.helpers import Proxy, Upstream
+
+pytestmark = pytest.mark.timeout(300)
+SPEC = f"{clis.GEMINI_CLI}@0.61.0"
+MODEL = "gemini-2.5-pro"
+PROMPT = "Check the workspace with the shell, again and again."
+# API-key sign-in chosen, telemetry and usage statistics off, no update check.
+SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "telemetry": {"enabled": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"disableAutoUpdate": True},
+}
+
+
+@pytest.mark.xfail(
+    not (gateway_serves_gemini() and gateway_sets_output_limits()),
+    reason="needs the Gemini API at the gateway and its default output limit (Gemini CLI sets none)",
+    run=False,
+)
+def test_through_the_gateway_gemini_cli_halts_at_the_cap_with_every_call_once(
+    cap_home: Path, gateway: Proxy, upstream: Upstream, cli_home: Path
+) -> None:
+    (cli_home / ".gemini").mkdir()
+    (cli_home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
+    env = clis.sealed_env(
+        cli_home,
+        GEMINI_API_KEY="fake-gemini-key",
+        GOOGLE_GEMINI_BASE_URL=gateway.url,
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+        GEMINI_CLI_NO_RELAUNCH="true",
+    )
+
+    done = clis.run(need(SPEC), ["-p", PROMPT, "--yolo", "-m", MODEL], env,
+                    cwd=cli_home / "work", timeout=180)  # fmt: skip
+
+    assert done.code != 0, done
+    outcome = account(cap_home, upstream)
+    report("Gemini CLI 0.61.0 gateway only", outcome, gateway)
+    assert outcome.calls == outcome.records > 1
+    assert outcome.truth_micros <= CAP_MICROS
+    assert outcome.halts >= 1
+    assert ledger(cap_home, "verify-chain").returncode == 0
+    if not clamp_available():
+        pytest.xfail("at least 90 % used needs the gateway's output-limit clamp (not built yet)")
+    assert outcome.truth_micros >= CAP_MICROS * 0.9
