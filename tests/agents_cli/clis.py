@@ -79,12 +79,14 @@ def dead_end() -> str:
 def sealed_env(home: Path, **extra: str) -> dict[str, str]:
     """An environment for a CLI: HOME at ``home``, proxies at a dead end, telemetry off."""
     proxy = dead_end()
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "TMPDIR": str(home / "tmp"),
         "LANG": "C.UTF-8",
         "TERM": "dumb",
         "CI": "1",

@@ -15,6 +15,9 @@ Model calls are answered as JSON or SSE (``"stream": true``). A request header
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
 
+``POST /_control/refuse`` makes every later model call a 402 in the provider's
+shape (as the gateway refuses a halt), to see what a client does with one.
+
 Started with ``--agent``, it answers every model call in the scripted agent
 mode of ``tests.gateway.agent_mode`` (a tool call per turn, for as many turns
 as the client goes on), and ``GET /_control/calls`` lists each answer with its
@@ -41,7 +44,17 @@ _ids = itertools.count(1)
 _gates: dict[str, threading.Semaphore] = {}
 _gates_lock = threading.Lock()
 _requests: list[dict[str, Any]] = []
-_mode = {"agent": False}
+_mode = {"agent": False, "refuse": False}
+
+
+def _budget_error(path: str) -> dict[str, Any]:
+    """A 402 in the provider's error shape, as the gateway answers a halt."""
+    message = "ledger: halt-100 (test refusal); the request was not sent"
+    if path.startswith("/v1/messages"):
+        return {"type": "error", "error": {"type": "budget_exceeded", "message": message}}
+    if path.startswith("/v1beta/"):
+        return {"error": {"code": 402, "message": message, "status": "FAILED_PRECONDITION"}}
+    return {"error": {"type": "budget_exceeded", "code": "budget_exceeded", "message": message}}
 
 
 def _gate(name: str) -> threading.Semaphore:
@@ -148,6 +161,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         parts = urlsplit(self.path)
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if parts.path == "/_control/refuse":
+            # From now on every model call is refused as a spent budget is (402).
+            _mode["refuse"] = True
+            self._json(200, {"refusing": True})
+            return
         if parts.path.startswith("/_control/release/"):
             _gate(parts.path.rsplit("/", 1)[1]).release()
             self._json(200, {"released": True})
@@ -157,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
         scenario = self.headers.get("x-test-scenario", "")
         model = request.get("model", "m")
         number = next(_ids)
+        if _mode["refuse"] and parts.path != "/v1/messages/count_tokens":
+            self._json(402, _budget_error(parts.path))
+            return
         if _mode["agent"] and self._agent_answer(parts.path, request):
             return
         if scenario.startswith("status:"):
