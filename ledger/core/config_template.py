@@ -74,9 +74,17 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # max_request_bytes = 33554432
 # upstream_timeout_seconds = 600
 # max_upstream_connections = 100
+# default_max_output_tokens = 32000  # the output limit of a request that sets none
+# clamp = true                     # send a call that does not fit with the most output that does
+# min_output_tokens = 1024         # ...but never less than this; below it the call is refused
 # [proxy.upstream]
 # anthropic = "https://api.anthropic.com"
 # openai = "https://api.openai.com"
+# google = "https://generativelanguage.googleapis.com"
+# An OpenAI-compatible provider, served at /deepseek/v1/chat/completions and /deepseek/v1/responses:
+# [proxy.providers.deepseek]
+# url = "https://api.deepseek.com"
+# key_env = "DEEPSEEK_API_KEY"     # the gateway's own key, used with gateway keys
 
 # Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
 # [[budgets]]

@@ -14,12 +14,22 @@ from typing import Any, NamedTuple
 from ledger.errors import ConfigError
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
-DEFAULT_UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+DEFAULT_UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "google": "https://generativelanguage.googleapis.com",
+}
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 UPSTREAM_TIMEOUT_SECONDS = 600
 # httpx's own default pool size: enough for a busy team's agents on one host,
 # small enough that a runaway loop cannot open thousands of sockets upstream.
 MAX_UPSTREAM_CONNECTIONS = 100
+# A request without an output limit gets this many output tokens (Claude Code's
+# own default limit), when the price data knows no maximum for its model.
+DEFAULT_MAX_OUTPUT_TOKENS = 32_000
+# The least output a clamped request keeps: below it an answer is rarely useful.
+MIN_OUTPUT_TOKENS = 1024
+_MAX_TOKENS = 10_000_000
 _CENTURY_SECONDS = 36_500 * 86_400
 _MAX_BYTES = 2**40
 _MAX_CONNECTIONS = 65_536
@@ -35,8 +45,24 @@ _KEYS = (
     "upstream_timeout_seconds",
     "max_upstream_connections",
     "require_keys",
+    "default_max_output_tokens",
+    "min_output_tokens",
+    "clamp",
+    "providers",
 )
-_STRUCTURED = {"upstream", "passthrough"}
+_STRUCTURED = {"upstream", "passthrough", "providers"}
+# A provider id, as verdicts and records take it; the built-in providers and the
+# gateway's own path prefixes are not names an OpenAI-compatible provider may take.
+_PROVIDER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_RESERVED_NAMES = frozenset({*DEFAULT_UPSTREAMS, "aggregate", "v1", "v1beta"})
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class CompatibleProvider(NamedTuple):
+    """An OpenAI-compatible upstream: its base URL and the variable holding its key."""
+
+    url: str
+    key_env: str | None = None
 
 
 class ProxySettings(NamedTuple):
@@ -49,6 +75,10 @@ class ProxySettings(NamedTuple):
     upstream_timeout_seconds: int = UPSTREAM_TIMEOUT_SECONDS
     max_upstream_connections: int = MAX_UPSTREAM_CONNECTIONS
     require_keys: bool = False
+    default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    min_output_tokens: int = MIN_OUTPUT_TOKENS
+    clamp: bool = True
+    providers: dict[str, CompatibleProvider] = {}  # noqa: RUF012 - never mutated
 
 
 class ListenAddress(NamedTuple):
@@ -134,11 +164,40 @@ def _upstreams(value: Any, name: str) -> dict[str, str]:
     upstreams = dict(DEFAULT_UPSTREAMS)
     for provider, url in value.items():
         if provider not in DEFAULT_UPSTREAMS:
-            raise ConfigError(f"{name}.{provider}: unknown provider (anthropic or openai)")
+            raise ConfigError(
+                f"{name}.{provider}: unknown provider (anthropic, openai or google; "
+                "OpenAI-compatible providers go in [proxy.providers.<name>])"
+            )
         if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
             raise ConfigError(f"{name}.{provider}: must be an http:// or https:// URL")
         upstreams[provider] = url.strip().rstrip("/")
     return upstreams
+
+
+def _providers(value: Any, name: str) -> dict[str, CompatibleProvider]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table of [proxy.providers.<name>] tables")
+    found = {}
+    for provider, table in value.items():
+        label = f"{name}.{provider}"
+        if not isinstance(provider, str) or not _PROVIDER_NAME_RE.fullmatch(provider):
+            raise ConfigError(f"{label}: a provider name must match ^[a-z][a-z0-9_-]{{0,63}}$")
+        if provider in _RESERVED_NAMES:
+            raise ConfigError(f"{label}: {provider} is built in or reserved; choose another name")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: must be a table with url (and key_env)")
+        unknown = set(table) - {"url", "key_env"}
+        if unknown:
+            raise ConfigError(f"{label}.{min(unknown)}: unknown key (url, key_env)")
+        url, key_env = table.get("url"), table.get("key_env")
+        if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
+            raise ConfigError(f"{label}.url: must be an http:// or https:// URL")
+        if key_env is not None and (
+            not isinstance(key_env, str) or not _ENV_NAME_RE.fullmatch(key_env)
+        ):
+            raise ConfigError(f"{label}.key_env: must be an environment variable name")
+        found[provider] = CompatibleProvider(url.strip().rstrip("/"), key_env)
+    return found
 
 
 def _paths(value: Any, name: str) -> tuple[str, ...]:
@@ -158,12 +217,16 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _upstreams(value, name)
     if key == "passthrough":
         return _paths(value, name)
+    if key == "providers":
+        return _providers(value, name)
     if key == "max_request_bytes":
         return _integer(value, name, 1, _MAX_BYTES)
     if key == "upstream_timeout_seconds":
         return _integer(value, name, 0, _CENTURY_SECONDS)
     if key == "max_upstream_connections":
         return _integer(value, name, 1, _MAX_CONNECTIONS)
+    if key in {"default_max_output_tokens", "min_output_tokens"}:
+        return _integer(value, name, 1, _MAX_TOKENS)
     return _boolean(value, name)
 
 

@@ -13,6 +13,11 @@ Each token is counted once, at its own kind:
 - ``openai`` Responses ``usage``: ``input_tokens`` include
   ``input_tokens_details.cached_tokens``; ``output_tokens`` include
   ``output_tokens_details.reasoning_tokens``.
+- ``google`` (Gemini ``usageMetadata``): ``promptTokenCount`` *includes*
+  ``cachedContentTokenCount``; ``toolUsePromptTokenCount`` is more input;
+  the output is ``candidatesTokenCount`` plus ``thoughtsTokenCount``.
+- Any other provider is taken to speak the OpenAI API (the OpenAI-compatible
+  providers the gateway serves): its usage is read as OpenAI's.
 
 Unknown fields are ignored; a missing required field, a negative or
 non-integer count, or a part larger than the whole it belongs to is an error.
@@ -23,7 +28,7 @@ from typing import Any
 from ledger.core.prices import TokenCounts
 
 MAX_COUNT = 2**53 - 1
-USAGE_PROVIDERS = frozenset({"anthropic", "openai"})
+USAGE_PROVIDERS = frozenset({"anthropic", "openai", "google"})
 
 
 class UsageObjectError(ValueError):
@@ -114,6 +119,26 @@ def openai_tokens(usage: dict[str, Any]) -> TokenCounts:
     )
 
 
+def gemini_tokens(usage: dict[str, Any]) -> TokenCounts:
+    """Token counts of a Gemini ``usageMetadata`` object.
+
+    Raises:
+        UsageObjectError: a required field is missing or a count is malformed.
+    """
+    prompt = _count(usage, "promptTokenCount", required=True)
+    cached = _count(usage, "cachedContentTokenCount")
+    tool_prompt = _count(usage, "toolUsePromptTokenCount")
+    answer = _count(usage, "candidatesTokenCount")
+    thoughts = _count(usage, "thoughtsTokenCount")
+    _part(cached, prompt, "cachedContentTokenCount", "promptTokenCount")
+    return TokenCounts(
+        input=prompt - cached + tool_prompt,
+        cache_read=cached,
+        output=answer + thoughts,
+        reasoning=thoughts,
+    )
+
+
 def usage_tokens(provider: str, usage: Any) -> TokenCounts:
     """Token counts of ``provider``'s usage object.
 
@@ -125,9 +150,6 @@ def usage_tokens(provider: str, usage: Any) -> TokenCounts:
         raise UsageObjectError("usage object is not a JSON object")
     if provider == "anthropic":
         return anthropic_tokens(usage)
-    if provider == "openai":
-        return openai_tokens(usage)
-    raise UsageObjectError(
-        f"no usage-object format for provider {provider} "
-        f"(known: {', '.join(sorted(USAGE_PROVIDERS))}); give the cost in USD instead"
-    )
+    if provider == "google":
+        return gemini_tokens(usage)
+    return openai_tokens(usage)

@@ -13,6 +13,7 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import httpx
@@ -41,7 +42,15 @@ from ledger.gateway.relay import (
     upstream_headers,
     verdict_headers,
 )
-from ledger.providers import RequestRefused, UsageReader, estimate_request, route
+from ledger.providers import (
+    RequestRefused,
+    UsageReader,
+    compatible_route,
+    estimate_request,
+    route,
+)
+from ledger.providers.limits import limited_body
+from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
 from ledger.services.gateway_keys import resolve_gateway_key
@@ -94,7 +103,17 @@ class Gateway:
     async def dispatch(self, request: Request) -> Response:
         """Answer any request: gated, forwarded as is, or refused."""
         path = request.url.path
-        found = route(request.method, path)
+        found = route(request.method, path) or compatible_route(
+            request.method, path, self.settings.providers
+        )
+        if _websocket_to_gated_path(request):
+            # Codex tries a WebSocket on /v1/responses first: refused at once, it
+            # falls back to HTTP (a gated call is never carried over a WebSocket).
+            return error_response(
+                shape_for(path, request.headers) if found is None else found.provider,
+                426,
+                f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused",
+            )
         try:
             caller = await self._caller(request, found)
             if found is not None and found.kind != "free":
@@ -140,7 +159,13 @@ class Gateway:
             raise CallerRefusedError(401, str(exc)) from exc
         except LedgerError as exc:  # an unreadable key file: refuse, never pass through
             raise CallerRefusedError(503, f"gateway keys cannot be read: {exc}") from exc
-        credentials = provider_credentials(provider, self.committer.environ)
+        compatible = self.settings.providers.get(provider)
+        if compatible is None:
+            credentials = provider_credentials(provider, self.committer.environ)
+        elif compatible.key_env is None:
+            credentials = {}  # an upstream that takes no key (a local vLLM or Ollama)
+        else:
+            credentials = provider_credentials(provider, self.committer.environ, compatible.key_env)
         return resolve_caller(request.headers, self.settings, key, credentials)
 
     async def _body(self, request: Request) -> bytes:
@@ -157,10 +182,18 @@ class Gateway:
             parts.append(part)
         return b"".join(parts)
 
-    def _url(self, provider: str, request: Request) -> str:
+    def _url(self, provider: str, request: Request, caller: Any) -> str:
         query = request.url.query
+        if caller.key_name is not None and "key=" in query:
+            # A caller with a gateway key never sends a provider key of its own
+            # (Gemini takes one as ?key=): the gateway's own goes in its header.
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode([(name, value) for name, value in pairs if name != "key"])
         base = upstream_for(self.settings, provider)
-        return f"{base}{request.url.path}" + (f"?{query}" if query else "")
+        path = request.url.path
+        if provider in self.settings.providers:
+            path = path.removeprefix(f"/{provider}")  # /<name>/v1/... is the upstream's /v1/...
+        return f"{base}{path}" + (f"?{query}" if query else "")
 
     # ------------------------------------------------------------------ free endpoints
 
@@ -168,7 +201,7 @@ class Gateway:
         body = await self._body(request)
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request),
+            self._url(provider, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )
@@ -185,14 +218,26 @@ class Gateway:
 
     async def _gated(self, request: Request, found: Any, caller: Any) -> Response:
         provider = found.provider
+        # OpenAI's newer limit field; OpenAI-compatible upstreams all know the older one.
+        chat_field = "max_completion_tokens" if provider == "openai" else "max_tokens"
         body = await self._body(request)
         try:
-            estimate = estimate_request(found, body)
+            estimate = estimate_request(
+                found, body, default_output_limit=self.settings.default_max_output_tokens
+            )
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        if not estimate.limit_given:
+            # The limit the estimate assumed is the one the upstream must enforce.
+            body = limited_body(
+                found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
+            )
         cycle_id = caller.session
         if cycle_id is None and provider == "anthropic":
-            cycle_id = estimate.metadata_user_id
+            # Claude Code's session part of metadata.user_id. Ids taken from a
+            # request are checked (printable, at most 128 characters) where the
+            # verdict checks its arguments.
+            cycle_id = session_from_user_id(estimate.metadata_user_id)
         document = await self._decide(provider, estimate, cycle_id, caller)
         if isinstance(document, Response):
             return document
@@ -201,6 +246,12 @@ class Gateway:
             return error_response(provider, 402, halt_message(document), headers)
         if document.get("verdict") == "warn-90":
             self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
+        clamped = document.get("clamped_output_tokens")
+        if isinstance(clamped, int):
+            # Admitted at a lower output limit than asked: the upstream must enforce it.
+            limit = clamped // estimate.choices
+            body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
+            headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
@@ -211,7 +262,7 @@ class Gateway:
         }  # fmt: skip
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request),
+            self._url(provider, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )
@@ -252,12 +303,18 @@ class Gateway:
     async def _decide(
         self, provider: str, estimate: Any, cycle_id: str | None, caller: Any
     ) -> dict[str, Any] | Response:
+        # The clamp: a call that does not fit is sent with the most output that does.
+        min_output = (
+            self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
+        )
+
         def job(runtime: Runtime) -> dict[str, Any]:
             document, _admitted = calls.verdict(
                 runtime, None, provider, model=estimate.model,
                 input_tokens=estimate.input_tokens, max_output_tokens=estimate.max_output_tokens,
                 cycle_id=cycle_id, agent=caller.agent, tags=list(caller.tags) or None,
-                gateway_key=caller.key_name,
+                gateway_key=caller.key_name, min_output_tokens=min_output,
+                output_step=estimate.choices,
             )  # fmt: skip
             return document
 
@@ -270,6 +327,14 @@ class Gateway:
             document = {"verdict": "halt-uncertainty", "uncertainty_reason": "counter_inconsistent"}
             message = f"ledger: halt-uncertainty: {exc}; the request was not sent"
             return error_response(provider, 402, message, verdict_headers(document))
+
+
+def _websocket_to_gated_path(request: Request) -> bool:
+    """Whether the request asks to upgrade to a WebSocket on a path whose calls are gated."""
+    if "websocket" not in request.headers.get("upgrade", "").lower():
+        return False
+    gated = route("POST", request.url.path)
+    return gated is not None and gated.is_model_call
 
 
 async def _passing(response: httpx.Response) -> AsyncIterator[bytes]:

@@ -1,13 +1,13 @@
 """Who is calling: the one place that turns a request's headers into its budget identity.
 
-Without a gateway key the caller's own provider credentials (``x-api-key`` or
-``Authorization``) are forwarded as they came, and the caller names itself
-with ``x-ledger-agent``, ``x-ledger-session`` and ``x-ledger-tags``. A request
-presenting a gateway key (``lk_…``, in either credential header) is scoped by
-the key: its agent and tags are the key's (a request cannot claim others), the
-key names the call for budgets, and the gateway's own provider key
-(``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``) is forwarded instead, so agents
-never hold it.
+Without a gateway key the caller's own provider credentials (``x-api-key``,
+``Authorization``, or Gemini's ``x-goog-api-key``) are forwarded as they came,
+and the caller names itself with ``x-ledger-agent``, ``x-ledger-session`` and
+``x-ledger-tags``. A request presenting a gateway key (``lk_…``, in any
+credential header) is scoped by the key: its agent and tags are the key's (a
+request cannot claim others), the key names the call for budgets, and the
+gateway's own provider key (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` /
+``GEMINI_API_KEY``) is forwarded instead, so agents never hold it.
 """
 
 import re
@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from ledger.core.gateway_keys import GatewayKey
 from ledger.core.proxy_config import ProxySettings
 
-CREDENTIAL_HEADERS = ("x-api-key", "authorization")
+CREDENTIAL_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
 LEDGER_HEADER_PREFIX = "x-ledger-"
 _TEXT_MAX = 256
 _TAG_RE = re.compile(r"^[A-Za-z0-9._:/@-]{1,64}$")
 _TAGS_MAX = 16
 GATEWAY_KEY_PREFIX = "lk_"
-PROVIDER_KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+PROVIDER_KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
 
 
 class CallerRefusedError(Exception):
@@ -70,23 +74,29 @@ def _tags(headers: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The gateway key a request presents (``x-api-key: lk_…`` or ``Bearer lk_…``), if any."""
-    direct = headers.get("x-api-key", "").strip()
-    if direct.startswith(GATEWAY_KEY_PREFIX):
-        return direct
+    """The gateway key a request presents (``lk_…`` as an API key header, or ``Bearer lk_…``)."""
+    for name in ("x-api-key", "x-goog-api-key"):
+        direct = headers.get(name, "").strip()
+        if direct.startswith(GATEWAY_KEY_PREFIX):
+            return direct
     scheme, _, token = headers.get("authorization", "").strip().partition(" ")
     if scheme.lower() == "bearer" and token.strip().startswith(GATEWAY_KEY_PREFIX):
         return token.strip()
     return None
 
 
-def provider_credentials(provider: str, environ: Mapping[str, str]) -> dict[str, str]:
+def provider_credentials(
+    provider: str, environ: Mapping[str, str], variable: str | None = None
+) -> dict[str, str]:
     """The gateway's own credentials for ``provider``, from its environment.
+
+    ``variable`` names the environment variable holding the key (an
+    OpenAI-compatible provider's ``key_env``); by default the provider's own.
 
     Raises:
         CallerRefusedError: 503 when the environment has no key for the provider.
     """
-    variable = PROVIDER_KEY_VARIABLES.get(provider)
+    variable = variable or PROVIDER_KEY_VARIABLES.get(provider)
     secret = environ.get(variable, "").strip() if variable else ""
     if not secret:
         raise CallerRefusedError(
@@ -94,6 +104,8 @@ def provider_credentials(provider: str, environ: Mapping[str, str]) -> dict[str,
         )
     if provider == "anthropic":
         return {"x-api-key": secret}
+    if provider == "google":
+        return {"x-goog-api-key": secret}
     return {"authorization": f"Bearer {secret}"}
 
 

@@ -36,6 +36,7 @@ ERROR_TYPES = {
     402: "budget_exceeded",
     404: "not_found_error",
     413: "request_too_large",
+    426: "upgrade_required",
     502: "api_error",
 }
 
@@ -79,12 +80,15 @@ def client_headers(response: httpx.Response) -> dict[str, str]:
 
 
 def upstream_for(settings: ProxySettings, provider: str) -> str:
-    """The configured base URL of ``provider``."""
-    return settings.upstreams[provider]
+    """The configured base URL of ``provider`` (built in, or OpenAI-compatible)."""
+    compatible = settings.providers.get(provider)
+    return compatible.url if compatible is not None else settings.upstreams[provider]
 
 
 def shape_for(path: str, headers: Mapping[str, str]) -> str:
     """Whose error shape a request gets when its route does not say."""
+    if path.startswith("/v1beta/"):
+        return "google"
     if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
         return "anthropic"
     return "openai"
@@ -94,7 +98,7 @@ def error_response(
     provider: str, status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """An error in ``provider``'s own shape."""
-    body = error_body(provider, ERROR_TYPES.get(status, "api_error"), message)
+    body = error_body(provider, ERROR_TYPES.get(status, "api_error"), message, status)
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 

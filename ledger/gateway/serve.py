@@ -111,6 +111,9 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
         lifespan="on",
         timeout_keep_alive=75,  # longer than the SDKs' idle pools keep a connection
         server_header=False,
+        # WebSocket upgrades reach the application as plain requests, which it
+        # refuses (426) on gated paths: no model call is carried over one.
+        ws="none",
     )
     server = _Server(config)
     committer.start()

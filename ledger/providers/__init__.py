@@ -7,7 +7,14 @@ JSON bodies and SSE streams), and the error bodies each provider sends
 """
 
 from ledger.providers.estimate import RequestEstimate, RequestRefused, estimate_request
-from ledger.providers.routes import PROVIDERS, Route, client_route, error_body, route
+from ledger.providers.routes import (
+    PROVIDERS,
+    Route,
+    client_route,
+    compatible_route,
+    error_body,
+    route,
+)
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 from ledger.providers.usage import UsageReader
 
@@ -20,6 +27,7 @@ __all__ = [
     "ServerSentEvent",
     "UsageReader",
     "client_route",
+    "compatible_route",
     "error_body",
     "estimate_request",
     "route",

@@ -9,40 +9,49 @@ schema as JSON. Each image adds 1,600 tokens; a document sent as base64 adds
 its base64 bytes ÷ 3. Blocks of a kind not named here count as their whole
 JSON text, so something new in a provider's format is over-counted, never
 free. The output estimate is the request's own output limit (times ``n`` for
-an OpenAI request asking for several choices): a request without one has no
-upper bound and is refused before anything is sent.
+an OpenAI request asking for several choices). A request without one has no
+upper bound: it is refused before anything is sent, unless the caller (the
+gateway) gives it a default limit, which it then writes into the body it sends.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.errors import UsageError
-from ledger.providers.routes import Provider, Route
+from ledger.providers.limits import (
+    RequestRefused,
+    choices,
+    missing_limit_message,
+    read_output_limit,
+)
+from ledger.providers.routes import Route
 
 IMAGE_TOKENS = 1600
 BYTES_PER_TOKEN = 3
-_OUTPUT_LIMITS = {
-    "messages": ("max_tokens",),
-    "chat_completions": ("max_completion_tokens", "max_tokens"),
-    "responses": ("max_output_tokens",),
-}
 
-
-class RequestRefused(UsageError):  # noqa: N818 - the name the gateway and guards share
-    """A request that cannot be estimated, so it must not be sent (exit code 2)."""
+__all__ = ["RequestEstimate", "RequestRefused", "estimate_request"]
 
 
 @dataclass(frozen=True, slots=True)
 class RequestEstimate:
-    """What a request may cost: its model and token upper bounds."""
+    """What a request may cost: its model and token upper bounds.
 
-    provider: Provider
+    ``max_output_tokens`` bounds the whole answer: ``output_limit`` (the limit
+    for each choice, as stated or given by default) times ``choices``.
+    ``limit_given`` says the request stated it; ``document`` is the parsed
+    body, for a caller that sends it with another limit.
+    """
+
+    provider: str
     model: str
     input_tokens: int
     max_output_tokens: int
     stream: bool
     metadata_user_id: str | None
+    output_limit: int = 0
+    choices: int = 1
+    limit_given: bool = True
+    document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 class _Tally:
@@ -182,6 +191,9 @@ def _openai_part(tally: _Tally, part: Any) -> None:
         tally.json(part)
 
 
+_TOOL_FIELDS = frozenset({"type", "name", "description", "parameters", "format", "strict"})
+
+
 def _openai_tool(tally: _Tally, tool: Any) -> None:
     inner = _field(tool, "function") or _field(tool, "custom") or tool
     if not isinstance(inner, dict) or "name" not in inner:
@@ -191,6 +203,10 @@ def _openai_tool(tally: _Tally, tool: Any) -> None:
     tally.text(inner.get("description"))
     tally.json(inner.get("parameters"))
     tally.json(inner.get("format"))
+    # Anything more a tool carries (a namespace's own tools, say) reaches the model too.
+    rest = {key: value for key, value in inner.items() if key not in _TOOL_FIELDS}
+    if rest:
+        tally.json(rest)
 
 
 def _chat(tally: _Tally, body: dict[str, Any]) -> None:
@@ -238,36 +254,80 @@ def _responses_item(tally: _Tally, item: Any) -> None:
         tally.json(item)
 
 
-_WALKERS = {"messages": _anthropic, "chat_completions": _chat, "responses": _responses}
+# Gemini: systemInstruction and contents[] of parts, tools[].functionDeclarations[].
 
 
-def _output_limit(kind: str, body: dict[str, Any]) -> int:
-    names = _OUTPUT_LIMITS[kind]
-    limits = []
-    for name in names:
-        value = body.get(name)
-        if value is None:
+def _gemini_parts(tally: _Tally, content: Any) -> None:
+    parts = _field(content, "parts") if isinstance(content, dict) else content
+    if not isinstance(parts, list):
+        tally.text(parts)
+        return
+    for part in parts:
+        _gemini_part(tally, part)
+
+
+def _gemini_part(tally: _Tally, part: Any) -> None:
+    if not isinstance(part, dict):
+        tally.json(part)
+        return
+    for name, value in part.items():
+        if name == "text":
+            tally.text(value)
+        elif name == "inlineData" and str(_field(value, "mimeType") or "").startswith("image/"):
+            tally.images += 1
+        elif name == "inlineData":  # a document, audio or video sent inline: its base64 bytes
+            tally.base64(_field(value, "data"))
+        elif name in {"functionCall", "functionResponse"}:
+            tally.text(_field(value, "name"))
+            tally.json(_field(value, "args" if name == "functionCall" else "response"))
+        elif name in {"thought", "thoughtSignature"}:
+            continue  # a flag, and an opaque signature the model does not read as text
+        else:
+            tally.json({name: value})
+
+
+def _gemini(tally: _Tally, body: dict[str, Any]) -> None:
+    _gemini_parts(tally, body.get("systemInstruction"))
+    for content in _items(body.get("contents")):
+        _gemini_parts(tally, content)
+    for tool in _items(body.get("tools")):
+        declarations = _field(tool, "functionDeclarations")
+        if not isinstance(declarations, list):
+            tally.json(tool)  # a built-in tool (search, code execution, …): its settings
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RequestRefused(f"the request's {name} is not a positive integer: {value!r}")
-        limits.append(value)
-    if not limits:
-        raise RequestRefused(
-            f"the request has no output limit ({' or '.join(names)}), so its cost has no "
-            "upper bound; it was not sent"
-        )
-    choices = body.get("n") if kind == "chat_completions" else None
-    if isinstance(choices, int) and not isinstance(choices, bool) and choices > 1:
-        return max(limits) * choices  # every choice may produce up to the limit
-    return max(limits)
+        for declaration in declarations:
+            tally.text(_field(declaration, "name"))
+            tally.text(_field(declaration, "description"))
+            tally.json(_field(declaration, "parameters"))
+            tally.json(_field(declaration, "parametersJsonSchema"))
+            tally.json(_field(declaration, "response"))
+    config = body.get("generationConfig")
+    tally.json(_field(config, "responseSchema"))
+    tally.json(_field(config, "responseJsonSchema"))
 
 
-def estimate_request(route: Route, body: bytes) -> RequestEstimate:
+_WALKERS = {
+    "messages": _anthropic,
+    "chat_completions": _chat,
+    "responses": _responses,
+    "generate_content": _gemini,
+}
+
+
+def estimate_request(
+    route: Route, body: bytes, *, default_output_limit: int | None = None
+) -> RequestEstimate:
     """The model and token upper bounds of a request to ``route``.
+
+    Args:
+        route: the endpoint the request goes to (a model call).
+        body: the request body as sent.
+        default_output_limit: the output limit (for each choice) of a request
+            that states none; without it, such a request is refused.
 
     Raises:
         RequestRefused: the route is not a model call, the body is not a JSON
-            object, or it names no model or no output limit.
+            object, or it names no model or (without a default) no output limit.
     """
     if not route.is_model_call:
         raise RequestRefused("the request is not a model call; it costs nothing to estimate")
@@ -277,10 +337,15 @@ def estimate_request(route: Route, body: bytes) -> RequestEstimate:
         raise RequestRefused(f"the request body is not JSON ({type(exc).__name__})") from exc
     if not isinstance(document, dict):
         raise RequestRefused("the request body is not a JSON object")
-    model = document.get("model")
+    model = route.model if route.kind == "generate_content" else document.get("model")
     if not isinstance(model, str) or not model:
         raise RequestRefused("the request names no model")
-    max_output = _output_limit(route.kind, document)
+    stated = read_output_limit(route.kind, document)
+    if stated is None and default_output_limit is None:
+        raise RequestRefused(f"{missing_limit_message(route.kind)}; it was not sent")
+    limit = stated if stated is not None else default_output_limit
+    assert limit is not None  # noqa: S101 - one of the two is given
+    answers = choices(route.kind, document)
     tally = _Tally()
     try:
         _WALKERS[route.kind](tally, document)
@@ -291,7 +356,11 @@ def estimate_request(route: Route, body: bytes) -> RequestEstimate:
         provider=route.provider,
         model=model,
         input_tokens=tally.input_tokens,
-        max_output_tokens=max_output,
-        stream=document.get("stream") is True,
+        max_output_tokens=limit * answers,
+        stream=route.streamed or document.get("stream") is True,
         metadata_user_id=user_id if isinstance(user_id, str) else None,
+        output_limit=limit,
+        choices=answers,
+        limit_given=stated is not None,
+        document=document,
     )

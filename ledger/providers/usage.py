@@ -13,6 +13,10 @@ Each provider reports usage its own way:
 - OpenAI Responses: a JSON ``response`` with ``usage``; a stream ends with
   ``response.completed``, ``response.incomplete`` or ``response.failed``, whose
   ``response.usage`` is the whole call's.
+- Gemini: a JSON ``GenerateContentResponse`` with ``usageMetadata`` and
+  ``responseId``; a stream (``alt=sse``) is a series of them, each with the
+  call's usage so far, the last one carrying a candidate's ``finishReason``.
+  Without ``alt=sse`` a stream is one JSON array of them.
 
 ``usage`` is the provider's own usage object, in the shape ``ledger record
 --usage-json`` reads. Data that is not what the provider documents is never an
@@ -30,7 +34,8 @@ from ledger.providers.sse import ServerSentEvent, SSEDecoder
 class UsageReader:
     """Usage, ids and the outcome of one response, fed as JSON or as SSE bytes."""
 
-    provider: ClassVar[str] = ""
+    # Whose responses these are (the key prefix); an OpenAI-compatible provider's name.
+    provider: str = ""
 
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
@@ -51,10 +56,13 @@ class UsageReader:
             "messages": AnthropicUsageReader,
             "chat_completions": ChatUsageReader,
             "responses": ResponsesUsageReader,
+            "generate_content": GeminiUsageReader,
         }
         if route.kind not in readers:
             raise ValueError(f"no usage to read for a {route.kind} route")
-        return readers[route.kind]()
+        reader = readers[route.kind]()
+        reader.provider = route.provider
+        return reader
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -189,3 +197,36 @@ class ResponsesUsageReader(UsageReader):
             self._take_error(response)
         if kind in self._TERMINAL:
             self.finished = True
+
+
+class GeminiUsageReader(UsageReader):
+    """Gemini API responses (``generateContent`` and ``streamGenerateContent``)."""
+
+    provider = "google"
+
+    def feed_json(self, body: bytes) -> None:
+        """Read a whole JSON body: one response, or a stream's array of them."""
+        try:
+            document = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            self.error = "the response body is not JSON"
+            return
+        chunks = document if isinstance(document, list) else [document]
+        if not chunks or not all(isinstance(chunk, dict) for chunk in chunks):
+            self.error = "the response body is not a JSON object"
+            return
+        for chunk in chunks:
+            if self._take_error(chunk):
+                return
+            self._data(chunk)
+        self.finished = True
+
+    def _data(self, data: dict[str, Any]) -> None:
+        if isinstance(data.get("responseId"), str):
+            self.response_id = data["responseId"]
+        if isinstance(data.get("modelVersion"), str):
+            self.model = data["modelVersion"]
+        self._merge_usage(data.get("usageMetadata"))
+        for candidate in data.get("candidates") or []:
+            if isinstance(candidate, dict) and candidate.get("finishReason"):
+                self.finished = True

@@ -21,6 +21,7 @@ PRICES = {
     "anthropic/claude-test": (3, 15),
     "anthropic/claude-flat": (0, 10),
     "openai/gpt-test": (2, 8),
+    "google/gemini-test": (1, 4),
 }
 _LISTENING = re.compile(r"listening on http://([^\s]+) ")
 
@@ -83,6 +84,7 @@ def write_config(home: Path, upstream_url: str, cap_usd: str = "100", extra: str
         # gateway, so only the cap decides.
         "[billing]\nstale_halt_pct = 100\n\n"
         f'[proxy.upstream]\nanthropic = "{upstream_url}"\nopenai = "{upstream_url}"\n'
+        f'google = "{upstream_url}"\n'
         f"{extra}{prices}"
     )
 

@@ -1,7 +1,8 @@
-"""A local upstream that answers like the Anthropic and OpenAI APIs, run as its own process.
+"""A local upstream that answers like the Anthropic, OpenAI and Gemini APIs, run as its own process.
 
 ``python -m tests.gateway.upstream`` prints its port on stdout once it listens.
-Model calls are answered as JSON or SSE (``"stream": true``). A request header
+Model calls are answered as JSON or SSE (``"stream": true``; Gemini's
+``:streamGenerateContent`` with ``?alt=sse``, else one JSON array). A request header
 ``x-test-scenario`` picks the misbehaviour:
 
 - ``status:429`` (any status): an error body in the provider's shape;
@@ -39,6 +40,10 @@ from tests.gateway import agent_mode
 ANTHROPIC_USAGE = {"input_tokens": 1000, "output_tokens": 700}
 CHAT_USAGE = {"prompt_tokens": 2000, "completion_tokens": 500, "total_tokens": 2500}
 RESPONSES_USAGE = {"input_tokens": 3000, "output_tokens": 900, "total_tokens": 3900}
+GEMINI_USAGE = {
+    "promptTokenCount": 4000, "cachedContentTokenCount": 1000, "candidatesTokenCount": 300,
+    "thoughtsTokenCount": 200, "totalTokenCount": 4500,
+}  # fmt: skip
 
 _ids = itertools.count(1)
 _gates: dict[str, threading.Semaphore] = {}
@@ -137,6 +142,27 @@ def response_events(model: str, response_id: str) -> list[tuple[str, dict[str, A
     ]  # fmt: skip
 
 
+def gemini_chunks(model: str, response_id: str) -> list[dict[str, Any]]:
+    """A Gemini stream: usage so far on each chunk, finishReason and the whole usage on the last."""
+    base = {"modelVersion": model, "responseId": response_id}
+    started = {"promptTokenCount": 4000, "totalTokenCount": 4200, "thoughtsTokenCount": 200}
+    return [
+        {**base, "candidates": [{"content": {"parts": [{"text": "hel"}], "role": "model"},
+                                 "index": 0}], "usageMetadata": started},
+        {**base, "candidates": [{"content": {"parts": [{"text": "lo"}], "role": "model"},
+                                 "finishReason": "STOP", "index": 0}],
+         "usageMetadata": GEMINI_USAGE},
+    ]  # fmt: skip
+
+
+def gemini_response(model: str, response_id: str) -> dict[str, Any]:
+    return {
+        "candidates": [{"content": {"parts": [{"text": "hello"}], "role": "model"},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": GEMINI_USAGE, "modelVersion": model, "responseId": response_id,
+    }  # fmt: skip
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -155,6 +181,9 @@ class Handler(BaseHTTPRequestHandler):
         self._note(b"")
         if path == "/v1/models":
             self._json(200, {"data": [{"id": "claude-test", "type": "model"}], "object": "list"})
+            return
+        if path == "/v1beta/models":
+            self._json(200, {"models": [{"name": "models/gemini-test"}]})
             return
         self._json(404, {"error": {"type": "not_found", "message": path}})
 
@@ -184,9 +213,13 @@ class Handler(BaseHTTPRequestHandler):
             status = int(scenario.split(":", 1)[1])
             if parts.path.startswith("/v1/messages"):
                 error = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+            elif parts.path.startswith("/v1beta/"):
+                error = {"error": {"code": status, "message": "busy", "status": "UNAVAILABLE"}}
             else:
                 error = {"error": {"type": "server_error", "code": None, "message": "busy"}}
             self._json(status, error)
+        elif parts.path.startswith("/v1beta/models/"):
+            self._gemini(parts.path, parts.query)
         elif parts.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 12})
         elif parts.path == "/v1/messages":
@@ -233,6 +266,21 @@ class Handler(BaseHTTPRequestHandler):
             self._sse(events)
         return True
 
+    def _gemini(self, path: str, query: str) -> None:
+        model, _, method = path.removeprefix("/v1beta/models/").partition(":")
+        response_id = f"gemini{next(_ids):06d}"
+        if method == "countTokens":
+            self._json(200, {"totalTokens": 12})
+        elif method == "generateContent":
+            self._json(200, gemini_response(model, response_id))
+        elif method == "streamGenerateContent" and "alt=sse" in query:
+            chunks = gemini_chunks(model, response_id)
+            self._sse([f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks])
+        elif method == "streamGenerateContent":
+            self._json(200, gemini_chunks(model, response_id))
+        else:
+            self._json(404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}})
+
     def _note(self, body: bytes) -> None:
         parts = urlsplit(self.path)
         _requests.append(
@@ -244,7 +292,7 @@ class Handler(BaseHTTPRequestHandler):
             }
         )
 
-    def _json(self, status: int, document: dict[str, Any]) -> None:
+    def _json(self, status: int, document: dict[str, Any] | list[Any]) -> None:
         data = json.dumps(document).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

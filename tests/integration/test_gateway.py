@@ -110,6 +110,19 @@ class TestAnthropicThroughTheGateway:
         assert verdict["payload"]["cycle_id"] == "session-7"
         assert records(gateway_home)[0]["cycle_id"] == "session-7"
 
+    def test_claude_codes_user_id_gives_its_session_part_only(self, proxy, gateway_home):
+        """Claude Code's JSON user_id: the session is its session_id, never the device id."""
+        session = "4f1c2a8e-93b0-4c57-9d1e-2b7a6f0e5c31"
+        user_id = json.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
+        with _anthropic(proxy) as client:
+            client.messages.create(
+                model="claude-test", max_tokens=10, metadata={"user_id": user_id},
+                messages=[{"role": "user", "content": "hi"}],
+            )  # fmt: skip
+        (verdict,) = verdicts(gateway_home)
+        assert verdict["payload"]["cycle_id"] == session
+        assert "d" * 64 not in (gateway_home / "events.jsonl").read_text()
+
     def test_credentials_go_upstream_and_ledger_and_hop_headers_do_not(self, proxy, upstream):
         """The caller's key is forwarded; x-ledger-* and hop-by-hop headers stay at the gateway."""
         headers = {**ANTHROPIC_HEADERS, "x-ledger-session": "s1", "proxy-authorization": "x",
@@ -189,7 +202,8 @@ class TestFreeEndpoints:
 class TestRefusals:
     def test_a_halt_is_402_in_the_provider_shape_and_nothing_is_sent(self, home, upstream):
         """Over the cap: the SDK sees 402 budget_exceeded with the figures; upstream sees nothing."""
-        write_config(home, upstream.url, cap_usd="0.01")
+        # Without the clamp, which would send the OpenAI call with a lower limit.
+        write_config(home, upstream.url, cap_usd="0.01", extra="[proxy]\nclamp = false\n")
         proxy = start_proxy(home, "--listen", "127.0.0.1:0")
         try:
             with _anthropic(proxy) as client, pytest.raises(anthropic.APIStatusError) as caught:
@@ -225,14 +239,14 @@ class TestRefusals:
     @pytest.mark.parametrize(
         ("body", "needle"),
         [
-            (b'{"model": "claude-test", "messages": []}', "max_tokens"),
+            (b'{"model": "claude-test", "max_tokens": 0, "messages": []}', "max_tokens"),
             (b"not json", "JSON"),
         ],
     )
     def test_a_body_the_estimate_refuses_is_400_and_not_sent(
         self, proxy, upstream, gateway_home, body, needle
     ):
-        """No output limit, or not JSON: 400 in Anthropic's shape, nothing forwarded or sealed."""
+        """A bad output limit, or not JSON: 400 in Anthropic's shape, nothing forwarded or sealed."""
         response = httpx.post(f"{proxy.url}/v1/messages", content=body, headers=ANTHROPIC_HEADERS)
         assert response.status_code == 400
         assert response.json()["error"]["type"] == "invalid_request_error"

@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from typing import Any, NamedTuple, Protocol
 
+from ledger.core.output_fit import OutputFit
 from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
 from ledger.core.units import usd_to_micros
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
@@ -158,11 +159,16 @@ def verdict(
     agent: object = None,
     tags: object = None,
     gateway_key: object = None,
+    min_output_tokens: int | None = None,
+    output_step: int = 1,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
     Without ``estimate``, the estimate is the price of ``input_tokens`` input
     and ``max_output_tokens`` output tokens of ``model`` (an upper bound).
+    With ``min_output_tokens`` too, a call that does not fit is admitted with
+    the largest output limit that fits, down to that many tokens (a multiple
+    of ``output_step``); the document's ``clamped_output_tokens`` names it.
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -176,6 +182,7 @@ def verdict(
     inputs = count(input_tokens, "--input-tokens")
     max_outputs = count(max_output_tokens, "--max-output-tokens")
     details: dict[str, Any] = {}
+    fit = None
     if estimate is not None:
         micros = amount(estimate, "EST_USD")
         if model_name is not None:
@@ -190,6 +197,8 @@ def verdict(
         if micros > MAX_MICROS:
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
+        if min_output_tokens is not None:
+            fit = OutputFit(inputs, max_outputs, min_output_tokens, found, output_step)
     if details:
         details["input_tokens"] = inputs
         details["max_output_tokens"] = max_outputs
@@ -197,9 +206,10 @@ def verdict(
         name = None
     outcome = check_verdict(
         deps, micros, name, text_arg(cycle_id, "--cycle-id"), text_arg(agent, "--agent"),
-        details=details or None, tags=call_tags, key=call_key,
+        details=details or None, tags=call_tags, key=call_key, fit=fit,
     )  # fmt: skip
     decision = outcome.decision
+    micros = decision.estimate_micros
     scope = decision.deciding
     reading = scope.reading
     used, reserved, cap = scope.used_micros, scope.reserved_micros, scope.cap_micros
@@ -229,6 +239,8 @@ def verdict(
     if details:
         document["model"] = details["model"]
         document["price_source"] = details["price_source"]
+    if outcome.clamped_output_tokens is not None:
+        document["clamped_output_tokens"] = outcome.clamped_output_tokens
     if deps.config.budgets:
         # Only homes that define budgets print the list (empty when none applies).
         document["budgets"] = budgets_document(outcome.budgets, micros)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ledger.core.budget_state import BudgetCheck, budget_checks
 from ledger.core.budgets import CallScope
 from ledger.core.config import Config
+from ledger.core.output_fit import OutputFit, output_tokens_that_fit, room_micros
+from ledger.core.prices import quote_estimate_micros
 from ledger.core.seal import chain_time
 from ledger.core.spend import ScopeState, empty_usd_state, scope_state, unpriced_problem
 from ledger.core.state import empty_state
@@ -79,6 +81,8 @@ class VerdictOutcome(NamedTuple):
     recording_error: str | None = None
     budget_day: str | None = None
     budgets: tuple[BudgetCheck, ...] = ()
+    # The output limit the verdict lowered the call to (``None``: not lowered).
+    clamped_output_tokens: int | None = None
 
 
 def _daily_cap(config: Config) -> int:
@@ -218,8 +222,14 @@ def check_verdict(
     *,
     tags: tuple[str, ...] = (),
     key: str | None = None,
+    fit: OutputFit | None = None,
 ) -> VerdictOutcome:
     """Decide and record one pre-call check, reserving the estimate when admitted.
+
+    With ``fit``, a call whose estimate does not fit what is left is decided
+    at the largest output limit that does (at least ``fit.min_output``), in
+    the same step as the check and the reservation, so two calls lowered at
+    once can never both take the same room; the outcome names that limit.
 
     ``details`` (the model, its ``price_source`` and token counts of a verdict
     priced from tokens) are sealed in the verdict's payload as they are.
@@ -251,11 +261,15 @@ def check_verdict(
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
     try:
-        outcome = _gate_once(deps, writer, estimate_micros, call, refresh=[], details=details)
+        outcome = _gate_once(
+            deps, writer, estimate_micros, call, refresh=[], details=details, fit=fit
+        )
         if isinstance(outcome, VerdictOutcome):
             return outcome
         results = [deps.observe(name) for name in outcome]
-        final = _gate_once(deps, writer, estimate_micros, call, refresh=results, details=details)
+        final = _gate_once(
+            deps, writer, estimate_micros, call, refresh=results, details=details, fit=fit
+        )
         assert isinstance(final, VerdictOutcome)  # noqa: S101 - refresh given: always decides
     except LockTimeoutError as exc:
         # Waiting again for the busy lock just to print figures would double the delay.
@@ -306,6 +320,7 @@ def _gate_once(
     call: CallScope,
     refresh: list["ObserverResult"],
     details: dict[str, Any] | None = None,
+    fit: OutputFit | None = None,
 ) -> VerdictOutcome | list[str]:
     config = deps.config
     provider = call.provider
@@ -337,6 +352,15 @@ def _gate_once(
                 counter.data.get("budgets"), config.budgets, call, now, config.day_zone,
                 config.warn_pct,
             )  # fmt: skip
+        clamped = None
+        if fit is not None:
+            rooms = [room_micros(scope) for scope in scopes]
+            fitting = output_tokens_that_fit(rooms + [room_micros(c.scope) for c in checks], fit)
+            if fitting is not None and fitting < fit.requested:
+                clamped = fitting
+                estimate_micros, _rates = quote_estimate_micros(
+                    fit.input_tokens, fitting, fit.quote
+                )
         decision = decide(
             scopes, estimate_micros, config, now,
             head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
@@ -346,6 +370,8 @@ def _gate_once(
             decision, provider, call.session, call.agent, utc_day(now), now, config, local_now
         )
         payload.update(details or {})
+        if clamped is not None:
+            payload["max_output_tokens"] = clamped  # the limit the call is sent with
         payload.update(_budget_payload(call, checks))
         sealed = writer.append(tx, decision.verdict.event_type, payload, now=now)
         if problem is None:
@@ -353,7 +379,7 @@ def _gate_once(
             save_counter(counter, deps.states)
     return VerdictOutcome(
         decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day,
-        budgets=tuple(checks),
+        budgets=tuple(checks), clamped_output_tokens=clamped,
     )  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """Which providers a home knows, so a mistyped provider cannot walk around its cap.
 
 A provider is known when ``usd.provider_caps`` caps it, ``usd.providers`` lists
-it, or the price table prices it (the home's genai-prices snapshot, or a
-``[prices."<provider>/<model>"]`` override); ``aggregate`` means all providers.
+it, ``[proxy.providers.<name>]`` serves it, or the price table prices it (the
+home's genai-prices snapshot, or a ``[prices."<provider>/<model>"]`` override);
+``aggregate`` means all providers.
 A verdict naming any other provider is a bad command line; a record naming one
 is still sealed (spend is never refused), with a warning.
 """
@@ -36,6 +37,7 @@ class ProviderDeps(Protocol):
 
 def _configured(config: Config) -> set[str]:
     known = {AGGREGATE, *config.provider_caps_micros, *config.expected_providers}
+    known.update(config.proxy.providers)  # the gateway's OpenAI-compatible providers
     known.update(key.partition("/")[0] for key in config.price_overrides)
     return known
 

@@ -163,12 +163,35 @@ class TestBadUsage:
                 "reasoning_tokens (3) is larger than output_tokens (2)",
             ),
             ("openai", [1, 2], "not a JSON object"),
-            ("mistral", {"input_tokens": 1}, "no usage-object format for provider mistral"),
+            ("mistral", {"input_tokens": 1}, "lacks output_tokens"),
+            ("google", {"candidatesTokenCount": 1}, "lacks promptTokenCount"),
+            (
+                "google",
+                {"promptTokenCount": 5, "cachedContentTokenCount": 6},
+                "cachedContentTokenCount (6) is larger than promptTokenCount (5)",
+            ),
         ],
     )
     def test_rejected_with_the_field_named(self, provider, usage, message):
         with pytest.raises(UsageObjectError, match=message.replace("(", r"\(").replace(")", r"\)")):
             usage_tokens(provider, usage)
+
+    def test_gemini_usage_metadata_counts_thoughts_as_output_and_cache_apart(self):
+        """promptTokenCount includes the cached part; thoughts are billed as output."""
+        usage = {
+            "promptTokenCount": 1200, "cachedContentTokenCount": 200,
+            "toolUsePromptTokenCount": 30, "candidatesTokenCount": 80,
+            "thoughtsTokenCount": 400, "totalTokenCount": 1710,
+        }  # fmt: skip
+        tokens = usage_tokens("google", usage)
+        assert (tokens.input, tokens.cache_read, tokens.output, tokens.reasoning) == (
+            1030, 200, 480, 400,
+        )  # fmt: skip
+
+    def test_another_provider_is_read_as_openai_compatible(self):
+        """An OpenAI-compatible provider (DeepSeek, a local vLLM) reports OpenAI's usage."""
+        usage = {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}
+        assert usage_tokens("deepseek", usage) == usage_tokens("openai", usage)
 
     def test_anthropic_shape_given_as_openai_names_the_missing_field(self):
         usage = {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 0}

@@ -3,7 +3,12 @@
 import pytest
 
 from ledger.core.config import from_mapping
-from ledger.core.proxy_config import ListenAddress, ProxySettings, parse_listen
+from ledger.core.proxy_config import (
+    CompatibleProvider,
+    ListenAddress,
+    ProxySettings,
+    parse_listen,
+)
 from ledger.errors import ConfigError
 
 
@@ -16,12 +21,33 @@ class TestDefaults:
         assert settings.upstreams == {
             "anthropic": "https://api.anthropic.com",
             "openai": "https://api.openai.com",
+            "google": "https://generativelanguage.googleapis.com",
         }
         assert settings.max_request_bytes == 32 * 1024 * 1024
         assert settings.upstream_timeout_seconds == 600
         assert settings.max_upstream_connections == 100
         assert settings.require_keys is False
         assert settings.passthrough == ()
+        assert settings.default_max_output_tokens == 32_000
+        assert settings.min_output_tokens == 1024
+        assert settings.clamp is True
+
+
+class TestCompatibleProviders:
+    def test_a_provider_table_gives_its_url_and_key_variable(self):
+        """[proxy.providers.<name>]: url (trailing slash dropped) and an optional key_env."""
+        table = {
+            "deepseek": {"url": "https://api.deepseek.com/", "key_env": "DEEPSEEK_API_KEY"},
+            "local": {"url": "http://127.0.0.1:11434"},
+        }
+        settings = from_mapping({"proxy": {"providers": table}}, {}).proxy
+        assert settings.providers == {
+            "deepseek": CompatibleProvider("https://api.deepseek.com", "DEEPSEEK_API_KEY"),
+            "local": CompatibleProvider("http://127.0.0.1:11434", None),
+        }
+        override = '{"groq": {"url": "https://api.groq.com/openai"}}'
+        env = from_mapping({}, {"LEDGER_PROXY_PROVIDERS": override}).proxy
+        assert env.providers == {"groq": CompatibleProvider("https://api.groq.com/openai")}
 
 
 class TestValues:
@@ -81,6 +107,15 @@ class TestValues:
             ({"upstream_timeout_seconds": -1}, "proxy.upstream_timeout_seconds"),
             ({"max_upstream_connections": 0}, "proxy.max_upstream_connections"),
             ({"require_keys": "yes"}, "proxy.require_keys"),
+            ({"default_max_output_tokens": 0}, "proxy.default_max_output_tokens"),
+            ({"min_output_tokens": "many"}, "proxy.min_output_tokens"),
+            ({"clamp": "sometimes"}, "proxy.clamp"),
+            ({"providers": {"Deep Seek": {"url": "https://x"}}}, "proxy.providers.Deep Seek"),
+            ({"providers": {"openai": {"url": "https://x"}}}, "proxy.providers.openai"),
+            ({"providers": {"v1": {"url": "https://x"}}}, "proxy.providers.v1"),
+            ({"providers": {"deepseek": {}}}, "proxy.providers.deepseek.url"),
+            ({"providers": {"deepseek": {"url": "x", "key": 1}}}, "proxy.providers.deepseek.key"),
+            ({"providers": {"ds": {"url": "https://x", "key_env": "A B"}}}, "proxy.providers.ds"),
             ({"colour": "blue"}, "proxy.colour"),
         ],
     )

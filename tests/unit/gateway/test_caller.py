@@ -3,7 +3,13 @@
 import pytest
 
 from ledger.core.proxy_config import ProxySettings
-from ledger.gateway.caller import Caller, CallerRefusedError, resolve_caller
+from ledger.gateway.caller import (
+    Caller,
+    CallerRefusedError,
+    presented_key,
+    provider_credentials,
+    resolve_caller,
+)
 from ledger.gateway.relay import halt_message, upstream_headers
 
 
@@ -82,3 +88,21 @@ def test_a_halt_message_gives_verdict_reason_cap_and_figures():
         "has $4.50 used and $0.12 reserved, and this call's estimate is $0.0354; "
         "the request was not sent (verdict abababababab)"
     )
+
+
+class TestProviderCredentials:
+    def test_each_provider_gets_its_own_header_and_variable(self):
+        """Gemini's key goes as x-goog-api-key; an OpenAI-compatible one from its key_env."""
+        environ = {"GEMINI_API_KEY": "g-1", "DEEPSEEK_API_KEY": "d-1"}
+        assert provider_credentials("google", environ) == {"x-goog-api-key": "g-1"}
+        assert provider_credentials("deepseek", environ, "DEEPSEEK_API_KEY") == {
+            "authorization": "Bearer d-1"
+        }
+        with pytest.raises(CallerRefusedError, match="DEEPSEEK_API_KEY") as caught:
+            provider_credentials("deepseek", {}, "DEEPSEEK_API_KEY")
+        assert caught.value.status == 503
+
+    def test_a_gateway_key_in_x_goog_api_key_is_presented(self):
+        """Gemini clients put their key in x-goog-api-key: a gateway key there is found."""
+        assert presented_key({"x-goog-api-key": "lk_abc"}) == "lk_abc"
+        assert presented_key({"x-goog-api-key": "AIza-provider-key"}) is None

@@ -186,3 +186,61 @@ class TestRefused:
         """Nesting that exhausts the parser or the walk is a refusal, not a traceback."""
         with pytest.raises(RequestRefused, match=r"JSON|nests too deeply"):
             estimate_request(MESSAGES, self.nested(5000))
+
+
+CODEX_SCHEMA = {"type": "object", "properties": {"command": {"type": "array"}}, "required": []}
+CODEX_GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: patch"}
+CODEX_NAMESPACE = [{"type": "function", "name": "mcp_read", "parameters": {"type": "object"}}]
+
+
+class TestCodexResponsesRequest:
+    """The Responses API request Codex CLI sends: every part of it that reaches the model counts."""
+
+    def request(self) -> dict[str, object]:
+        return {
+            "model": "gpt-5-codex",
+            "instructions": "You are Codex, a coding agent.",
+            "input": [
+                {"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "fix the tests"}]},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Look first."}],
+                 "encrypted_content": "gAAAAB-opaque"},
+                {"type": "function_call", "name": "shell", "call_id": "call_1",
+                 "arguments": '{"command":["ls"]}'},
+                {"type": "function_call_output", "call_id": "call_1", "output": "README.md"},
+                {"type": "local_shell_call", "call_id": "call_2",
+                 "action": {"type": "exec", "command": ["pytest"]}},
+            ],
+            "tools": [
+                {"type": "function", "name": "shell", "description": "Run a command",
+                 "strict": False, "parameters": CODEX_SCHEMA},
+                {"type": "custom", "name": "apply_patch", "description": "Patch files",
+                 "format": CODEX_GRAMMAR},
+                {"type": "namespace", "name": "mcp", "tools": CODEX_NAMESPACE},
+                {"type": "web_search"},
+            ],
+            "tool_choice": "auto", "parallel_tool_calls": False,
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": "4f1c2a8e",
+        }  # fmt: skip
+
+    def test_every_item_and_tool_counts(self):
+        """Messages, reasoning, calls and outputs, unknown items whole; tools with all they carry."""
+        request = self.request()
+        sent = utf8(
+            "You are Codex, a coding agent.",
+            "fix the tests",
+            "Look first.", "gAAAAB-opaque",
+            "shell", '{"command":["ls"]}',
+            "README.md",
+            compact(request["input"][4]),  # type: ignore[index]
+            "shell", "Run a command", compact(CODEX_SCHEMA),
+            "apply_patch", "Patch files", compact(CODEX_GRAMMAR),
+            "mcp", compact({"tools": CODEX_NAMESPACE}),
+            compact({"type": "web_search"}),
+        )  # fmt: skip
+        estimate = estimate_request(RESPONSES, json.dumps(request).encode(), default_output_limit=7)
+        assert estimate.input_tokens == tokens(sent)
+        assert estimate.max_output_tokens == 7
+        assert estimate.stream is True
