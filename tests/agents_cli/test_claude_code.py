@@ -13,7 +13,6 @@ from tests.agents_cli.conftest import need
 from tests.agents_cli.harness import (
     CAP_MICROS,
     account,
-    clamp_available,
     ledger,
     price_micros,
     report,
@@ -64,8 +63,8 @@ def claude(
 
 
 def assert_used_most_of_the_cap(truth_micros: int) -> None:
-    if not clamp_available():
-        pytest.xfail("at least 90 % used needs the gateway's output-limit clamp (not built yet)")
+    # Claude Code asks 32,000 output tokens a call; the gateway's clamp lowers the
+    # limit of the last calls to what fits, so the session uses most of the cap.
     assert truth_micros >= CAP_MICROS * 0.9
 
 

@@ -34,9 +34,12 @@ _SHELL_TOOLS: dict[str, Any] = {
 }
 
 
-def _turn_usage(number: int) -> tuple[int, int]:
-    """Input and output tokens of call ``number``: 20k in, 1,000-1,999 out, varying."""
-    return INPUT_TOKENS + (number * 7919) % 2000, 1000 + (number * 389) % 1000
+def _turn_usage(number: int, request: dict[str, Any]) -> tuple[int, int]:
+    """Input and output tokens of call ``number``: 1,000-1,999 out, varying, and in at least
+    20k, or about what the request holds (4 bytes a token, as the provider counts text
+    and JSON), as a client with a large system prompt and many tools pays for it."""
+    size = len(json.dumps(request, ensure_ascii=False).encode()) // 4
+    return max(INPUT_TOKENS, size) + (number * 7919) % 2000, 1000 + (number * 389) % 1000
 
 
 def _log(path: str, model: str, response_id: str, usage: dict[str, Any], stream: bool) -> None:
@@ -81,7 +84,7 @@ def anthropic(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None
     model = str(request.get("model", "m"))
     message_id = f"msg_agent{number:06d}"
     tool = shell_tool(request)
-    input_tokens, output_tokens = _turn_usage(number) if tool else (300, 20)
+    input_tokens, output_tokens = _turn_usage(number, request) if tool else (300, 20)
     usage = {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
              "cache_read_input_tokens": 0, "output_tokens": output_tokens}  # fmt: skip
     stream = bool(request.get("stream"))
@@ -127,7 +130,7 @@ def responses(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None
     model = str(request.get("model", "m"))
     response_id = f"resp_agent{number:06d}"
     tool = shell_tool(request)
-    input_tokens, output_tokens = _turn_usage(number) if tool else (300, 20)
+    input_tokens, output_tokens = _turn_usage(number, request) if tool else (300, 20)
     usage = {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": input_tokens + output_tokens}  # fmt: skip
@@ -172,7 +175,7 @@ def gemini(path: str, request: dict[str, Any]) -> tuple[dict[str, Any] | None, l
     model = path.rsplit("/", 1)[-1].split(":", 1)[0]
     response_id = f"gemini-agent{number:06d}"
     tool = shell_tool(request)
-    input_tokens, output_tokens = _turn_usage(number) if tool else (300, 20)
+    input_tokens, output_tokens = _turn_usage(number, request) if tool else (300, 20)
     usage = {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
              "totalTokenCount": input_tokens + output_tokens}  # fmt: skip
     stream = "streamGenerateContent" in path
