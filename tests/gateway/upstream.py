@@ -67,8 +67,10 @@ def _gate(name: str) -> threading.Semaphore:
         return _gates.setdefault(name, threading.Semaphore(0))
 
 
-def anthropic_events(model: str, message_id: str) -> list[tuple[str, dict[str, Any]]]:
-    start_usage = {"input_tokens": ANTHROPIC_USAGE["input_tokens"], "output_tokens": 1}
+def anthropic_events(
+    model: str, message_id: str, usage: dict[str, Any] = ANTHROPIC_USAGE
+) -> list[tuple[str, dict[str, Any]]]:
+    start_usage = {**usage, "output_tokens": 1}
     message: dict[str, Any] = {
         "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage,
@@ -82,29 +84,35 @@ def anthropic_events(model: str, message_id: str) -> list[tuple[str, dict[str, A
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta",
                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]}}),
+                           "usage": {"output_tokens": usage["output_tokens"]}}),
         ("message_stop", {"type": "message_stop"}),
     ]  # fmt: skip
 
 
-def anthropic_message(model: str, message_id: str) -> dict[str, Any]:
+def anthropic_message(
+    model: str, message_id: str, usage: dict[str, Any] = ANTHROPIC_USAGE
+) -> dict[str, Any]:
     return {
         "id": message_id, "type": "message", "role": "assistant", "model": model,
         "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
-        "stop_sequence": None, "usage": ANTHROPIC_USAGE,
+        "stop_sequence": None, "usage": usage,
     }  # fmt: skip
 
 
-def chat_completion(model: str, completion_id: str) -> dict[str, Any]:
+def chat_completion(
+    model: str, completion_id: str, usage: dict[str, Any] = CHAT_USAGE
+) -> dict[str, Any]:
     return {
         "id": completion_id, "object": "chat.completion", "created": 1, "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
                      "finish_reason": "stop"}],
-        "usage": CHAT_USAGE,
+        "usage": usage,
     }  # fmt: skip
 
 
-def chat_chunks(model: str, completion_id: str, *, with_usage: bool) -> list[dict[str, Any]]:
+def chat_chunks(
+    model: str, completion_id: str, *, with_usage: bool, usage: dict[str, Any] = CHAT_USAGE
+) -> list[dict[str, Any]]:
     """A chat stream; its usage comes only when asked for (``stream_options.include_usage``)."""
     base = {"id": completion_id, "object": "chat.completion.chunk", "created": 1, "model": model}
     chunks = [
@@ -113,17 +121,19 @@ def chat_chunks(model: str, completion_id: str, *, with_usage: bool) -> list[dic
         {**base, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
     ]  # fmt: skip
     if with_usage:
-        chunks.append({**base, "choices": [], "usage": CHAT_USAGE})
+        chunks.append({**base, "choices": [], "usage": usage})
     return chunks
 
 
-def response_document(model: str, response_id: str) -> dict[str, Any]:
+def response_document(
+    model: str, response_id: str, usage: dict[str, Any] = RESPONSES_USAGE
+) -> dict[str, Any]:
     return {
         "id": response_id, "object": "response", "created_at": 1, "model": model,
         "status": "completed",
         "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
                     "content": [{"type": "output_text", "text": "hello", "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": RESPONSES_USAGE,
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage,
     }  # fmt: skip
 
 
