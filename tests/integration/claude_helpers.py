@@ -31,6 +31,7 @@ EVENTS = {
     "post-tool-use": "PostToolUse",
     "stop": "Stop",
     "user-prompt-submit": "UserPromptSubmit",
+    "session-end": "SessionEnd",
 }
 FIXTURE = {
     "PreToolUse": "pre_tool_use_bash.json",
