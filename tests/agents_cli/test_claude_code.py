@@ -163,3 +163,21 @@ def test_continue_after_the_halt_spends_nothing_more(
     outcome = account(cap_home, upstream)
     assert outcome.truth_micros <= CAP_MICROS
     assert ledger(cap_home, "verify-chain").returncode == 0
+
+
+def test_a_hook_stop_shows_its_reason_in_the_stream_json_output(
+    cap_home: Path, upstream: Upstream, cli_home: Path
+) -> None:
+    install_hooks(cap_home, cli_home)
+
+    done = clis.run(
+        need(RELEASES[0]),
+        ["-p", PROMPT, "--output-format", "stream-json", "--verbose", "--model", MODEL,
+         "--dangerously-skip-permissions"],
+        claude_env(cli_home, upstream.url), cwd=cli_home / "work",
+    )  # fmt: skip
+
+    messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    shown = [m.get("content", "") for m in messages if m.get("type") == "system"]
+    assert any("halt-100" in str(text) for text in shown), shown
+    assert messages[-1]["terminal_reason"] == "hook_stopped"
