@@ -20,7 +20,7 @@ MODEL = "gpt-5"
 PROMPT = "Check the workspace with the shell, again and again."
 
 
-def codex_config(gateway_url: str) -> str:
+def codex_config(gateway_url: str, *, retries: bool = False) -> str:
     """A model provider that is the gateway, speaking the Responses API, with no retries.
 
     Codex retries a failed request (a 402 included) up to 4 times and a
@@ -33,8 +33,7 @@ def codex_config(gateway_url: str) -> str:
         f'base_url = "{gateway_url}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "OPENAI_API_KEY"\n'
-        "request_max_retries = 0\n"
-        "stream_max_retries = 0\n"
+        + ("" if retries else "request_max_retries = 0\nstream_max_retries = 0\n")
     )
 
 
@@ -60,3 +59,23 @@ def test_through_the_gateway_codex_halts_at_the_cap_with_every_call_once(
     assert outcome.halts == 1  # no retry after the 402
     assert ledger(cap_home, "verify-chain").returncode == 0
     assert outcome.truth_micros >= CAP_MICROS * 0.9
+
+
+@pytest.mark.parametrize(("retries", "requests"), [(True, 6), (False, 1)])
+def test_a_402_is_retried_five_times_by_default_and_never_with_retries_off(
+    upstream: Upstream, cli_home: Path, retries: bool, requests: int
+) -> None:
+    upstream.refuse()
+    (cli_home / ".codex").mkdir()
+    (cli_home / ".codex" / "config.toml").write_text(codex_config(upstream.url, retries=retries))
+    env = clis.sealed_env(cli_home, OPENAI_API_KEY="sk-fake", CODEX_HOME=str(cli_home / ".codex"))
+
+    done = clis.run(
+        need(SPEC),
+        ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", PROMPT],
+        env, cwd=cli_home / "work", timeout=180,
+    )  # fmt: skip
+
+    assert done.code == 1
+    assert "402 Payment Required: ledger: halt-100" in done.stderr
+    assert len([r for r in upstream.requests() if r["path"] == "/v1/responses"]) == requests

@@ -46,6 +46,10 @@ class Upstream:
         found: list[dict[str, Any]] = httpx.get(f"{self.url}/_control/calls").json()["calls"]
         return found
 
+    def refuse(self) -> None:
+        """Make every later model call a 402 in the provider's shape, as a halt is."""
+        httpx.post(f"{self.url}/_control/refuse")
+
     def release(self, name: str, times: int = 1) -> None:
         for _ in range(times):
             httpx.post(f"{self.url}/_control/release/{name}")
