@@ -26,6 +26,14 @@ elif ! command -v chromium >/dev/null; then
   echo "test.sh: chromium is missing and installing it needs root (apt-get install chromium);" \
     "the report screenshot test will be skipped" >&2
 fi
+# The real agent CLIs the tests drive (Claude Code, Codex CLI, Gemini CLI), from
+# npm at pinned versions into a cache that later runs reuse; without npm those
+# tests are skipped and say so.
+if command -v npm >/dev/null; then
+  "$VENV/bin/python" -m tests.agents_cli.clis >/dev/null
+else
+  echo "scripts/test.sh: npm is missing; the tests with real agent CLIs are skipped" >&2
+fi
 ruff check .
 ruff format --check .
 mypy

@@ -38,7 +38,9 @@ SERVED: dict[str, frozenset[str] | None] = {
     "verdict": None,
     "record": None,
     "usage": None,
-    "hook": frozenset({"pre-tool-use", "post-tool-use", "stop", "user-prompt-submit"}),
+    "hook": frozenset(
+        {"pre-tool-use", "post-tool-use", "stop", "user-prompt-submit", "session-end"}
+    ),
     "tokens": frozenset({"check", "record"}),
     "tools": frozenset({"use", "check"}),
     "turns": frozenset({"record", "check"}),

@@ -32,7 +32,7 @@ _FAMILIES: dict[str, Family] = {
     "time": Family("countdown budgets", "ledger.cli.fast_time", "start, status",
                    "ledger time start --budget-seconds 3600"),
     "hook": Family("Claude Code hook adapters", "ledger.cli.fast_hooks",
-                   "pre-tool-use, post-tool-use, stop, user-prompt-submit, install",
+                   "pre-tool-use, post-tool-use, stop, user-prompt-submit, session-end, install",
                    "ledger hook pre-tool-use < pre-tool-use.json"),
 }  # fmt: skip
 

@@ -13,6 +13,8 @@ from ledger.cli.output import print_error, print_json
 
 WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
 AGENT_VARIABLE = "LEDGER_AGENT"
+# Set by `hook install` in the settings' env beside ANTHROPIC_BASE_URL.
+GATEWAY_VARIABLE = "LEDGER_GATEWAY_URL"
 
 
 def _read_stdin() -> bytes | str:
@@ -51,7 +53,8 @@ def _hook_scope(environ: dict[str, str]) -> Any:
             budget_end = parse_budget_end(end_text)
         except ValueError as exc:
             notes.append(f"ledger: {exc}; no countdown")
-    return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes))
+    gateway = environ.get(GATEWAY_VARIABLE) or None
+    return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes), gateway)
 
 
 def _hook(home: str | None, event: str) -> int:
@@ -92,6 +95,12 @@ def hook_stop(home: str | None, args: argparse.Namespace) -> int:
     return _hook(home, "Stop")
 
 
+def hook_session_end(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook session-end``: Claude Code SessionEnd JSON on stdin."""
+    del args
+    return _hook(home, "SessionEnd")
+
+
 def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook user-prompt-submit``: Claude Code UserPromptSubmit JSON on stdin."""
     del args
@@ -107,6 +116,35 @@ def _launcher() -> list[str]:
     if not script or Path(script).name == "__main__.py":
         return [sys.executable, "-m", "ledger"]
     return [os.path.abspath(script)]  # noqa: PTH100 - absolute, not resolved: keep the venv's link
+
+
+def _gateway_url(runtime: Any, given: str | None) -> str | None:
+    """The gateway Claude Code is routed through: ``--gateway``, else ``proxy.listen``'s URL.
+
+    Raises:
+        UsageError: ``--gateway`` is not an http(s) URL.
+        ConfigError: ``proxy.listen`` is malformed, or its port is 0 (no fixed URL).
+    """
+    from ledger.core.proxy_config import parse_listen
+    from ledger.errors import ConfigError, UsageError
+
+    if given is not None:
+        if not given.startswith(("http://", "https://")) or given.strip() != given:
+            raise UsageError(f"--gateway must be an http:// or https:// URL, got {given!r}")
+        return given.rstrip("/")
+    listen = runtime.config.proxy.listen
+    if listen is None:
+        return None
+    address = parse_listen(listen, "proxy.listen")
+    if address.port == 0:
+        raise ConfigError(
+            "proxy.listen has port 0 (any free port), so Claude Code cannot be pointed at it; "
+            "give the gateway's URL with --gateway URL"
+        )
+    # A gateway listening on every interface is reached on this machine by loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(address.host, address.host)  # noqa: S104
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{address.port}"
 
 
 def hook_install(home: str | None, args: argparse.Namespace) -> int:
@@ -128,8 +166,9 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
     else:
         settings = Path.home() / ".claude" / "settings.json"
     written = install_hooks(
-        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve()
-    )
+        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve(),
+        _gateway_url(runtime, args.gateway),
+    )  # fmt: skip
     print_json(written)
     return 0
 
@@ -203,21 +242,40 @@ def build(actions: Any) -> None:
         ),
     )
     prompt.set_defaults(handler=hook_user_prompt_submit)
+    end = actions.add_parser(
+        "session-end",
+        help="SessionEnd: record the whole session and release its reservations",
+        description=(
+            "Claude Code SessionEnd hook: reads the hook JSON on stdin, records every call\n"
+            "of its transcript_path not recorded yet (the newest included) and settles the\n"
+            "session's open verdicts at $0. Prints {}. Exit 0 (malformed stdin: one stderr\n"
+            "line)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, SessionEnd hook command):\n"
+            "  ledger hook session-end"
+        ),
+    )
+    end.set_defaults(handler=hook_session_end)
     install = actions.add_parser(
         "install",
-        help="write the four hooks into Claude Code's settings.json",
+        help="write ledger's hooks (and the gateway) into Claude Code's settings.json",
         description=(
-            "Writes PreToolUse, PostToolUse, Stop and UserPromptSubmit hooks into Claude\n"
-            "Code's settings.json (default ~/.claude/settings.json), merging with what is\n"
-            "there: other hooks and settings are kept, an earlier ledger hook is replaced,\n"
-            "and running it twice changes nothing. Each command names this ledger by its\n"
-            "absolute path and --home with the absolute home, so neither PATH nor the\n"
-            "working directory can turn the guard off. Prints what it wrote (JSON).\n"
-            "Exit 0; 78 when the home does not exist; 65 when settings.json is not JSON."
+            "Writes PreToolUse, PostToolUse, Stop, UserPromptSubmit and SessionEnd hooks\n"
+            "into Claude Code's settings.json (default ~/.claude/settings.json), merging with\n"
+            "what is there: other hooks and settings are kept, an earlier ledger hook is\n"
+            "replaced, and running it twice changes nothing. Each command names this ledger\n"
+            "by its absolute path and --home with the absolute home, so neither PATH nor the\n"
+            "working directory can turn the guard off. With a gateway (--gateway URL, or\n"
+            "proxy.listen in ledger.toml) it also sets env.ANTHROPIC_BASE_URL, so every model\n"
+            "call passes the gateway: a hard cap. Prints what it wrote (JSON).\n"
+            "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist or\n"
+            "proxy.listen is unusable; 65 when settings.json is not JSON."
         ),
         epilog=(
             "Examples:\n"
             "  ledger --home ~/.ledger hook install\n"
+            "  ledger --home ~/.ledger hook install --gateway http://127.0.0.1:8787\n"
             "  ledger --home ~/.ledger hook install --project ~/src/app"
         ),
     )
@@ -229,5 +287,10 @@ def build(actions: Any) -> None:
         "--project",
         metavar="DIR",
         help="write the project's DIR/.claude/settings.json instead",
+    )
+    install.add_argument(
+        "--gateway",
+        metavar="URL",
+        help="route Claude Code through this ledger gateway (default: proxy.listen, if set)",
     )
     install.set_defaults(handler=hook_install)

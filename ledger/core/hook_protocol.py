@@ -21,9 +21,14 @@ Output follows the Claude Code hooks reference:
   going; recording spend never does).
 - UserPromptSubmit refusal: ``decision: "block"`` with a ``reason`` (the prompt
   is never sent to the model; the user sees the reason).
-- A halted session: ``continue: false`` with a ``stopReason`` (shown to the
-  user) stops Claude Code after this hook, whatever else the answer says; the
-  only lever PostToolUse and Stop have.
+- A halted session: ``continue: false`` with a ``stopReason`` stops Claude
+  Code after this hook; the only lever PostToolUse and Stop have. PreToolUse
+  sends it *without* ``permissionDecision: "deny"``: some Claude Code releases
+  (2.1.197 among them) ignore ``continue: false`` next to a denial and go on
+  calling the model after every refused tool, while every release tested
+  stops on ``continue: false`` alone. The reason also goes out as a
+  ``systemMessage``, the part ``claude -p`` shows (in its stream-json output).
+- SessionEnd: ``{}`` (it cannot change anything; it records).
 - Nothing to say: ``{}``.
 """
 
@@ -38,6 +43,7 @@ from ledger.core.timefmt import parse_ts
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
 STOP = "Stop"
+SESSION_END = "SessionEnd"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 TOOL_EVENTS = frozenset({PRE_TOOL_USE, POST_TOOL_USE})
 MAX_INPUT_BYTES = 64 << 20
@@ -113,10 +119,13 @@ def clip(text: str | None, limit: int = _TEXT_MAX) -> str | None:
 
 
 def stopped(output: dict[str, Any], stop_reason: str | None) -> dict[str, Any]:
-    """``output`` that also stops the session (``continue: false``) when ``stop_reason`` is set."""
+    """``output`` that also stops the session (``continue: false``) when ``stop_reason`` is set.
+
+    The reason is also a ``systemMessage``: ``claude -p`` shows that, not ``stopReason``.
+    """
     if stop_reason is None:
         return output
-    return {"continue": False, "stopReason": stop_reason, **output}
+    return {"continue": False, "stopReason": stop_reason, "systemMessage": stop_reason, **output}
 
 
 def pre_tool_use_output(
@@ -125,20 +134,21 @@ def pre_tool_use_output(
     """What a PreToolUse hook prints.
 
     A refusal carries the warnings in its reason; warnings alone never block.
-    ``stop_reason`` (a halted session) also stops Claude Code.
+    ``stop_reason`` (a halted session) stops Claude Code instead of denying
+    the one tool call: a denial next to ``continue: false`` keeps some
+    releases calling the model.
     """
+    if stop_reason is not None:
+        return stopped({}, "\n".join([stop_reason, *warnings]))
     if deny_reason is not None:
         reason = "\n".join([deny_reason, *warnings])
-        return stopped(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": PRE_TOOL_USE,
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": reason,
-                }
-            },
-            stop_reason,
-        )
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": PRE_TOOL_USE,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        }
     if not warnings:
         return {}
     text = "\n".join(warnings)

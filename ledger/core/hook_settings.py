@@ -8,6 +8,10 @@ the absolute home, so neither a missing ``PATH`` entry (exit 127, after which
 Claude Code runs the tool anyway) nor a changed working directory can turn
 the guard off.
 
+With a gateway, ``env.ANTHROPIC_BASE_URL`` (every model call Claude Code
+makes goes through it) and ``env.LEDGER_GATEWAY_URL`` (the hooks then leave
+gating each call to it) are set in the same file.
+
 Merging keeps every other hook and setting. A ledger hook already there for
 the same event is replaced (a reinstall with another home or launcher leaves
 one, not two); the same command already there is left as it is, so
@@ -18,6 +22,8 @@ import shlex
 from typing import Any, NamedTuple
 
 TIMEOUT_SECONDS = 15
+BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"
+GATEWAY_VARIABLE = "LEDGER_GATEWAY_URL"
 
 
 class HookSpec(NamedTuple):
@@ -33,6 +39,7 @@ HOOKS = (
     HookSpec("PostToolUse", "post-tool-use", "*"),
     HookSpec("Stop", "stop", None),
     HookSpec("UserPromptSubmit", "user-prompt-submit", None),
+    HookSpec("SessionEnd", "session-end", None),
 )
 
 
@@ -111,12 +118,26 @@ def _merge_event(
     return kept_groups, kept_groups != groups
 
 
-def merge_hooks(settings: object, launcher: list[str], home: str) -> Merged:
+def _merge_env(settings: dict[str, Any], gateway: str | None) -> dict[str, Any]:
+    """``settings`` routed through ``gateway`` (unchanged without one)."""
+    if gateway is None:
+        return settings
+    env = settings.get("env", {})
+    if not isinstance(env, dict):
+        raise SettingsError("env is not an object")
+    return {**settings, "env": {**env, BASE_URL_VARIABLE: gateway, GATEWAY_VARIABLE: gateway}}
+
+
+def merge_hooks(
+    settings: object, launcher: list[str], home: str, gateway: str | None = None
+) -> Merged:
     """``settings`` (a parsed ``settings.json``; ``None`` for none) with ledger's hooks.
 
+    ``gateway`` (a URL) also routes the session's model calls through it.
+
     Raises:
-        SettingsError: the settings, or their ``hooks``, are not what Claude
-            Code reads (not an object, an event that is not a list of groups).
+        SettingsError: the settings, their ``hooks`` or ``env``, are not what
+            Claude Code reads (not an object, an event that is not a list of groups).
     """
     if settings is None:
         settings = {}
@@ -135,4 +156,6 @@ def merge_hooks(settings: object, launcher: list[str], home: str) -> Merged:
         groups, event_changed = _merge_event(_groups(hooks, spec.event), spec, command, replaced)
         merged_hooks[spec.event] = groups
         changed = changed or event_changed
-    return Merged({**settings, "hooks": merged_hooks}, changed, commands, replaced)
+    routed = _merge_env(settings, gateway)
+    changed = changed or routed.get("env") != settings.get("env")
+    return Merged({**routed, "hooks": merged_hooks}, changed, commands, replaced)

@@ -22,13 +22,14 @@ import re
 from typing import Any, NamedTuple
 
 from ledger.core.prices import TokenCounts
+from ledger.core.response_keys import response_key
 from ledger.core.usage_objects import UsageObjectError, anthropic_tokens
 
 SYNTHETIC_MODEL = "<synthetic>"
-KEY_PREFIX = "cc:"
+PROVIDER = "anthropic"
+OWN_KEY_PREFIX = "cc:"
 KEY_MAX = 128
 MODEL_MAX = 256
-_KEY_BODY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,125}$")
 _REF_RE = re.compile(r"^[0-9a-f]{64}$")
 CURSOR_FORMAT = 1
 MAX_PENDING = 64
@@ -57,15 +58,17 @@ class Skipped(NamedTuple):
 
 
 def call_key(message_id: str) -> str:
-    """The idempotency key of a call: ``cc:`` and its message id.
+    """The idempotency key of a call: the response's own, ``anthropic:<message id>``.
 
-    A message id that the key alphabet (``^[A-Za-z0-9._:-]{1,128}$``, SPEC §3)
-    cannot hold is replaced by its SHA-256, so any id still maps to one key.
+    It is the key the gateway and the SDK guard give the same response, so a
+    response the gateway recorded is a duplicate here. A message id no
+    response key can hold keeps a key of its own, ``cc:sha256:<its SHA-256>``.
     """
-    if _KEY_BODY_RE.fullmatch(message_id):
-        return f"{KEY_PREFIX}{message_id}"
+    key = response_key(PROVIDER, message_id)
+    if key is not None:
+        return key
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{KEY_PREFIX}sha256:{digest}"
+    return f"{OWN_KEY_PREFIX}sha256:{digest}"
 
 
 def top_up_key(message_id: str, number: int) -> str:
@@ -74,7 +77,7 @@ def top_up_key(message_id: str, number: int) -> str:
     if len(key) <= KEY_MAX:
         return key
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{KEY_PREFIX}sha256:{digest}:{number}"
+    return f"{OWN_KEY_PREFIX}sha256:{digest}:{number}"
 
 
 def tokens_from_payload(payload: object) -> TokenCounts | None:

@@ -28,15 +28,13 @@ a reader only reports what it saw, and the caller records it.
 """
 
 import json
-import re
 from typing import Any, ClassVar
 
+from ledger.core.response_keys import response_key
 from ledger.core.server_tools import OPENAI_SEARCH_FIELD
 from ledger.core.settlement import CallEnd
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
-
-_KEY_TEXT = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 class UsageReader:
@@ -103,9 +101,7 @@ class UsageReader:
         Every part of the product that records a response (the SDK guards, the
         gateway) uses this key, so one response is never counted twice.
         """
-        if self.response_id is None or not _KEY_TEXT.fullmatch(self.response_id):
-            return None
-        return f"{self.provider}:{self.response_id}"
+        return response_key(self.provider, self.response_id)
 
     def feed_json(self, body: bytes) -> None:
         """Read a whole (non-streamed) JSON response body."""

@@ -93,6 +93,8 @@ COMMANDS = [
     Command("hook post-tool-use", ("hook", "post-tool-use"), "post_tool_use_bash.json"),
     Command("hook stop", ("hook", "stop"), "stop.json", whole_session=True),
     Command("hook user-prompt-submit", ("hook", "user-prompt-submit"), "user_prompt_submit.json"),
+    # Settles the prompt's verdict at $0: the session ended before any call.
+    Command("hook session-end", ("hook", "session-end"), "session_end.json"),
 ]
 MODES = ("late", "killed", "stopped")
 

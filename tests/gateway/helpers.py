@@ -41,6 +41,15 @@ class Upstream:
         found: list[dict[str, Any]] = httpx.get(f"{self.url}/_control/requests").json()["requests"]
         return found
 
+    def calls(self) -> list[dict[str, Any]]:
+        """Every model call answered in agent mode, with its usage (the provider's truth)."""
+        found: list[dict[str, Any]] = httpx.get(f"{self.url}/_control/calls").json()["calls"]
+        return found
+
+    def refuse(self) -> None:
+        """Make every later model call a 402 in the provider's shape, as a halt is."""
+        httpx.post(f"{self.url}/_control/refuse")
+
     def release(self, name: str, times: int = 1) -> None:
         for _ in range(times):
             httpx.post(f"{self.url}/_control/release/{name}")
@@ -52,9 +61,10 @@ class Upstream:
             self.proc.stdout.close()
 
 
-def start_upstream() -> Upstream:
+def start_upstream(*, agent: bool = False) -> Upstream:
+    """The fake provider as its own process; ``agent`` starts its scripted agent mode."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.upstream"],
+        [sys.executable, "-m", "tests.gateway.upstream", *(["--agent"] if agent else [])],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -20,6 +20,14 @@ Model calls are answered as JSON or SSE (``"stream": true``; Gemini's
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
+
+``POST /_control/refuse`` makes every later model call a 402 in the provider's
+shape (as the gateway refuses a halt), to see what a client does with one.
+
+Started with ``--agent``, it answers every model call in the scripted agent
+mode of ``tests.gateway.agent_mode`` (a tool call per turn, for as many turns
+as the client goes on), and ``GET /_control/calls`` lists each answer with its
+usage.
 """
 
 import itertools
@@ -30,6 +38,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.gateway import agent_mode
 
 # Small round figures, so each call's exact cost is easy to state in a test.
 ANTHROPIC_USAGE = {"input_tokens": 1000, "output_tokens": 700}
@@ -44,6 +54,17 @@ _ids = itertools.count(1)
 _gates: dict[str, threading.Semaphore] = {}
 _gates_lock = threading.Lock()
 _requests: list[dict[str, Any]] = []
+_mode = {"agent": False, "refuse": False}
+
+
+def _budget_error(path: str) -> dict[str, Any]:
+    """A 402 in the provider's error shape, as the gateway answers a halt."""
+    message = "ledger: halt-100 (test refusal); the request was not sent"
+    if path.startswith("/v1/messages"):
+        return {"type": "error", "error": {"type": "budget_exceeded", "message": message}}
+    if path.startswith("/v1beta/"):
+        return {"error": {"code": 402, "message": message, "status": "FAILED_PRECONDITION"}}
+    return {"error": {"type": "budget_exceeded", "code": "budget_exceeded", "message": message}}
 
 
 def _gate(name: str) -> threading.Semaphore:
@@ -51,8 +72,10 @@ def _gate(name: str) -> threading.Semaphore:
         return _gates.setdefault(name, threading.Semaphore(0))
 
 
-def anthropic_events(model: str, message_id: str) -> list[tuple[str, dict[str, Any]]]:
-    start_usage = {"input_tokens": ANTHROPIC_USAGE["input_tokens"], "output_tokens": 1}
+def anthropic_events(
+    model: str, message_id: str, usage: dict[str, Any] = ANTHROPIC_USAGE
+) -> list[tuple[str, dict[str, Any]]]:
+    start_usage = {**usage, "output_tokens": 1}
     message: dict[str, Any] = {
         "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage,
@@ -66,29 +89,35 @@ def anthropic_events(model: str, message_id: str) -> list[tuple[str, dict[str, A
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta",
                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]}}),
+                           "usage": {"output_tokens": usage["output_tokens"]}}),
         ("message_stop", {"type": "message_stop"}),
     ]  # fmt: skip
 
 
-def anthropic_message(model: str, message_id: str) -> dict[str, Any]:
+def anthropic_message(
+    model: str, message_id: str, usage: dict[str, Any] = ANTHROPIC_USAGE
+) -> dict[str, Any]:
     return {
         "id": message_id, "type": "message", "role": "assistant", "model": model,
         "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
-        "stop_sequence": None, "usage": ANTHROPIC_USAGE,
+        "stop_sequence": None, "usage": usage,
     }  # fmt: skip
 
 
-def chat_completion(model: str, completion_id: str) -> dict[str, Any]:
+def chat_completion(
+    model: str, completion_id: str, usage: dict[str, Any] = CHAT_USAGE
+) -> dict[str, Any]:
     return {
         "id": completion_id, "object": "chat.completion", "created": 1, "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
                      "finish_reason": "stop"}],
-        "usage": CHAT_USAGE,
+        "usage": usage,
     }  # fmt: skip
 
 
-def chat_chunks(model: str, completion_id: str, *, with_usage: bool) -> list[dict[str, Any]]:
+def chat_chunks(
+    model: str, completion_id: str, *, with_usage: bool, usage: dict[str, Any] = CHAT_USAGE
+) -> list[dict[str, Any]]:
     """A chat stream; its usage comes only when asked for (``stream_options.include_usage``)."""
     base = {"id": completion_id, "object": "chat.completion.chunk", "created": 1, "model": model}
     chunks = [
@@ -97,17 +126,19 @@ def chat_chunks(model: str, completion_id: str, *, with_usage: bool) -> list[dic
         {**base, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
     ]  # fmt: skip
     if with_usage:
-        chunks.append({**base, "choices": [], "usage": CHAT_USAGE})
+        chunks.append({**base, "choices": [], "usage": usage})
     return chunks
 
 
-def response_document(model: str, response_id: str) -> dict[str, Any]:
+def response_document(
+    model: str, response_id: str, usage: dict[str, Any] = RESPONSES_USAGE
+) -> dict[str, Any]:
     return {
         "id": response_id, "object": "response", "created_at": 1, "model": model,
         "status": "completed",
         "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
                     "content": [{"type": "output_text", "text": "hello", "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": RESPONSES_USAGE,
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage,
     }  # fmt: skip
 
 
@@ -180,6 +211,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_control/requests":
             self._json(200, {"requests": list(_requests)})
             return
+        if path == "/_control/calls":
+            self._json(200, {"calls": list(agent_mode.calls)})
+            return
         self._note(b"")
         if path == "/v1/models":
             self._json(200, {"data": [{"id": "claude-test", "type": "model"}], "object": "list"})
@@ -192,6 +226,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         parts = urlsplit(self.path)
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if parts.path == "/_control/refuse":
+            # From now on every model call is refused as a spent budget is (402).
+            _mode["refuse"] = True
+            self._json(200, {"refusing": True})
+            return
         if parts.path.startswith("/_control/release/"):
             _gate(parts.path.rsplit("/", 1)[1]).release()
             self._json(200, {"released": True})
@@ -201,6 +240,11 @@ class Handler(BaseHTTPRequestHandler):
         scenario = self.headers.get("x-test-scenario", "")
         model = request.get("model", "m")
         number = next(_ids)
+        if _mode["refuse"] and parts.path != "/v1/messages/count_tokens":
+            self._json(402, _budget_error(parts.path))
+            return
+        if _mode["agent"] and self._agent_answer(parts.path, request):
+            return
         if scenario.startswith("status:"):
             status = int(scenario.split(":", 1)[1])
             if parts.path.startswith("/v1/messages"):
@@ -248,6 +292,24 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, response_document(model, response_id))
         else:
             self._json(404, {"error": {"type": "not_found", "message": parts.path}})
+
+    def _agent_answer(self, path: str, request: dict[str, Any]) -> bool:
+        """Answer a model call in the scripted agent mode; False for any other path."""
+        if path == "/v1/messages":
+            document, events = agent_mode.anthropic(path, request)
+        elif path == "/v1/responses":
+            document, events = agent_mode.responses(path, request)
+        elif path.startswith("/v1beta/models/") and path.endswith(
+            (":generateContent", ":streamGenerateContent")
+        ):
+            document, events = agent_mode.gemini(path, request)
+        else:
+            return False
+        if document is not None:
+            self._json(200, document)
+        else:
+            self._sse(events)
+        return True
 
     def _gemini(self, path: str, query: str) -> None:
         model, _, method = path.removeprefix("/v1beta/models/").partition(":")
@@ -313,6 +375,7 @@ class Server(ThreadingHTTPServer):
 
 
 def main() -> None:
+    _mode["agent"] = "--agent" in sys.argv[1:]
     server = Server(("127.0.0.1", 0), Handler)
     sys.stdout.write(f"{server.server_address[1]}\n")
     sys.stdout.flush()

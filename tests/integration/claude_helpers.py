@@ -31,12 +31,14 @@ EVENTS = {
     "post-tool-use": "PostToolUse",
     "stop": "Stop",
     "user-prompt-submit": "UserPromptSubmit",
+    "session-end": "SessionEnd",
 }
 FIXTURE = {
     "PreToolUse": "pre_tool_use_bash.json",
     "PostToolUse": "post_tool_use_bash.json",
     "Stop": "stop.json",
     "UserPromptSubmit": "user_prompt_submit.json",
+    "SessionEnd": "session_end.json",
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from tests.gate_helpers import events_of
 from tests.integration.claude_helpers import (
+    ENV,
     PRICES,
     SESSION,
     answer,
@@ -73,10 +74,11 @@ def test_after_the_cap_closes_text_only_turns_are_blocked(priced, transcript, ru
         assert blocked["reason"].startswith("ledger: USD budget halt-100 for 2026-11-22: ")
         assert "prompt blocked" in blocked["reason"]
         assert blocked["reason"].endswith(LIFTED)
+    # A tool call stops the session; no denial beside it (some releases loop on one).
     denied = answer(run_hook(priced, "pre-tool-use", transcript, CAP))
-    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "hookSpecificOutput" not in denied
     assert denied["continue"] is False
-    assert denied["stopReason"] == denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert denied["stopReason"] == denied["systemMessage"]
     assert denied["stopReason"].endswith(LIFTED)
     assert len(events_of(priced, "budget.halt_100")) == 4
     assert len(spent(priced)) == 2
@@ -179,3 +181,67 @@ def test_a_home_that_cannot_be_used_refuses_and_creates_nothing(tmp_path, transc
     assert sorted(tmp_path.iterdir()) == before
     if kind == "empty folder":
         assert list(home.iterdir()) == []
+
+
+def reserved(home, run_inproc):
+    status = cli(run_inproc, home, "status", "--json", env=ENV | CAP).json()
+    micros: int = status["usd"]["caps"][0]["usd_reserved_micros"]
+    return micros
+
+
+def test_session_end_records_the_newest_response_and_releases_the_reservation(
+    priced, transcript, run_inproc
+):
+    append(transcript, assistant("msg_01A", 12, block=0), assistant("msg_01A", 1_000, block=1))
+    assert answer(run_hook(priced, "pre-tool-use", transcript, CAP)) == {}
+    append(transcript, tool_result(), assistant("msg_01B", 2_000))
+    # post-tool-use leaves the newest response (it may still grow) for later.
+    answer(run_hook(priced, "post-tool-use", transcript, CAP))
+    assert spent(priced) == [output_micros(1_000)]
+
+    assert answer(run_hook(priced, "session-end", transcript, CAP)) == {}
+    assert spent(priced) == [output_micros(1_000), output_micros(2_000)]
+    # A prompt's reservation that no call settles is released when the session ends.
+    assert answer(run_hook(priced, "user-prompt-submit", transcript, CAP)) == {}
+    assert reserved(priced, run_inproc) > 0
+
+    assert answer(run_hook(priced, "session-end", transcript, CAP)) == {}
+
+    assert spent(priced) == [output_micros(1_000), output_micros(2_000), 0]
+    assert reserved(priced, run_inproc) == 0
+    # Run again (a retry), it records and releases nothing more.
+    assert answer(run_hook(priced, "session-end", transcript, CAP)) == {}
+    assert len(spent(priced)) == 3
+    assert_chain_verifies(run_inproc, priced)
+
+
+def test_behind_a_gateway_the_hooks_reserve_nothing_and_still_stop_a_halted_session(
+    priced, transcript, run_inproc
+):
+    gateway = {**CAP, "LEDGER_GATEWAY_URL": "http://127.0.0.1:8787"}
+
+    def gateway_records(message_id: str, tokens: int) -> None:
+        # What the gateway seals for the response, under the response's own key.
+        usage = f'{{"input_tokens": 0, "output_tokens": {tokens}}}'
+        done = cli(run_inproc, priced, "record", "--provider", "anthropic", "--model",
+                   "test-sonnet", "--usage-json", usage, "--idempotency-key",
+                   f"anthropic:{message_id}", "--cycle-id", SESSION, env=ENV | CAP)  # fmt: skip
+        assert done.code == 0, done.stderr
+
+    assert answer(run_hook(priced, "user-prompt-submit", transcript, gateway)) == {}
+    gateway_records("msg_01A", TOOL_TURN_TOKENS)
+    append(transcript, assistant("msg_01A", TOOL_TURN_TOKENS))
+    assert answer(run_hook(priced, "pre-tool-use", transcript, gateway)) == {}
+    assert events_of(priced, "budget.allow") == []
+    assert reserved(priced, run_inproc) == 0
+    append(transcript, tool_result())
+    assert "continue" not in answer(run_hook(priced, "post-tool-use", transcript, gateway))
+    gateway_records("msg_01B", ANSWER_TOKENS)
+    append(transcript, assistant("msg_01B", ANSWER_TOKENS))
+
+    stopped = answer(run_hook(priced, "pre-tool-use", transcript, gateway))
+
+    assert stopped["continue"] is False
+    assert stopped["stopReason"].startswith("ledger: USD budget halt-100 for 2026-11-22: ")
+    # The transcript, read whole on the stop, counted no response a second time.
+    assert spent(priced) == [output_micros(TOOL_TURN_TOKENS), output_micros(ANSWER_TOKENS)]

@@ -49,15 +49,15 @@ def test_usage_that_grows_after_another_line_is_topped_up(priced, transcript, ru
     # runs; its fuller lines come only after the tool result.
     append(transcript, assistant("msg_01A", 10, block=0), tool_result("toolu_1"))
     answer(run_hook(priced, "post-tool-use", transcript))
-    assert records(priced) == [("cc:msg_01A", 10, output_micros(10))]
+    assert records(priced) == [("anthropic:msg_01A", 10, output_micros(10))]
     append(transcript, assistant("msg_01A", 100_010, block=1), tool_result("toolu_2"))
     answer(run_hook(priced, "post-tool-use", transcript))
     append(transcript, assistant("msg_01A", 150_010, block=2))
     answer(run_hook(priced, "stop", transcript))
     expected = [
-        ("cc:msg_01A", 10, output_micros(10)),
-        ("cc:msg_01A:1", 100_000, output_micros(100_000)),
-        ("cc:msg_01A:2", 50_000, output_micros(50_000)),
+        ("anthropic:msg_01A", 10, output_micros(10)),
+        ("anthropic:msg_01A:1", 100_000, output_micros(100_000)),
+        ("anthropic:msg_01A:2", 50_000, output_micros(50_000)),
     ]
     assert records(priced) == expected
     # Whatever is read again — the same lines, or all of it with the cursors lost —
@@ -79,7 +79,7 @@ def test_a_whole_message_read_at_once_is_recorded_once(priced, transcript):
         tool_result("toolu_2"),
     )
     answer(run_hook(priced, "post-tool-use", transcript))
-    assert records(priced) == [("cc:msg_01A", 100_010, output_micros(100_010))]
+    assert records(priced) == [("anthropic:msg_01A", 100_010, output_micros(100_010))]
 
 
 def test_sidechain_lines_and_subagent_transcripts_are_recorded(priced, transcript):
@@ -103,12 +103,12 @@ def test_sidechain_lines_and_subagent_transcripts_are_recorded(priced, transcrip
     (subagents / "notes.txt").write_text("not a transcript")
     answer(run_hook(priced, "post-tool-use", transcript))
     # Each file's newest call may still grow: PostToolUse leaves it for later.
-    assert records(priced) == [("cc:msg_01M", 1_000, output_micros(1_000)),
-                               ("cc:msg_01S", 500, output_micros(500))]  # fmt: skip
+    assert records(priced) == [("anthropic:msg_01M", 1_000, output_micros(1_000)),
+                               ("anthropic:msg_01S", 500, output_micros(500))]  # fmt: skip
     answer(run_hook(priced, "stop", transcript))
     assert records(priced)[2:] == [
-        ("cc:msg_01X", 2_500, output_micros(2_500)),
-        ("cc:msg_01Y", 3_000, output_micros(3_000)),
+        ("anthropic:msg_01X", 2_500, output_micros(2_500)),
+        ("anthropic:msg_01Y", 3_000, output_micros(3_000)),
     ]
     assert {p["payload"]["cycle_id"] for p in events_of(priced, "budget.record_call")} == {SESSION}
     # The session's estimate counts its subagents' calls: four calls, $0.105 in all.
@@ -136,6 +136,6 @@ def test_a_huge_line_still_being_written_is_not_read_again(priced, transcript):
     answer(proc)
     assert f"byte {cursor['offset']}: line too long to read" in proc.stderr
     assert records(priced) == [
-        ("cc:msg_01A", 1_000, output_micros(1_000)),
-        ("cc:msg_01B", 2_000, output_micros(2_000)),
+        ("anthropic:msg_01A", 1_000, output_micros(1_000)),
+        ("anthropic:msg_01B", 2_000, output_micros(2_000)),
     ]

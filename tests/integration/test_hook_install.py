@@ -13,7 +13,7 @@ from tests.integration.test_agent_helpers import cli, process_env
 from tests.integration.test_launcher import installed_script
 
 EVENTS = {"PreToolUse": "pre-tool-use", "PostToolUse": "post-tool-use", "Stop": "stop",
-          "UserPromptSubmit": "user-prompt-submit"}  # fmt: skip
+          "UserPromptSubmit": "user-prompt-submit", "SessionEnd": "session-end"}  # fmt: skip
 THEIRS = {
     "model": "opus",
     "hooks": {
@@ -131,3 +131,45 @@ def test_run_as_a_module_the_hooks_run_the_same_interpreter(workdir, tmp_path):
     home = (workdir / "home").resolve()
     command = json.loads(proc.stdout)["hooks"]["Stop"]
     assert command == f"{sys.executable} -m ledger --home {home} hook stop"
+
+
+class TestGateway:
+    def test_gateway_routes_claude_code_in_the_same_file_and_keeps_its_env(self, workdir, tmp_path):
+        target = tmp_path / "settings.json"
+        target.write_text(json.dumps({**THEIRS, "env": {"LEDGER_AGENT": "builder-1"}}))
+        url = "http://127.0.0.1:8787"
+        done = install(Path("home"), "--settings", str(target), "--gateway", url,
+                       cwd=workdir, env_home=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["gateway"] == url
+        settings = json.loads(target.read_text())
+        assert settings["env"] == {"LEDGER_AGENT": "builder-1", "ANTHROPIC_BASE_URL": url,
+                                   "LEDGER_GATEWAY_URL": url}  # fmt: skip
+        assert set(EVENTS) <= set(settings["hooks"])
+        again = install(Path("home"), "--settings", str(target), "--gateway", url,
+                        cwd=workdir, env_home=tmp_path)  # fmt: skip
+        assert json.loads(again.stdout)["changed"] is False
+
+    def test_proxy_listen_in_ledger_toml_is_the_gateway(self, workdir, tmp_path):
+        toml = workdir / "home" / "ledger.toml"
+        toml.write_text(toml.read_text() + '\n[proxy]\nlisten = "0.0.0.0:9191"\n')
+        target = tmp_path / "settings.json"
+        done = install(Path("home"), "--settings", str(target), cwd=workdir, env_home=tmp_path)
+        assert done.returncode == 0, done.stderr
+        env = json.loads(target.read_text())["env"]
+        assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9191"
+
+    def test_without_a_gateway_nothing_is_routed(self, workdir, tmp_path):
+        target = tmp_path / "settings.json"
+        done = install(Path("home"), "--settings", str(target), cwd=workdir, env_home=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "env" not in json.loads(target.read_text())
+
+    @pytest.mark.parametrize("url", ["127.0.0.1:8787", "ftp://x", " http://x"])
+    def test_a_gateway_that_is_not_a_url_is_exit_2_and_writes_nothing(self, workdir, tmp_path, url):
+        target = tmp_path / "settings.json"
+        done = install(Path("home"), "--settings", str(target), "--gateway", url,
+                       cwd=workdir, env_home=tmp_path)  # fmt: skip
+        assert done.returncode == 2
+        assert done.stderr.startswith("ledger: --gateway must be an http:// or https:// URL")
+        assert not target.exists()

@@ -178,8 +178,9 @@ def test_untrusted_counter_denies(home, run_inproc):
     state = home / "state" / "derived.json"
     state.write_bytes(state.read_bytes().replace(b'"used":1', b'"used":0'))
     output = pre(run_inproc, home, {"LEDGER_AGENT": "b"}).json()
-    assert output["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert "fail-closed" in output["hookSpecificOutput"]["permissionDecisionReason"]
+    # The USD gate cannot trust its counter either: the session stops.
+    assert output["continue"] is False
+    assert "counter_inconsistent" in output["stopReason"]
 
 
 def test_lock_timeout_halts_the_usd_verdict(home, run_inproc):
@@ -187,7 +188,8 @@ def test_lock_timeout_halts_the_usd_verdict(home, run_inproc):
     with (home / "events.jsonl.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         denied = pre(run_inproc, home, env)
-    reason = denied.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert denied.json()["continue"] is False
+    reason = denied.json()["stopReason"]
     assert reason.startswith("ledger: USD budget halt-uncertainty (counter_inconsistent)")
     assert "verdict not recorded" in reason
     assert "fail-closed" in reason

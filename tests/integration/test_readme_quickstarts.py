@@ -28,7 +28,9 @@ def blocks(text: str, language: str) -> list[str]:
     return [part.split("```", 1)[0] for part in text.split(f"```{language}\n")[1:]]
 
 
-def test_claude_code_quick_start_installs_four_fail_closed_hooks(tmp_path: Path):
+def test_claude_code_quick_start_routes_through_the_gateway_with_fail_closed_hooks(
+    tmp_path: Path,
+):
     [commands] = blocks(section("Quick start: Claude Code"), "sh")
     env = clean_env(HOME=str(tmp_path), PATH=f"{BIN}:/usr/bin:/bin")
     for pasted in commands.splitlines():
@@ -39,7 +41,10 @@ def test_claude_code_quick_start_installs_four_fail_closed_hooks(tmp_path: Path)
             )
             assert proc.returncode == 0, (line, proc.stderr)
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
-    assert set(settings["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit"}
+    assert set(settings["hooks"]) == {
+        "PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionEnd"
+    }  # fmt: skip
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8787"
     home = str(tmp_path / ".ledger")
     for groups in settings["hooks"].values():
         for group in groups:

@@ -1,4 +1,8 @@
-"""A local HTTP server that answers like the Anthropic and OpenAI APIs (JSON and SSE)."""
+"""The fake provider run in a thread, for the SDK tests: answers like the Anthropic and
+OpenAI APIs (JSON and SSE), in the shapes of ``tests.gateway.upstream`` (the same fake
+run as its own process), with fuller usage objects (cache and reasoning tokens) and
+misbehaviours queued by the test.
+"""
 
 import contextlib
 import gzip
@@ -8,6 +12,14 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.gateway.upstream import (
+    anthropic_events,
+    anthropic_message,
+    chat_chunks,
+    chat_completion,
+    response_document,
+)
 
 ANTHROPIC_USAGE = {
     "input_tokens": 1000,
@@ -32,65 +44,9 @@ RESPONSES_USAGE = {
 }
 
 
-def _anthropic_message(model: str, usage: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-        "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
-        "stop_sequence": None, "usage": usage,
-    }  # fmt: skip
-
-
-def _anthropic_events(model: str) -> list[tuple[str, dict[str, Any]]]:
-    start = {**ANTHROPIC_USAGE, "output_tokens": 1}
-    message = {**_anthropic_message(model, start), "content": [], "stop_reason": None}
-    return [
-        ("message_start", {"type": "message_start", "message": message}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": "hello"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta",
-                           "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": 700}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]  # fmt: skip
-
-
-def _chat(model: str) -> dict[str, Any]:
-    return {
-        "id": "c1", "object": "chat.completion", "created": 1, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
-                     "finish_reason": "stop"}],
-        "usage": CHAT_USAGE,
-    }  # fmt: skip
-
-
-def _chat_chunks(model: str, include_usage: bool) -> list[dict[str, Any]]:
-    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model}
-    chunks = [
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"},
-                              "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
-    ]  # fmt: skip
-    if include_usage:
-        chunks.append({**base, "choices": [], "usage": CHAT_USAGE})
-    return chunks
-
-
-def _response(model: str) -> dict[str, Any]:
-    return {
-        "id": "r1", "object": "response", "created_at": 1, "model": model, "status": "completed",
-        "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "hello", "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-        "usage": RESPONSES_USAGE,
-    }  # fmt: skip
-
-
-def _response_events(model: str) -> list[tuple[str, dict[str, Any]]]:
-    """A Responses API stream: usage arrives only in ``response.completed``."""
-    done = _response(model)
+def _response_events(model: str, response_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """A Responses API stream, every event of it: usage arrives only in ``response.completed``."""
+    done = response_document(model, response_id, RESPONSES_USAGE)
     started = {**done, "status": "in_progress", "output": [], "usage": None}
     item = done["output"][0]
     part = item["content"][0]
@@ -178,27 +134,21 @@ class ProviderServer:
                 stream = bool(body.get("stream"))
                 if path.endswith("/messages"):
                     usage = {"input_tokens": -1} if scenario == "bad-usage" else ANTHROPIC_USAGE
-                    message = {**_anthropic_message(model, usage), "id": f"msg_{number}"}
-                    events = _anthropic_events(model)
-                    events[0][1]["message"]["id"] = f"msg_{number}"
+                    message = anthropic_message(model, f"msg_{number}", usage)
+                    events = anthropic_events(model, f"msg_{number}", ANTHROPIC_USAGE)
                     if scenario == "overloaded":
                         events = [events[0], ("error", OVERLOADED)]
                     self._answer(scenario, stream, message, _sse_events(events))
                 elif path.endswith("/chat/completions"):
                     include = bool((body.get("stream_options") or {}).get("include_usage"))
-                    chunks = [
-                        {**c, "id": f"chatcmpl-{number}"} for c in _chat_chunks(model, include)
-                    ]
+                    completion_id = f"chatcmpl-{number}"
+                    chunks = chat_chunks(model, completion_id, with_usage=include, usage=CHAT_USAGE)
                     sse = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
-                    self._answer(
-                        scenario, stream, {**_chat(model), "id": f"chatcmpl-{number}"}, sse
-                    )
+                    whole = chat_completion(model, completion_id, CHAT_USAGE)
+                    self._answer(scenario, stream, whole, sse)
                 elif path.endswith("/responses"):
-                    events = _response_events(model)
-                    for _name, data in events:
-                        if "response" in data:
-                            data["response"] = {**data["response"], "id": f"resp_{number}"}
-                    whole = {**_response(model), "id": f"resp_{number}"}
+                    events = _response_events(model, f"resp_{number}")
+                    whole = response_document(model, f"resp_{number}", RESPONSES_USAGE)
                     self._answer(scenario, stream, whole, _sse_events(events))
                 else:
                     self.send_error(404)

@@ -4,7 +4,9 @@
 the previous read stopped, prices each new call from its own usage object and
 records it with the same service as ``ledger record --model --usage-json``:
 provider ``anthropic``, ``cycle_id`` the session id, idempotency key
-``cc:<message id>``, so reading a transcript twice never counts a call twice.
+``anthropic:<message id>`` (the key the gateway and the SDK guard give the same
+response), so reading a transcript twice, or beside the gateway, never counts a
+call twice.
 Reading stays O(new lines): a cursor per transcript (derived, see
 ``ledger.edges.transcripts``) holds the offset, a hash of the line before it
 (a transcript rewritten in place is read again from the start), the count and
@@ -184,7 +186,7 @@ def _top_up(
 ) -> tuple[int, int]:  # fmt: skip
     """Record what a call's fullest line holds beyond what its records hold already.
 
-    Top-ups are numbered from 1 under ``cc:<message id>:<n>``; a number
+    Top-ups are numbered from 1 under ``anthropic:<message id>:<n>``; a number
     already used is a duplicate whose tokens count as recorded, so the
     records of a call always add up to its fullest usage, however often the
     transcript is read. Returns the micro-USD of the call's records, all and

@@ -26,9 +26,11 @@ class SettingsFiles(Protocol):
 
 
 def install_hooks(
-    files: SettingsFiles, path: Path, launcher: list[str], home: Path
+    files: SettingsFiles, path: Path, launcher: list[str], home: Path, gateway: str | None = None
 ) -> dict[str, Any]:
-    """Merge ledger's four hooks into the settings at ``path``; what was written, as JSON.
+    """Merge ledger's hooks into the settings at ``path``; what was written, as JSON.
+
+    ``gateway`` (a URL) also routes the session's model calls through it.
 
     Raises:
         InputDataError: the file cannot be read, is not JSON, or is not
@@ -41,7 +43,7 @@ def install_hooks(
     except (ValueError, RecursionError) as exc:
         raise InputDataError(f"{path} is not valid JSON: {exc}") from exc
     try:
-        merged = merge_hooks(settings, launcher, str(home))
+        merged = merge_hooks(settings, launcher, str(home), gateway)
     except SettingsError as exc:
         raise InputDataError(f"{path}: {exc}; nothing written") from exc
     if merged.changed:
@@ -50,6 +52,7 @@ def install_hooks(
         "settings": str(path),
         "changed": merged.changed,
         "home": str(home),
+        "gateway": gateway,
         "hooks": merged.commands,
         "replaced": merged.replaced,
     }

@@ -8,6 +8,8 @@ the turn and the tool call together, inside the chain lock. Only a USD halt or
 an exhausted (or unknown, or untrustworthy) tool-call budget denies; turn and
 time budgets warn. PostToolUse and Stop record the transcript's new calls
 (``ledger.services.agents.claude_spend``); PostToolUse writes nothing else.
+When a session stops (a hook stops it, Stop, SessionEnd) its whole transcript
+is recorded, the newest call included, and its open verdicts are settled at $0.
 
 A session whose USD verdict halts is stopped (``continue: false``), not only
 refused one tool call: text-only turns would otherwise go on spending. Every
@@ -25,6 +27,7 @@ from ledger.core.agents import turns as agent_turns
 from ledger.core.hook_protocol import (
     POST_TOOL_USE,
     PRE_TOOL_USE,
+    SESSION_END,
     STOP,
     USER_PROMPT_SUBMIT,
     HookInput,
@@ -38,7 +41,12 @@ from ledger.core.hook_protocol import (
 from ledger.errors import LedgerError
 from ledger.services.agents.claude_spend import SpendDeps, SpendReport, record_transcript
 from ledger.services.agents.session import AgentDeps, AgentSession, agent_session
-from ledger.services.agents.session_gate import session_halt, session_verdict
+from ledger.services.agents.session_gate import (
+    SessionVerdict,
+    release_session,
+    session_halt,
+    session_verdict,
+)
 
 
 class HookDeps(AgentDeps, SpendDeps, Protocol):
@@ -62,6 +70,10 @@ class HookScope(NamedTuple):
     budget_end: dt.datetime | None = None
     invalid_agent: str | None = None
     notes: tuple[str, ...] = ()
+    # The session's model calls go through this gateway (``hook install`` set
+    # it beside ``ANTHROPIC_BASE_URL``): it gates and records each call, so
+    # the hooks reserve nothing themselves and only stop a halted session.
+    gateway: str | None = None
 
 
 class HookResult(NamedTuple):
@@ -99,6 +111,27 @@ def _decide_tool(session: AgentSession, agent: str) -> tuple[agent_tools.ToolOut
     return outcome, None
 
 
+def _usd_gate(
+    deps: HookDeps, hook: HookInput, scope: HookScope, refused: str = "tool call refused"
+) -> SessionVerdict:
+    """The session's USD gate: a verdict, or behind a gateway only whether it halts.
+
+    The gateway gates and records every model call itself; a verdict here would
+    reserve budget for a call the gateway reserves for again.
+    """
+    if scope.gateway is None:
+        return session_verdict(deps, hook, scope.agent, refused)
+    reason = session_halt(deps, hook, scope.agent, refused)
+    return SessionVerdict(deny=reason, halted=reason is not None)
+
+
+def _wind_up(deps: HookDeps, hook: HookInput, scope: HookScope) -> tuple[str, ...]:
+    """A stopping session: record its whole transcript, settle its open verdicts at $0."""
+    spent = record_transcript(deps, hook, final=True, agent=scope.agent)
+    line = spent.stderr_line()
+    return (*(() if line is None else (line,)), *release_session(deps, hook))
+
+
 def pre_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     """The session's USD verdict, then count the turn and the tool call.
 
@@ -110,10 +143,12 @@ def pre_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResul
     warnings = list(scope.notes)
     if scope.invalid_agent is not None:
         return HookResult(pre_tool_use_output(scope.invalid_agent, warnings))
-    usd = session_verdict(deps, hook, scope.agent)
+    usd = _usd_gate(deps, hook, scope)
+    if usd.halted and usd.deny is not None:
+        output = pre_tool_use_output(None, warnings, usd.deny)
+        return HookResult(output, usd.entry_hash, (*usd.errors, *_wind_up(deps, hook, scope)))
     if usd.deny is not None:
-        output = pre_tool_use_output(usd.deny, warnings, usd.deny if usd.halted else None)
-        return HookResult(output, usd.entry_hash, usd.errors)
+        return HookResult(pre_tool_use_output(usd.deny, warnings), usd.entry_hash, usd.errors)
     warnings.extend(usd.warnings)
     try:
         result = _pre_tool_use(deps, hook, scope, warnings)
@@ -215,6 +250,8 @@ def post_tool_use(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResu
     spent = record_transcript(deps, hook, final=False, agent=scope.agent)
     errors = () if (line := spent.stderr_line()) is None else (line,)
     stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
+    if stop_reason is not None:
+        errors = (*errors, *_wind_up(deps, hook, scope))
     result = _post_tool_use(deps, hook, scope, stop_reason)
     return result._replace(errors=(*errors, *result.errors))
 
@@ -245,7 +282,13 @@ def stop(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     spent = record_transcript(deps, hook, final=True, agent=scope.agent)
     line = spent.stderr_line()
     stop_reason = _unrecorded_reason(deps, spent) or session_halt(deps, hook, scope.agent)
-    return HookResult(stopped({}, stop_reason), errors=() if line is None else (line,))
+    errors = (*(() if line is None else (line,)), *release_session(deps, hook))
+    return HookResult(stopped({}, stop_reason), errors=errors)
+
+
+def session_end(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
+    """The session ended: record its whole transcript, settle its open verdicts at $0."""
+    return HookResult({}, errors=_wind_up(deps, hook, scope))
 
 
 def user_prompt_submit(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
@@ -254,7 +297,7 @@ def user_prompt_submit(deps: HookDeps, hook: HookInput, scope: HookScope) -> Hoo
     Blocks the prompt on a halt, warns on ``warn-90``; the tool-call and turn
     budgets are not consulted (a prompt is neither).
     """
-    usd = session_verdict(deps, hook, scope.agent, refused="prompt blocked")
+    usd = _usd_gate(deps, hook, scope, refused="prompt blocked")
     output = user_prompt_submit_output(usd.deny, [*scope.notes, *usd.warnings])
     return HookResult(output, usd.entry_hash, usd.errors)
 
@@ -276,6 +319,8 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
         return user_prompt_submit(deps, hook, scope)
     if event == STOP:
         return stop(deps, hook, scope)
+    if event == SESSION_END:
+        return session_end(deps, hook, scope)
     return post_tool_use(deps, hook, scope)
 
 
@@ -284,4 +329,5 @@ _REFUSED = {
     USER_PROMPT_SUBMIT: "prompt blocked",
     POST_TOOL_USE: "session stopped",
     STOP: "session stopped",
+    SESSION_END: "session stopped",
 }

@@ -123,6 +123,38 @@ def session_verdict(
     return SessionVerdict(None, warnings, ref, errors)
 
 
+def release_session(deps: SpendDeps, hook: HookInput) -> tuple[str, ...]:
+    """Settle the session's open verdicts at $0: it stopped, so no call will settle them.
+
+    Each is a $0 record under ``cc:release:<ref>`` (run again, a duplicate).
+    Returns problems for stderr; a reservation that cannot be released expires
+    by its TTL.
+    """
+    key = _cursor_key(hook)
+    if key is None:
+        return ()
+    taken: list[str] = []
+
+    def take(cursor: dict[str, Any]) -> None:
+        taken.extend(cursor["pending"])
+        cursor["pending"] = []
+
+    try:
+        _update_cursor(deps, key, take)
+    except LedgerError as exc:
+        return (f"cannot release the session's reservations: {exc}",)
+    problems: list[str] = []
+    for ref in taken:
+        try:
+            calls.record(
+                deps, "0", PROVIDER, verdict_ref=ref, cycle_id=clip(hook.session_id),
+                idempotency_key_value=f"cc:release:{ref}",
+            )  # fmt: skip
+        except LedgerError as exc:
+            problems.append(f"cannot release verdict {short_ref(ref)}: {exc}")
+    return tuple(problems)
+
+
 def _gating_off(deps: SpendDeps, key: str | None) -> SessionVerdict:
     """Say once per session (when it can be remembered) that USD gating is off."""
     if key is None:

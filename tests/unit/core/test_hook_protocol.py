@@ -234,14 +234,18 @@ class TestHaltLift:
 
 
 class TestStopping:
-    def test_a_halted_pre_tool_use_denies_and_stops(self):
-        output = pre_tool_use_output("halted", ["w"], "halted")
-        assert output["continue"] is False
-        assert output["stopReason"] == "halted"
-        assert output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    def test_a_halted_pre_tool_use_stops_without_a_denial_some_releases_would_loop_on(self):
+        output = pre_tool_use_output(None, ["w"], "halted")
+        assert output == {
+            "continue": False,
+            "stopReason": "halted\nw",
+            "systemMessage": "halted\nw",
+        }
 
     def test_post_tool_use_stops_with_or_without_lines(self):
-        assert post_tool_use_output([], "halted") == {"continue": False, "stopReason": "halted"}
+        assert post_tool_use_output([], "halted") == {
+            "continue": False, "stopReason": "halted", "systemMessage": "halted"
+        }  # fmt: skip
         assert post_tool_use_output(["a"], "halted")["continue"] is False
 
     def test_user_prompt_submit_blocks_or_warns(self):
@@ -255,8 +259,9 @@ class TestStopping:
             ("PreToolUse", {"hookSpecificOutput": {"hookEventName": "PreToolUse",
              "permissionDecision": "deny", "permissionDecisionReason": "no home"}}),
             ("UserPromptSubmit", {"decision": "block", "reason": "no home"}),
-            ("PostToolUse", {"continue": False, "stopReason": "no home"}),
-            ("Stop", {"continue": False, "stopReason": "no home"}),
+            ("PostToolUse", {"continue": False, "stopReason": "no home",
+                             "systemMessage": "no home"}),
+            ("Stop", {"continue": False, "stopReason": "no home", "systemMessage": "no home"}),
         ],
     )  # fmt: skip
     def test_fail_closed_uses_each_events_lever(self, event, expected):

@@ -45,3 +45,24 @@ def test_an_earlier_ledger_hook_is_recognised(command, expected):
 def test_settings_claude_code_would_not_read_are_refused(settings):
     with pytest.raises(SettingsError):
         merge_hooks(settings, ["/l"], "/h")
+
+
+class TestGateway:
+    def test_a_gateway_is_set_beside_the_users_env_and_twice_changes_nothing(self):
+        url = "http://127.0.0.1:8787"
+        merged = merge_hooks({"env": {"FOO": "1"}}, ["/bin/ledger"], "/h", url)
+        assert merged.settings["env"] == {
+            "FOO": "1", "ANTHROPIC_BASE_URL": url, "LEDGER_GATEWAY_URL": url
+        }  # fmt: skip
+        assert merged.changed is True
+        assert merge_hooks(merged.settings, ["/bin/ledger"], "/h", url).changed is False
+
+    def test_another_gateway_replaces_the_first(self):
+        first = merge_hooks(None, ["/bin/ledger"], "/h", "http://127.0.0.1:1").settings
+        again = merge_hooks(first, ["/bin/ledger"], "/h", "http://127.0.0.1:2")
+        assert again.changed is True
+        assert again.settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:2"
+
+    def test_env_that_is_not_an_object_is_refused(self):
+        with pytest.raises(SettingsError, match="env is not an object"):
+            merge_hooks({"env": ["x"]}, ["/bin/ledger"], "/h", "http://127.0.0.1:1")

@@ -22,6 +22,7 @@ from ledger.core.transcript import (
     usage_object,
 )
 from ledger.core.usage_objects import anthropic_tokens
+from ledger.providers.usage import AnthropicUsageReader
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "claude_code" / "session_part1.jsonl"
 KEY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -77,10 +78,13 @@ class TestReadLine:
 
 
 class TestCallKey:
-    def test_a_message_id_is_the_key(self):
-        assert call_key("msg_01ABC") == "cc:msg_01ABC"
+    def test_a_message_id_is_the_key_the_gateway_and_the_sdk_guard_give_it(self):
+        assert call_key("msg_01ABC") == "anthropic:msg_01ABC"
+        reader = AnthropicUsageReader()
+        reader.feed_json(b'{"id": "msg_01ABC", "usage": {"input_tokens": 1, "output_tokens": 1}}')
+        assert reader.idempotency_key == call_key("msg_01ABC")
 
-    @pytest.mark.parametrize("message_id", ["has space", "x" * 126, "é", "a/b"])
+    @pytest.mark.parametrize("message_id", ["has space", "x" * 101, "é", "a/b"])
     def test_ids_the_key_alphabet_cannot_hold_are_hashed(self, message_id):
         key = call_key(message_id)
         assert key.startswith("cc:sha256:")
@@ -135,7 +139,7 @@ def test_the_estimate_is_the_mean_rounded_up_at_least_a_cent(calls, micros, esti
 
 class TestTopUps:
     def test_the_key_numbers_the_top_up_and_stays_within_the_key_alphabet(self):
-        assert top_up_key("msg_01A", 2) == "cc:msg_01A:2"
+        assert top_up_key("msg_01A", 2) == "anthropic:msg_01A:2"
         long_id = "m" * 125
         key = top_up_key(long_id, 12)
         assert len(key) <= 128
