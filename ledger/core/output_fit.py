@@ -21,7 +21,8 @@ class OutputFit(NamedTuple):
 
     ``requested`` and ``min_output`` count the whole answer's tokens; the
     limit found is a multiple of ``step`` (the number of choices, each getting
-    the same limit).
+    the same limit). ``extra_micros`` is what the call may cost besides its
+    tokens (server-side tool fees): lowering the output limit does not lower it.
     """
 
     input_tokens: int
@@ -29,6 +30,7 @@ class OutputFit(NamedTuple):
     min_output: int
     quote: Quote
     step: int = 1
+    extra_micros: int = 0
 
 
 def room_micros(scope: ScopeState) -> int:
@@ -48,10 +50,10 @@ def output_tokens_that_fit(rooms: Iterable[int], fit: OutputFit) -> int | None:
     if smallest is None:
         return fit.requested
     budget = smallest - 1  # the largest estimate that stays under 100 % of every cap
-    if _estimate(fit, fit.requested) <= budget:
+    if fit_estimate_micros(fit, fit.requested) <= budget:
         return fit.requested
     rates = fit.quote.rates_for(fit.input_tokens)
-    spare = budget - fit.input_tokens * rates.input
+    spare = budget - fit.extra_micros - fit.input_tokens * rates.input
     if spare < 0:
         return None
     most = (
@@ -61,11 +63,12 @@ def output_tokens_that_fit(rooms: Iterable[int], fit: OutputFit) -> int | None:
     if most < floor or most < 1:
         return None
     # The estimate rounds up once over every kind; confirm the bound holds exactly.
-    while most >= max(floor, 1) and _estimate(fit, most) > budget:
+    while most >= max(floor, 1) and fit_estimate_micros(fit, most) > budget:
         most -= step
     return most if most >= max(floor, 1) else None
 
 
-def _estimate(fit: OutputFit, output_tokens: int) -> int:
+def fit_estimate_micros(fit: OutputFit, output_tokens: int) -> int:
+    """The estimate of ``fit``'s request sent with ``output_tokens`` of output, fees included."""
     micros, _rates = quote_estimate_micros(fit.input_tokens, output_tokens, fit.quote)
-    return micros
+    return micros + fit.extra_micros

@@ -56,6 +56,8 @@ def fits(draw):
         min_output=step * draw(st.integers(1, 4096)),
         quote=draw(quotes()),
         step=step,
+        # Server-side tool fees: a fixed part of the estimate the clamp cannot lower.
+        extra_micros=draw(st.sampled_from([0, 0, 10_000, 50_000, 2_000_000])),
     )
 
 
@@ -63,7 +65,7 @@ every_scope = st.lists(scopes("budget:b"), min_size=0, max_size=3)
 
 
 def _estimate(fit: OutputFit, tokens: int) -> int:
-    return quote_estimate_micros(fit.input_tokens, tokens, fit.quote)[0]
+    return quote_estimate_micros(fit.input_tokens, tokens, fit.quote)[0] + fit.extra_micros
 
 
 def _admits(caps: list[ScopeState], budgets: list[ScopeState], estimate: int) -> bool:

@@ -226,7 +226,9 @@ def verdict(
             raise UsageError("estimate: amount too large")
         details = {"model": model_name, "price_source": found.source}
         if min_output_tokens is not None:
-            fit = OutputFit(inputs, max_outputs, min_output_tokens, found, output_step)
+            fit = OutputFit(
+                inputs, max_outputs, min_output_tokens, found, output_step, server_tool_micros
+            )
     if details:
         details["input_tokens"] = inputs
         details["max_output_tokens"] = max_outputs

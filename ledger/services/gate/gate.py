@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ledger.core.budget_state import BudgetCheck, budget_checks
 from ledger.core.budgets import CallScope
 from ledger.core.config import Config
-from ledger.core.output_fit import OutputFit, output_tokens_that_fit, room_micros
-from ledger.core.prices import quote_estimate_micros
+from ledger.core.output_fit import (
+    OutputFit,
+    fit_estimate_micros,
+    output_tokens_that_fit,
+    room_micros,
+)
 from ledger.core.seal import chain_time
 from ledger.core.spend import (
     ScopeState,
@@ -381,9 +385,7 @@ def _gate_once(
             fitting = output_tokens_that_fit(rooms + [room_micros(c.scope) for c in checks], fit)
             if fitting is not None and fitting < fit.requested:
                 clamped = fitting
-                estimate_micros, _rates = quote_estimate_micros(
-                    fit.input_tokens, fitting, fit.quote
-                )
+                estimate_micros = fit_estimate_micros(fit, fitting)
         decision = decide(
             scopes, estimate_micros, config, now,
             head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
