@@ -192,9 +192,9 @@ def test_the_served_gate_and_the_hook_halt_too(tmp_path, run_inproc, request):
     assert server.served_count() == 2
     _halts_naming(after, line)
     denied = pre(run_inproc, home, env_at())
-    decision = denied.json()["hookSpecificOutput"]
-    assert decision["permissionDecision"] == "deny"
-    assert "counter_inconsistent" in decision["permissionDecisionReason"]
+    stopped = denied.json()
+    assert stopped["continue"] is False
+    assert "counter_inconsistent" in stopped["stopReason"]
 
 
 def _keep_state(home: Path, request: pytest.FixtureRequest) -> Any:

@@ -42,9 +42,10 @@ def test_a_changed_chain_halts_naming_recover_and_recover_lifts_it(
     assert body["uncertainty_reason"] == "counter_inconsistent"
     assert "run `ledger recover`" in body["diagnostic"], body["diagnostic"]
     assert "rebuild-state" not in body["diagnostic"]
-    denied = pre(run_inproc, home, env_at()).json()["hookSpecificOutput"]
-    assert "`ledger recover`" in denied["permissionDecisionReason"]
-    assert "rebuild-state" not in denied["permissionDecisionReason"]
+    stopped = pre(run_inproc, home, env_at()).json()
+    assert stopped["continue"] is False
+    assert "`ledger recover`" in stopped["stopReason"]
+    assert "rebuild-state" not in stopped["stopReason"]
 
     recovered = cli(run_inproc, home, "recover", env=env_at())
     assert recovered.code == 0, recovered.stderr
