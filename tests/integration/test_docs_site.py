@@ -93,3 +93,18 @@ def test_the_readme_keeps_the_two_setup_commands_and_stays_short():
     assert "bash scripts/install-and-run.sh" in text
     assert "bash scripts/test.sh" in text
     assert len(text.splitlines()) <= 260
+
+
+def test_every_gateway_key_is_in_the_reference_and_the_new_config():
+    """Each [proxy] key: its row on the gateway page, named in the reference, shown by init."""
+    from ledger.core.config_template import config_template
+    from ledger.core.proxy_config import _KEYS
+
+    gateway = (DOCS / "integrations" / "gateway.md").read_text(encoding="utf-8")
+    reference = (DOCS / "reference" / "config.md").read_text(encoding="utf-8")
+    template = config_template("20")
+    for key in _KEYS:
+        row = "providers.<name>" if key == "providers" else key
+        assert f"| `{row}" in gateway, key
+        assert f"`{row}" in reference, key
+        assert re.search(rf"^# (\[proxy\.)?{key}\b", template, re.MULTILINE), key
