@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import REPO, clean_env
@@ -158,3 +159,63 @@ def test_readme_and_getting_started_examples_run_in_one_home(tmp_path: Path):
     entries = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
     sealed = [e for e in entries if e["event_type"] == "budget.record_call"]
     assert len(sealed) == records + 2  # the Python block records twice
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_claude_code_halt_messages_are_what_the_gateway_and_the_hooks_print(tmp_path: Path):
+    """The README's two messages: the gateway's 402 near the cap, the hooks' once it is spent."""
+    from tests.gateway.helpers import start_proxy, start_upstream
+
+    shown = [_one_line(block) for block in blocks(section("Quick start: Claude Code"), "text")]
+    refused, blocked = shown
+    home = tmp_path / ".ledger"
+    upstream = start_upstream()
+    try:
+        env = clean_env(
+            HOME=str(tmp_path),
+            LEDGER_NOW="2026-11-22T15:00:00Z",
+            LEDGER_NO_SERVER="1",
+            LEDGER_PROXY_UPSTREAM=json.dumps({"anthropic": upstream.url}),
+        )
+        ledger = [sys.executable, "-m", "ledger", "--home", str(home)]
+
+        def run(*args: str, stdin: str = "", **extra: str) -> str:
+            proc = subprocess.run(
+                [*ledger, *args], input=stdin, env={**env, **extra},
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert proc.returncode == 0, (args, proc.stderr)
+            return proc.stdout
+
+        run("init", "--daily-cap-usd", "2", "--billing", "none")
+        run("record", "1.995", "--provider", "anthropic", "--idempotency-key", "spent-1")
+        proxy = start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+        try:
+            body = {"model": "claude-sonnet-4-6", "max_tokens": 32000,
+                    "messages": [{"role": "user", "content": "Hello"}]}  # fmt: skip
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages", json=body, timeout=60,
+                headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+            )  # fmt: skip
+            assert answer.status_code == 402, answer.text
+            message = answer.json()["error"]["message"]
+        finally:
+            assert proxy.stop() == 0, proxy.lines
+        assert upstream.requests() == []
+        verdict = re.compile(r"\(verdict [0-9a-f]{12}\)")
+        assert verdict.sub("(verdict …)", f"API Error: 402 {message}") == verdict.sub(
+            "(verdict …)", refused
+        )
+        run("record", "0.005", "--provider", "anthropic", "--idempotency-key", "spent-2")
+        hook = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"),
+                "hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": str(tmp_path)}  # fmt: skip
+        answered = run(
+            "hook", "user-prompt-submit", stdin=json.dumps(hook),
+            LEDGER_GATEWAY_URL="http://127.0.0.1:8787",
+        )  # fmt: skip
+        assert json.loads(answered) == {"decision": "block", "reason": blocked}
+    finally:
+        upstream.stop()
