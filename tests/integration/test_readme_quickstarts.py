@@ -95,7 +95,7 @@ def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: P
 
 GETTING_STARTED = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
 KEY_RE = re.compile(r"""--idempotency-key\s+([A-Za-z0-9._:-]+)|idempotency_key="([^"]+)\"""")
-PLACEHOLDER_REFS = ("9c1f4be07a3d52e8…", "<verdict_ref>")
+PLACEHOLDER_REFS = ("9c1f4be07a3d52e8…", "5e07a1d93c2b48f6…", "<verdict_ref>")
 
 
 def page_section(page: str, title: str) -> str:
@@ -159,6 +159,11 @@ def test_readme_and_getting_started_examples_run_in_one_home(tmp_path: Path):
     entries = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
     sealed = [e for e in entries if e["event_type"] == "budget.record_call"]
     assert len(sealed) == records + 2  # the Python block records twice
+    usage = subprocess.run(
+        [sys.executable, "-m", "ledger", "usage"], env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert json.loads(usage.stdout)["usd_reserved"] == 0.0  # every verdict shown is settled
 
 
 def _one_line(text: str) -> str:
