@@ -224,3 +224,20 @@ def test_the_claude_code_halt_messages_are_what_the_gateway_and_the_hooks_print(
         assert json.loads(answered) == {"decision": "block", "reason": blocked}
     finally:
         upstream.stop()
+
+
+def test_the_keep_it_running_units_are_written_for_the_quick_start_home(tmp_path: Path):
+    """The README's deploy command works on the home the quick starts make, without root."""
+    [block] = blocks(section("Keep it running"), "sh")
+    env = clean_env(HOME=str(tmp_path), PATH=f"{BIN}:/usr/bin:/bin")
+    [make_home] = blocks(section("Quick start: any agent, behind the gateway"), "sh")
+    for line in [make_home.splitlines()[0], *commands(block)]:
+        if line.startswith("systemctl "):
+            continue  # the machine's systemd is not the test's to change
+        proc = subprocess.run(
+            ["/bin/sh", "-c", line], env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (line, proc.stderr)
+    units = tmp_path / ".config" / "systemd" / "user"
+    assert (units / "ledger-daemon.service").is_file()
+    assert f"--home {tmp_path / '.ledger'}" in (units / "ledger-daemon.service").read_text()
