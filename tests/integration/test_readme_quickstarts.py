@@ -241,3 +241,44 @@ def test_the_keep_it_running_units_are_written_for_the_quick_start_home(tmp_path
     units = tmp_path / ".config" / "systemd" / "user"
     assert (units / "ledger-daemon.service").is_file()
     assert f"--home {tmp_path / '.ledger'}" in (units / "ledger-daemon.service").read_text()
+
+
+PYTHON_PAGE = (REPO / "docs" / "integrations" / "python.md").read_text(encoding="utf-8")
+
+
+def test_the_python_pages_halt_message_is_what_the_guard_raises(
+    tmp_path: Path, server: ProviderServer
+):
+    """The Python page's printed BudgetHalted: the same words and figures, in the same state."""
+    shown_block = PYTHON_PAGE.split("except ledger.BudgetHalted as halted:", 1)[1]
+    comment = shown_block.split("print(halted)\n", 1)[1].split("print(halted.verdict", 1)[0]
+    shown = " ".join(line.strip().removeprefix("# ") for line in comment.splitlines()).strip()
+    env = clean_env(
+        LEDGER_HOME=str(tmp_path / "home"),
+        LEDGER_NO_SERVER="1",
+        LEDGER_NOW="2026-03-02T12:00:00Z",
+        ANTHROPIC_BASE_URL=server.url,
+        ANTHROPIC_API_KEY="test",
+    )
+    ledger = [sys.executable, "-m", "ledger"]
+    for args in (
+        ["init", "--daily-cap-usd", "20", "--billing", "none"],
+        ["record", "19.95", "--provider", "anthropic", "--idempotency-key", "earlier"],
+        ["verdict", "0.04", "--provider", "anthropic"],
+    ):
+        subprocess.run([*ledger, *args], env=env, check=True, capture_output=True)
+    code = (
+        "import anthropic, ledger\n"
+        "from ledger.integrations.anthropic import guard_client\n"
+        "client = guard_client(anthropic.Anthropic(), ledger.open())\n"
+        "msgs = [{'role': 'user', 'content': 'Hello'}]\n"
+        "try:\n"
+        "    client.messages.create(model='claude-sonnet-4-6', max_tokens=1024, messages=msgs)\n"
+        "except ledger.BudgetHalted as halted:\n"
+        "    print(halted)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == shown
+    assert server.model_requests() == []
