@@ -282,3 +282,46 @@ def test_the_python_pages_halt_message_is_what_the_guard_raises(
     )
     assert proc.stdout.strip() == shown
     assert server.model_requests() == []
+
+
+GATEWAY_PAGE = (REPO / "docs" / "integrations" / "gateway.md").read_text(encoding="utf-8")
+
+
+def test_the_gateway_pages_curl_example_is_gated_and_shows_the_verdict_headers(tmp_path: Path):
+    """The curl call of the gateway page, pasted into a shell, against a gateway made as shown."""
+    from tests.gateway.helpers import start_proxy, start_upstream
+
+    curl = blocks(page_section(GATEWAY_PAGE, "### curl"), "sh")[0]
+    start = blocks(page_section(GATEWAY_PAGE, "## Start it"), "sh")[0]
+    upstream = start_upstream()
+    try:
+        env = clean_env(
+            HOME=str(tmp_path),
+            PATH=f"{BIN}:/usr/bin:/bin",
+            ANTHROPIC_API_KEY="sk-ant-test",
+            LEDGER_HOME=str(tmp_path / ".ledger"),
+            LEDGER_PROXY_UPSTREAM=json.dumps({"anthropic": upstream.url}),
+        )
+        [init, proxy_line] = commands(start)
+        assert proxy_line == "ledger proxy"
+        subprocess.run(["/bin/sh", "-c", init], env=env, check=True, capture_output=True)
+        proxy = start_proxy(tmp_path / ".ledger", "--listen", "127.0.0.1:0", env=env)
+        try:
+            pasted = curl.replace("\\\n", " ").replace("http://127.0.0.1:8787", proxy.url)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", pasted], env=env, capture_output=True, text=True, check=False
+            )
+        finally:
+            assert proxy.stop() == 0, proxy.lines
+        assert proc.returncode == 0, proc.stderr
+        assert "HTTP/1.1 200" in proc.stdout
+        for header in (
+            "x-ledger-verdict: allow",
+            "x-ledger-verdict-ref:",
+            "x-ledger-usd-remaining:",
+        ):
+            assert header in proc.stdout.lower(), proc.stdout
+        [sent] = [r for r in upstream.requests() if r["path"] == "/v1/messages"]
+        assert "x-ledger-agent" not in {name.lower() for name in sent["headers"]}
+    finally:
+        upstream.stop()
