@@ -1,4 +1,4 @@
-"""Figures for a fleet's PostgreSQL store (SPEC §8; not a test, prints a report).
+"""Figures for a fleet's PostgreSQL store (not a test, prints a report).
 
     python bench/bench_pg.py            # 10 s windows
     python bench/bench_pg.py --quick    # 3 s windows

@@ -1,4 +1,4 @@
-"""Figures for `ledger serve` (SPEC §9): cold per-call processes and group commit (not a test).
+"""Figures for `ledger serve`: cold per-call processes and group commit (not a test).
 
     python bench/bench_server.py            # full run
     python bench/bench_server.py --quick    # a small run for a smoke check

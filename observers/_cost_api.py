@@ -7,7 +7,7 @@ its plain name (Python puts a script's own directory first on ``sys.path``), so
 it must stay next to them.
 
 An observer is run by ledger as ``<script> <provider>``; it prints exactly one
-JSON object (SPEC §5) and exits 0, whatever happens:
+JSON object (the observer output ledger reads) and exits 0, whatever happens:
 
 * ``{"usd_used": N, "billing_ts": "...", "server_ts": "..."}`` on success;
 * ``{"_defer": true, "_reason": "rate_limited"}`` on HTTP 429;
@@ -298,7 +298,7 @@ def billing_time(
 
 
 def observe(api: CostApi) -> dict[str, Any]:
-    """Query today's cost; the SPEC success object."""
+    """Query today's cost; the success object (usd_used, billing_ts)."""
     key, mode, budget = settings(api.key_var)
     deadline = time.monotonic() + budget
     now = now_utc(api)
@@ -326,7 +326,7 @@ def dumps(obj: dict[str, Any]) -> str:
 
 
 def main(api: CostApi, argv: list[str]) -> int:
-    """Print one SPEC-shaped object; always exit 0."""
+    """Print one observer object; always exit 0."""
     del argv  # the provider id: the figure is the whole organisation's cost
     try:
         out: dict[str, Any] = observe(api)

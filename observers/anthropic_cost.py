@@ -2,7 +2,7 @@
 """UsageObserver for Anthropic: today's (UTC) cost from the Admin API cost report.
 
 Run by ledger as ``anthropic_cost.py <provider>``; prints exactly one JSON object
-(SPEC §5) and exits 0, whatever happens. This file holds what is particular to
+(an observer object) and exits 0, whatever happens. This file holds what is particular to
 Anthropic's API; the output, errors, paging, ``billing_ts`` and the shared
 ``LEDGER_OBSERVER_*`` variables are in ``_cost_api.py``, which must sit next to it.
 

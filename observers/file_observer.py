@@ -7,7 +7,7 @@ Usage (ledger appends the provider id)::
 
 The file is ``PATH``, else ``$LEDGER_OBSERVER_FILE``. It holds either
 
-* one SPEC-shaped object (``{"usd_used": ..., "billing_ts": ...}``,
+* one observer object (``{"usd_used": ..., "billing_ts": ...}``,
   ``{"_unreachable": true, ...}`` or ``{"_defer": true, ...}``), printed as is
   for every provider; or
 * a mapping from provider id to such an object: the entry for PROVIDER is
@@ -95,7 +95,7 @@ def render(argv: list[str]) -> str:
     if not isinstance(content, dict):
         raise UnreachableError(f"file does not hold a JSON object: {path}")
     if not content or SHAPE_KEYS & set(content):
-        return text.strip()  # one SPEC-shaped object, printed as is
+        return text.strip()  # one observer object, printed as is
     entry = content.get(provider, content.get("aggregate"))
     if not isinstance(entry, dict):
         raise UnreachableError(f"no object for {provider} (nor aggregate) in {path}")

@@ -2,7 +2,7 @@
 """UsageObserver for OpenAI: today's (UTC) cost from the organization Costs API.
 
 Run by ledger as ``openai_cost.py <provider>``; prints exactly one JSON object
-(SPEC §5) and exits 0, whatever happens. This file holds what is particular to
+(an observer object) and exits 0, whatever happens. This file holds what is particular to
 OpenAI's API; the output, errors, paging, ``billing_ts`` and the shared
 ``LEDGER_OBSERVER_*`` variables are in ``_cost_api.py``, which must sit next to it.
 

@@ -21,6 +21,7 @@ verdict=$("$LEDGER" --home "$HOME_DIR" verdict 0.25 --provider anthropic)
 echo "$verdict"
 ref=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict_ref"])')
 outcome=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
+cap=$(printf '%s' "$verdict" | "$VENV/bin/python" -c 'import json,sys; print(format(json.load(sys.stdin)["daily_cap_usd"], "g"))')
 "$LEDGER" --home "$HOME_DIR" record 0.21 --provider anthropic --verdict-ref "$ref" --model-id claude-sonnet-4-5 --idempotency-key "first-$ref"
 "$LEDGER" --home "$HOME_DIR" usage
 "$LEDGER" --home "$HOME_DIR" checkpoint
@@ -32,7 +33,7 @@ billing=$("$LEDGER" --home "$HOME_DIR" status --json | "$VENV/bin/python" -c 'im
 cat <<SUMMARY
 
 Done. $("$LEDGER" --version) is installed in $VENV, with a home in $HOME_DIR:
-  - a configuration (ledger.toml) with a \$50 daily cap, a signing key and a trust store;
+  - a configuration (ledger.toml) with a \$$cap daily cap, a signing key and a trust store;
   - billing source: $billing (\`ledger status\` shows it); with none, spend is ledger's own
     records only: for the provider's bill near the cap, set [observer] command in
     ledger.toml and billing.stale_halt_pct back to 75 (docs/concepts/uncertainty.md);

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 VENV="${LEDGER_VENV:-.venv}"
 bash scripts/venv.sh "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
-# The fleet tests start a throw-away PostgreSQL server (SPEC §8): install Debian's
+# The fleet tests start a throw-away PostgreSQL server: install Debian's
 # postgresql package when no server binaries are on the machine.
 if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then

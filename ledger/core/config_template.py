@@ -96,6 +96,9 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # default_max_output_tokens = 32000  # the output limit of a request that sets none
 # clamp = true                     # send a call that does not fit with the most output that does
 # min_output_tokens = 1024         # ...but never less than this; below it the call is refused
+# drain_seconds = 30               # a stream the client closed is read this long more for its usage
+# server_tool_max_uses = 5         # web searches a request gets when it sets no limit
+# require_keys = false             # true: every request needs a gateway key (`ledger keys issue`)
 # [proxy.upstream]
 # anthropic = "https://api.anthropic.com"
 # openai = "https://api.openai.com"
@@ -109,7 +112,7 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # [[budgets]]
 # name = "research-monthly"
 # usd = 200
-# period = "month"                  # day | week | month | rolling:<N>h | rolling:<N>d
+# period = "month"                  # day | week | month | total | rolling:<N>h | rolling:<N>d
 # match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag (globs)
 # per = "session"                   # optional: one cap per session | agent | key
 """

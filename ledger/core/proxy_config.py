@@ -25,7 +25,7 @@ UPSTREAM_TIMEOUT_SECONDS = 600
 # small enough that a runaway loop cannot open thousands of sockets upstream.
 MAX_UPSTREAM_CONNECTIONS = 100
 # A request without an output limit gets this many output tokens (Claude Code's
-# own default limit), when the price data knows no maximum for its model.
+# own default limit), written into the request so the provider stops there too.
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 # The least output a clamped request keeps: below it an answer is rarely useful.
 MIN_OUTPUT_TOKENS = 1024

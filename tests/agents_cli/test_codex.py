@@ -1,5 +1,6 @@
 """The real Codex CLI through the gateway on a $1 cap: every call recorded once, the run halted."""
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from tests.agents_cli.harness import (
     ledger,
     report,
 )
+from tests.conftest import REPO
 from tests.gateway.helpers import Proxy, Upstream
 
 pytestmark = pytest.mark.timeout(300)
@@ -79,3 +81,13 @@ def test_a_402_is_retried_five_times_by_default_and_never_with_retries_off(
     assert done.code == 1
     assert "402 Payment Required: ledger: halt-100" in done.stderr
     assert len([r for r in upstream.requests() if r["path"] == "/v1/responses"]) == requests
+
+
+def test_the_codex_page_shows_the_provider_entry_these_tests_run() -> None:
+    """The settings the Codex CLI page tells users to paste are the ones tested here."""
+    page = (REPO / "docs" / "integrations" / "codex.md").read_text(encoding="utf-8")
+    shown = tomllib.loads(page.split("```toml\n", 1)[1].split("```", 1)[0])
+    tested = tomllib.loads(codex_config("http://127.0.0.1:8787"))
+    for config in (shown, tested):
+        del config["model_providers"]["ledger"]["name"]  # a label Codex shows, nothing more
+    assert shown == tested

@@ -63,7 +63,7 @@ def _budget_error(path: str) -> dict[str, Any]:
     if path.startswith("/v1/messages"):
         return {"type": "error", "error": {"type": "budget_exceeded", "message": message}}
     if path.startswith("/v1beta/"):
-        return {"error": {"code": 402, "message": message, "status": "FAILED_PRECONDITION"}}
+        return {"error": {"code": 402, "message": message, "status": "RESOURCE_EXHAUSTED"}}
     return {"error": {"type": "budget_exceeded", "code": "budget_exceeded", "message": message}}
 
 

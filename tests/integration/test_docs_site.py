@@ -93,3 +93,37 @@ def test_the_readme_keeps_the_two_setup_commands_and_stays_short():
     assert "bash scripts/install-and-run.sh" in text
     assert "bash scripts/test.sh" in text
     assert len(text.splitlines()) <= 260
+
+
+def test_every_gateway_key_is_in_the_reference_and_the_new_config():
+    """Each [proxy] key: its row on the gateway page, named in the reference, shown by init."""
+    from ledger.core.config_template import config_template
+    from ledger.core.proxy_config import _KEYS
+
+    gateway = (DOCS / "integrations" / "gateway.md").read_text(encoding="utf-8")
+    reference = (DOCS / "reference" / "config.md").read_text(encoding="utf-8")
+    template = config_template("20")
+    for key in _KEYS:
+        row = "providers.<name>" if key == "providers" else key
+        assert f"| `{row}" in gateway, key
+        assert f"`{row}" in reference, key
+        assert re.search(rf"^# (\[proxy\.)?{key}\b", template, re.MULTILINE), key
+
+
+def test_every_prices_show_example_finds_its_price(tmp_path: Path):
+    """`ledger prices show …` as the pages write it prints the rates (exit 0), not "no price"."""
+    shown = {
+        " ".join(found.split())
+        for path in documents()
+        for found in re.findall(r"`(ledger prices show [^`]*)`", path.read_text(encoding="utf-8"))
+        if "MODEL" not in found
+    }
+    assert shown, "the pages show prices show examples"
+    env = clean_env(HOME=str(tmp_path), LEDGER_HOME=str(tmp_path / "home"))
+    ledger = [sys.executable, "-m", "ledger"]
+    subprocess.run([*ledger, "init", "--billing", "none"], env=env, check=True, capture_output=True)
+    for example in sorted(shown):
+        proc = subprocess.run(
+            [*ledger, *example.split()[1:]], env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (example, proc.stderr)

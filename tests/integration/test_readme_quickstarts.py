@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import REPO, clean_env
@@ -94,7 +95,7 @@ def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: P
 
 GETTING_STARTED = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
 KEY_RE = re.compile(r"""--idempotency-key\s+([A-Za-z0-9._:-]+)|idempotency_key="([^"]+)\"""")
-PLACEHOLDER_REFS = ("9c1f4be07a3d52e8…", "<verdict_ref>")
+PLACEHOLDER_REFS = ("9c1f4be07a3d52e8…", "5e07a1d93c2b48f6…", "<verdict_ref>")
 
 
 def page_section(page: str, title: str) -> str:
@@ -158,3 +159,169 @@ def test_readme_and_getting_started_examples_run_in_one_home(tmp_path: Path):
     entries = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
     sealed = [e for e in entries if e["event_type"] == "budget.record_call"]
     assert len(sealed) == records + 2  # the Python block records twice
+    usage = subprocess.run(
+        [sys.executable, "-m", "ledger", "usage"], env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert json.loads(usage.stdout)["usd_reserved"] == 0.0  # every verdict shown is settled
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_claude_code_halt_messages_are_what_the_gateway_and_the_hooks_print(tmp_path: Path):
+    """The README's two messages: the gateway's 402 near the cap, the hooks' once it is spent."""
+    from tests.gateway.helpers import start_proxy, start_upstream
+
+    shown = [_one_line(block) for block in blocks(section("Quick start: Claude Code"), "text")]
+    refused, blocked = shown
+    home = tmp_path / ".ledger"
+    upstream = start_upstream()
+    try:
+        env = clean_env(
+            HOME=str(tmp_path),
+            LEDGER_NOW="2026-11-22T15:00:00Z",
+            LEDGER_NO_SERVER="1",
+            LEDGER_PROXY_UPSTREAM=json.dumps({"anthropic": upstream.url}),
+        )
+        ledger = [sys.executable, "-m", "ledger", "--home", str(home)]
+
+        def run(*args: str, stdin: str = "", **extra: str) -> str:
+            proc = subprocess.run(
+                [*ledger, *args], input=stdin, env={**env, **extra},
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert proc.returncode == 0, (args, proc.stderr)
+            return proc.stdout
+
+        run("init", "--daily-cap-usd", "2", "--billing", "none")
+        run("record", "1.995", "--provider", "anthropic", "--idempotency-key", "spent-1")
+        proxy = start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+        try:
+            body = {"model": "claude-sonnet-4-6", "max_tokens": 32000,
+                    "messages": [{"role": "user", "content": "Hello"}]}  # fmt: skip
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages", json=body, timeout=60,
+                headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+            )  # fmt: skip
+            assert answer.status_code == 402, answer.text
+            message = answer.json()["error"]["message"]
+        finally:
+            assert proxy.stop() == 0, proxy.lines
+        assert upstream.requests() == []
+        verdict = re.compile(r"\(verdict [0-9a-f]{12}\)")
+        assert verdict.sub("(verdict …)", f"API Error: 402 {message}") == verdict.sub(
+            "(verdict …)", refused
+        )
+        run("record", "0.005", "--provider", "anthropic", "--idempotency-key", "spent-2")
+        hook = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"),
+                "hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": str(tmp_path)}  # fmt: skip
+        answered = run(
+            "hook", "user-prompt-submit", stdin=json.dumps(hook),
+            LEDGER_GATEWAY_URL="http://127.0.0.1:8787",
+        )  # fmt: skip
+        assert json.loads(answered) == {"decision": "block", "reason": blocked}
+    finally:
+        upstream.stop()
+
+
+def test_the_keep_it_running_units_are_written_for_the_quick_start_home(tmp_path: Path):
+    """The README's deploy command works on the home the quick starts make, without root."""
+    [block] = blocks(section("Keep it running"), "sh")
+    env = clean_env(HOME=str(tmp_path), PATH=f"{BIN}:/usr/bin:/bin")
+    [make_home] = blocks(section("Quick start: any agent, behind the gateway"), "sh")
+    for line in [make_home.splitlines()[0], *commands(block)]:
+        if line.startswith("systemctl "):
+            continue  # the machine's systemd is not the test's to change
+        proc = subprocess.run(
+            ["/bin/sh", "-c", line], env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (line, proc.stderr)
+    units = tmp_path / ".config" / "systemd" / "user"
+    assert (units / "ledger-daemon.service").is_file()
+    assert f"--home {tmp_path / '.ledger'}" in (units / "ledger-daemon.service").read_text()
+
+
+PYTHON_PAGE = (REPO / "docs" / "integrations" / "python.md").read_text(encoding="utf-8")
+
+
+def test_the_python_pages_halt_message_is_what_the_guard_raises(
+    tmp_path: Path, server: ProviderServer
+):
+    """The Python page's printed BudgetHalted: the same words and figures, in the same state."""
+    shown_block = PYTHON_PAGE.split("except ledger.BudgetHalted as halted:", 1)[1]
+    comment = shown_block.split("print(halted)\n", 1)[1].split("print(halted.verdict", 1)[0]
+    shown = " ".join(line.strip().removeprefix("# ") for line in comment.splitlines()).strip()
+    env = clean_env(
+        LEDGER_HOME=str(tmp_path / "home"),
+        LEDGER_NO_SERVER="1",
+        LEDGER_NOW="2026-03-02T12:00:00Z",
+        ANTHROPIC_BASE_URL=server.url,
+        ANTHROPIC_API_KEY="test",
+    )
+    ledger = [sys.executable, "-m", "ledger"]
+    for args in (
+        ["init", "--daily-cap-usd", "20", "--billing", "none"],
+        ["record", "19.95", "--provider", "anthropic", "--idempotency-key", "earlier"],
+        ["verdict", "0.04", "--provider", "anthropic"],
+    ):
+        subprocess.run([*ledger, *args], env=env, check=True, capture_output=True)
+    code = (
+        "import anthropic, ledger\n"
+        "from ledger.integrations.anthropic import guard_client\n"
+        "client = guard_client(anthropic.Anthropic(), ledger.open())\n"
+        "msgs = [{'role': 'user', 'content': 'Hello'}]\n"
+        "try:\n"
+        "    client.messages.create(model='claude-sonnet-4-6', max_tokens=1024, messages=msgs)\n"
+        "except ledger.BudgetHalted as halted:\n"
+        "    print(halted)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == shown
+    assert server.model_requests() == []
+
+
+GATEWAY_PAGE = (REPO / "docs" / "integrations" / "gateway.md").read_text(encoding="utf-8")
+
+
+def test_the_gateway_pages_curl_example_is_gated_and_shows_the_verdict_headers(tmp_path: Path):
+    """The curl call of the gateway page, pasted into a shell, against a gateway made as shown."""
+    from tests.gateway.helpers import start_proxy, start_upstream
+
+    curl = blocks(page_section(GATEWAY_PAGE, "### curl"), "sh")[0]
+    start = blocks(page_section(GATEWAY_PAGE, "## Start it"), "sh")[0]
+    upstream = start_upstream()
+    try:
+        env = clean_env(
+            HOME=str(tmp_path),
+            PATH=f"{BIN}:/usr/bin:/bin",
+            ANTHROPIC_API_KEY="sk-ant-test",
+            LEDGER_HOME=str(tmp_path / ".ledger"),
+            LEDGER_PROXY_UPSTREAM=json.dumps({"anthropic": upstream.url}),
+        )
+        [init, proxy_line] = commands(start)
+        assert proxy_line == "ledger proxy"
+        subprocess.run(["/bin/sh", "-c", init], env=env, check=True, capture_output=True)
+        proxy = start_proxy(tmp_path / ".ledger", "--listen", "127.0.0.1:0", env=env)
+        try:
+            pasted = curl.replace("\\\n", " ").replace("http://127.0.0.1:8787", proxy.url)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", pasted], env=env, capture_output=True, text=True, check=False
+            )
+        finally:
+            assert proxy.stop() == 0, proxy.lines
+        assert proc.returncode == 0, proc.stderr
+        assert "HTTP/1.1 200" in proc.stdout
+        for header in (
+            "x-ledger-verdict: allow",
+            "x-ledger-verdict-ref:",
+            "x-ledger-usd-remaining:",
+        ):
+            assert header in proc.stdout.lower(), proc.stdout
+        [sent] = [r for r in upstream.requests() if r["path"] == "/v1/messages"]
+        assert "x-ledger-agent" not in {name.lower() for name in sent["headers"]}
+    finally:
+        upstream.stop()
