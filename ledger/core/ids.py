@@ -27,6 +27,9 @@ def checked_id(value: object, what: str) -> str | None:
         raise UsageError(f"{what}: must be text")
     if not value:
         raise UsageError(f"{what}: must not be empty")
+    if any("\udc80" <= char <= "\udcff" for char in value):
+        # A command-line byte that is not UTF-8 reaches Python as a lone surrogate.
+        raise UsageError(f"{what}: is not valid UTF-8 text")
     if len(value) > MAX_ID_CHARS:
         raise UsageError(f"{what}: longer than {MAX_ID_CHARS} characters")
     if not value.isprintable():
