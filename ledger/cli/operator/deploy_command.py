@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.operator import exit_with as _exit
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import exit_with as _exit
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 
 deploy_app = typer.Typer(

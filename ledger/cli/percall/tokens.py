@@ -4,8 +4,8 @@ import argparse
 import re
 from typing import Any
 
-from ledger.cli.fast_agents import checked_count, checked_id, home_runtime
 from ledger.cli.output import print_error, print_json
+from ledger.cli.percall.agents import checked_count, checked_id, home_runtime
 from ledger.errors import EXIT_HALT, UsageError
 
 _REF_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -73,7 +73,7 @@ def tokens_record(home: str | None, args: argparse.Namespace) -> int:
     tokens_out = checked_count(args.output, "OUTPUT")
     if args.check_ref is not None and not _REF_RE.fullmatch(args.check_ref):
         raise UsageError("--check-ref: must be a 64-digit lowercase hex hash")
-    from ledger.cli.fast_budget import idempotency_key
+    from ledger.cli.percall.budget import idempotency_key
 
     key = idempotency_key(args.idempotency_key)
     result, warning = record(

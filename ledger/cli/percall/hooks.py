@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-from ledger.cli.fast_agents import home_runtime
 from ledger.cli.output import print_error, print_json
+from ledger.cli.percall.agents import home_runtime
 
 WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
 AGENT_VARIABLE = "LEDGER_AGENT"

@@ -11,7 +11,7 @@ def runtime(*, must_exist: bool = True) -> Any:
     Raises:
         NoHomeError: ``must_exist`` and there is no such home.
     """
-    from ledger.cli.app import State
+    from ledger.cli.operator.app import State
     from ledger.runtime import build_runtime
 
     return build_runtime(State.home, must_exist=must_exist)

@@ -66,7 +66,7 @@ def export(
 
     Example: ledger export > fleet-chain.jsonl && ledger verify-chain fleet-chain.jsonl --key K.pem
     """
-    from ledger.cli.app import State
+    from ledger.cli.operator.app import State
 
     def body() -> int:
         from ledger.runtime import build_runtime
@@ -120,7 +120,7 @@ def keys_enroll(
 
     Example: ledger keys enroll --root-key /media/offline/root.pem
     """
-    from ledger.cli.app import State, _load_root, backfill_strict_after
+    from ledger.cli.operator.app import State, _load_root, backfill_strict_after
 
     def body() -> int:
         from ledger.core.signing import public_pem
@@ -156,7 +156,7 @@ def keys_enroll(
 
 def register(app: Any) -> None:
     """Add ``export`` and ``keys enroll`` to the typer app."""
-    from ledger.cli.app import keys_app
+    from ledger.cli.operator.app import keys_app
 
     app.command("export")(export)
     keys_app.command("enroll")(keys_enroll)

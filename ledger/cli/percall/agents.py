@@ -1,7 +1,7 @@
 """Per-call agent-budget commands: ``tokens``, ``turns``, ``tools``, ``time``, ``hook``.
 
-Each family lives in its own module (``fast_tokens``, ``fast_turns``,
-``fast_tools``, ``fast_time``, ``fast_hooks``), imported only when that family's
+Each family lives in its own module (``tokens``, ``turns``,
+``tools``, ``countdown``, ``hooks``), imported only when that family's
 parser is built. Imports stay inside the handlers: ``ledger hook pre-tool-use``
 runs before every tool use of an agent and pays only for what it touches.
 """
@@ -21,17 +21,17 @@ class Family(NamedTuple):
 
 
 _FAMILIES: dict[str, Family] = {
-    "tokens": Family("convoy token budgets", "ledger.cli.fast_tokens",
+    "tokens": Family("convoy token budgets", "ledger.cli.percall.tokens",
                      "create, list, delete, report, check, record",
                      "ledger tokens check release-7 builder-1 4000"),
-    "turns": Family("workflow turn budgets", "ledger.cli.fast_turns",
+    "turns": Family("workflow turn budgets", "ledger.cli.percall.turns",
                     "create, phase, record, check",
                     "ledger turns record fix-login --type tool_use"),
-    "tools": Family("per-agent tool-call budgets", "ledger.cli.fast_tools",
+    "tools": Family("per-agent tool-call budgets", "ledger.cli.percall.tools",
                     "create, use, check", "ledger tools use builder-1"),
-    "time": Family("countdown budgets", "ledger.cli.fast_time", "start, status",
+    "time": Family("countdown budgets", "ledger.cli.percall.countdown", "start, status",
                    "ledger time start --budget-seconds 3600"),
-    "hook": Family("Claude Code hook adapters", "ledger.cli.fast_hooks",
+    "hook": Family("Claude Code hook adapters", "ledger.cli.percall.hooks",
                    "pre-tool-use, post-tool-use, stop, user-prompt-submit, session-end, install",
                    "ledger hook pre-tool-use < pre-tool-use.json"),
 }  # fmt: skip
@@ -69,7 +69,7 @@ _BUILT: dict[str, argparse.ArgumentParser] = {}
 
 
 def _family_parser(name: str) -> argparse.ArgumentParser:
-    from ledger.cli.fast import Parser
+    from ledger.cli.percall.parser import Parser
 
     parser = _BUILT.get(name)
     if parser is None:

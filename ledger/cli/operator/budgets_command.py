@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 
 

@@ -1,6 +1,6 @@
 """The lean front door: argparse for the per-call commands (no typer import).
 
-Each ``fast_*`` module registers its sub-commands; a handler takes the home
+Each module of ``ledger.cli.percall`` registers its sub-commands; a handler takes the home
 option and the parsed namespace and returns the exit code.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from ledger.cli.output import guarded, print_error
 from ledger.errors import EXIT_USAGE
 
-REGISTRARS = ("ledger.cli.fast_budget", "ledger.cli.fast_agents")
+REGISTRARS = ("ledger.cli.percall.budget", "ledger.cli.percall.agents")
 
 Handler = Callable[[str | None, argparse.Namespace], int]
 

@@ -3,8 +3,8 @@
 import argparse
 from typing import Any
 
-from ledger.cli.fast_agents import checked_count, home_runtime
 from ledger.cli.output import print_json
+from ledger.cli.percall.agents import checked_count, home_runtime
 from ledger.errors import UsageError
 
 _MAX_BUDGET_SECONDS = 36_500 * 86_400

@@ -4,8 +4,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ledger.cli.fast_agents import checked_count, checked_id, home_runtime
 from ledger.cli.output import print_error, print_json
+from ledger.cli.percall.agents import checked_count, checked_id, home_runtime
 
 
 def turns_create(home: str | None, args: argparse.Namespace) -> int:

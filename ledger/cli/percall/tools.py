@@ -3,8 +3,8 @@
 import argparse
 from typing import Any
 
-from ledger.cli.fast_agents import checked_count, checked_id, home_runtime
 from ledger.cli.output import print_json
+from ledger.cli.percall.agents import checked_count, checked_id, home_runtime
 from ledger.errors import EXIT_HALT
 
 

@@ -76,7 +76,7 @@ def _money(micros: int | None) -> str:
 
 def _left(micros: int | None) -> str:
     """What is left, as ``status`` shows it: rounded down, never negative."""
-    from ledger.cli.status_command import _left_text
+    from ledger.cli.operator.status_command import _left_text
 
     return "-" if micros is None else _left_text(micros)
 
@@ -103,7 +103,7 @@ def _reconcile_result(item: dict[str, Any]) -> str:
 
 def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
     """The report as tables for people."""
-    from ledger.cli.status_command import agent_lines
+    from ledger.cli.operator.status_command import agent_lines
 
     counter = document["counter"]
     out = [
@@ -255,8 +255,8 @@ def report_command(
     """
 
     def body() -> int:
-        from ledger.cli.app import State
-        from ledger.cli.status_command import agent_view
+        from ledger.cli.operator.app import State
+        from ledger.cli.operator.status_command import agent_view
         from ledger.runtime import build_runtime
         from ledger.services.views.report import gather
 

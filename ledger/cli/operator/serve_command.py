@@ -30,7 +30,7 @@ def serve_command() -> None:
 
 
 def _home() -> str | None:
-    from ledger.cli.app import State
+    from ledger.cli.operator.app import State
 
     return State.home
 
@@ -43,8 +43,8 @@ def serve(home_option: str | None) -> int:
         ServerBusyError: another server answers for the home.
         ChainIOError: the socket or its lock file cannot be made.
     """
-    from ledger.cli.fast import build_parser
-    from ledger.cli.served import execute
+    from ledger.cli.percall.parser import build_parser
+    from ledger.cli.percall.served import execute
     from ledger.errors import ChainIOError
     from ledger.runtime import check_home, resolve_home
     from ledger.server.loop import Server

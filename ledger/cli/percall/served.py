@@ -2,7 +2,7 @@
 
 The server runs every request here, and so does a client whose server was lost.
 For the length of a request the process takes on the client's environment,
-working directory, stdin and stream encodings, runs ``ledger.cli.fast.run`` and
+working directory, stdin and stream encodings, runs ``ledger.cli.percall.parser.run`` and
 records what it writes. Those are process-wide, so requests run one at a time.
 
 Every served request is sealed once, whoever runs it (the server, or a client
@@ -280,7 +280,7 @@ def _run_once(
 def _run_command(
     home_option: str | None, rest: list[str], parser: Any, writes: list[tuple[int, str]]
 ) -> int:
-    from ledger.cli.fast import run as run_fast
+    from ledger.cli.percall.parser import run as run_fast
 
     try:
         return run_fast(home_option, rest, parser=parser)
@@ -352,7 +352,7 @@ def run_here(request: Request, *, retry: bool = False) -> Reply:
     reply = execute(request)
     if reply.status != STATUS_OK:
         # Could not be set up even here: run it plainly, on the real streams.
-        from ledger.cli.fast import run as run_fast
+        from ledger.cli.percall.parser import run as run_fast
 
         home, rest = split_global_options([os.fsdecode(arg) for arg in request.argv])
         if request.stdin is not None:

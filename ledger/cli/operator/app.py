@@ -15,8 +15,8 @@ try:  # typer ≥ 0.28 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
-from ledger.cli.operator import exit_with as _exit
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import exit_with as _exit
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_USAGE, LedgerError, UsageError
 
@@ -82,7 +82,7 @@ def _global(home: HomeOption = None, version: VersionOption = False) -> None:
     State.home = home
 
 
-importlib.import_module("ledger.cli.init_command").register(app)  # first in --help
+importlib.import_module("ledger.cli.operator.init_command").register(app)  # first in --help
 
 
 @keys_app.command("rotate")
@@ -279,7 +279,7 @@ def verify_chain(
 
     Example: ledger verify-chain events.jsonl --key writer.pub.pem --strict
     """
-    from ledger.cli.verify_command import run_verify
+    from ledger.cli.operator.verify_command import run_verify
 
     _exit(
         guarded(
@@ -331,7 +331,7 @@ def _register_fast_commands() -> None:
     for name in sorted(FAST_COMMANDS):
 
         def forward(ctx: typer.Context, _name: str = name) -> None:
-            from ledger.cli.fast import run as run_fast
+            from ledger.cli.percall.parser import run as run_fast
 
             _exit(run_fast(State.home, [_name, *ctx.args]))
 
@@ -347,21 +347,21 @@ _register_fast_commands()
 
 # Operator commands that live in their own modules; each exposes register(app).
 for _module in (
-    "ledger.cli.ops_commands",
-    "ledger.cli.budgets_command",
-    "ledger.cli.gateway_keys_command",
-    "ledger.cli.deploy_command",
-    "ledger.cli.poll_command",
-    "ledger.cli.serve_command",
-    "ledger.cli.proxy_command",
-    "ledger.cli.prices_command",
-    "ledger.cli.proof_commands",
-    "ledger.cli.explain_command",
-    "ledger.cli.metrics_command",
-    "ledger.cli.report_command",
-    "ledger.cli.snapshot_commands",
-    "ledger.cli.status_command",
-    "ledger.cli.store_commands",
+    "ledger.cli.operator.ops_commands",
+    "ledger.cli.operator.budgets_command",
+    "ledger.cli.operator.gateway_keys_command",
+    "ledger.cli.operator.deploy_command",
+    "ledger.cli.operator.poll_command",
+    "ledger.cli.operator.serve_command",
+    "ledger.cli.operator.proxy_command",
+    "ledger.cli.operator.prices_command",
+    "ledger.cli.operator.proof_commands",
+    "ledger.cli.operator.explain_command",
+    "ledger.cli.operator.metrics_command",
+    "ledger.cli.operator.report_command",
+    "ledger.cli.operator.snapshot_commands",
+    "ledger.cli.operator.status_command",
+    "ledger.cli.operator.store_commands",
 ):
     importlib.import_module(_module).register(app)
 

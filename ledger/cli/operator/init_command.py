@@ -4,8 +4,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.operator import exit_with as _exit
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import exit_with as _exit
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 
 
@@ -48,7 +48,7 @@ def init(
         if runtime.config_path.exists() and (daily_cap_usd is not None or billing is not None):
             refuse_changes_to_existing(runtime.config, runtime.config_path, daily_cap_usd, billing)
         if runtime.uses_database:  # a fleet host (SPEC §8)
-            from ledger.cli.store_commands import init_fleet_host
+            from ledger.cli.operator.store_commands import init_fleet_host
 
             code = init_fleet_host(runtime, daily_cap_usd, billing)
             _billing_notice(runtime)

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.operator import exit_with as _exit
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import exit_with as _exit
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
 from ledger.errors import EXIT_HALT, UsageError
 

@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.operator import runtime as _runtime
+from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_json
 
 
@@ -93,7 +93,7 @@ def keys_revoke_gateway(
 
 def register(app: Any) -> None:
     """Add the gateway key commands to ``ledger keys``."""
-    from ledger.cli.app import keys_app
+    from ledger.cli.operator.app import keys_app
 
     del app
     keys_app.command("issue")(keys_issue)
