@@ -12,7 +12,6 @@ from tests.gateway.helpers import (
     Upstream,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
@@ -24,13 +23,6 @@ CHAT = {
     "max_tokens": 100,
     "messages": [{"role": "user", "content": "hi"}],
 }
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def _config(upstream: Upstream) -> str:

@@ -8,7 +8,6 @@ PostgreSQL server (``tests.pg``); nothing of the database is mocked.
 import hashlib
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,10 +19,8 @@ from ledger.services.gateway_keys import resolve_gateway_key
 from tests.conftest import clean_env, run_process
 from tests.gateway.helpers import (
     NOW,
-    Upstream,
     anthropic_body,
     start_proxy,
-    start_upstream,
     write_config,
 )
 from tests.integration.test_pg_faults import init_host
@@ -99,13 +96,6 @@ def test_hosts_issuing_at_once_all_land(hosts):
         assert proc.returncode == 0, err
     names = sorted(key["name"] for key in keys(second, "list").json()["keys"])
     assert names == [f"k{index}" for index in range(6)]
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def test_another_hosts_gateway_takes_the_key_and_refuses_it_once_revoked(

@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -15,38 +14,16 @@ from tests.conftest import clean_env
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
     Proxy,
-    Upstream,
     anthropic_body,
     chain,
     micros,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def gateway_home(home: Path, upstream: Upstream) -> Path:
-    write_config(home, upstream.url)
-    return home
-
-
-@pytest.fixture
-def proxy(gateway_home: Path) -> Iterator[Proxy]:
-    running = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
-    yield running
-    assert running.stop() == 0, running.lines
 
 
 def _anthropic(proxy: Proxy, **headers: str) -> anthropic.Anthropic:

@@ -5,7 +5,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -18,19 +17,11 @@ from tests.gateway.helpers import (
     Upstream,
     anthropic_body,
     records,
-    start_upstream,
     write_config,
 )
 from tests.integration.test_daemon import Lines
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def _free_port() -> int:

@@ -22,7 +22,6 @@ from tests.gateway.helpers import (
     micros,
     records,
     start_proxy,
-    start_upstream,
     stream_body,
     stream_headers,
     write_config,
@@ -44,13 +43,6 @@ ESTIMATE = {
     "chat_completions": micros("openai/gpt-test", 1, 1000),
     "responses": micros("openai/gpt-test", 1, 1000),
 }
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,20 +17,12 @@ from tests.gateway.helpers import (
     Upstream,
     micros,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
 
 pytestmark = pytest.mark.timeout(120)
 OPENAI_HEADERS = {"authorization": "Bearer sk-test"}
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def _proxy(home: Path, upstream: Upstream, cap_usd: str = "100", extra: str = "") -> Proxy:

@@ -14,7 +14,6 @@ from tests.gateway.helpers import (
     anthropic_body,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
@@ -24,13 +23,6 @@ KEYED = (
     "\n[proxy]\nrequire_keys = true\n\n"
     '[[budgets]]\nname = "ci-key"\nusd = 0.02\nperiod = "day"\nmatch = { key = "ci" }\n'
 )
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

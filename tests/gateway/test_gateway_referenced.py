@@ -7,11 +7,9 @@ this gateway recorded counts as that response's input plus output.
 """
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
 from tests.gateway.helpers import (
@@ -22,19 +20,11 @@ from tests.gateway.helpers import (
     micros,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
 
 URL_PDF = {"type": "document", "source": {"type": "url", "url": "https://x.example/a.pdf"}}
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def _proxy(home: Path, upstream: Upstream, cap_usd: str) -> Proxy:

@@ -20,12 +20,10 @@ import pytest
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
     Proxy,
-    Upstream,
     anthropic_body,
     micros,
     records,
     start_proxy,
-    start_upstream,
     write_config,
 )
 
@@ -34,26 +32,6 @@ EVENTS_AFTER_FIRST = 5  # an Anthropic stream is six events
 RECEIVED_AT_START = micros("anthropic/claude-test", 1000, 1)  # message_start's usage
 # One input token ("hi") and max_tokens 1000: above what message_start reports.
 ESTIMATE = micros("anthropic/claude-test", 1, 1000)
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def gateway_home(home: Path, upstream: Upstream) -> Path:
-    write_config(home, upstream.url)
-    return home
-
-
-@pytest.fixture
-def proxy(gateway_home: Path) -> Iterator[Proxy]:
-    running = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
-    yield running
-    assert running.stop() == 0, running.lines
 
 
 @contextlib.contextmanager

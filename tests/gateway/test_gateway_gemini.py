@@ -1,8 +1,6 @@
 """The Gemini API through `ledger proxy`: gated, forwarded with its key, recorded from usageMetadata."""
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -10,12 +8,9 @@ import pytest
 from tests.conftest import clean_env
 from tests.gateway.helpers import (
     NOW,
-    Proxy,
-    Upstream,
     chain,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
@@ -32,26 +27,6 @@ BODY = {
 CALL_MICROS = 3000 * 1 + 1000 * 1 + 500 * 4
 GENERATE = "/v1beta/models/gemini-test:generateContent"
 STREAM = "/v1beta/models/gemini-test:streamGenerateContent"
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def gateway_home(home: Path, upstream: Upstream) -> Path:
-    write_config(home, upstream.url)
-    return home
-
-
-@pytest.fixture
-def proxy(gateway_home: Path) -> Iterator[Proxy]:
-    running = start_proxy(gateway_home, "--listen", "127.0.0.1:0")
-    yield running
-    assert running.stop() == 0, running.lines
 
 
 def test_generate_content_is_recorded_once_at_its_exact_cost(proxy, upstream, gateway_home):

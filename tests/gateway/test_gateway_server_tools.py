@@ -6,31 +6,20 @@ searches at $10 per 1,000; the record adds the searches the answer reports.
 """
 
 import json
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
     OPENAI_HEADERS,
-    Upstream,
     micros,
     records,
     start_proxy,
-    start_upstream,
     verdicts,
     write_config,
 )
 
 SEARCH = 10_000  # $10 per 1,000 searches, in micro-USD each
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = start_upstream()
-    yield server
-    server.stop()
 
 
 def _post(home, upstream, path: str, body: dict[str, object], headers: dict[str, str],
