@@ -93,7 +93,7 @@ def keys_revoke_gateway(
 
 def register(app: Any) -> None:
     """Add the gateway key commands to ``ledger keys``."""
-    from ledger.cli.operator.app import keys_app
+    from ledger.cli.operator.keys_commands import keys_app
 
     del app
     keys_app.command("issue")(keys_issue)

@@ -120,7 +120,8 @@ def keys_enroll(
 
     Example: ledger keys enroll --root-key /media/offline/root.pem
     """
-    from ledger.cli.operator.app import State, _load_root, backfill_strict_after
+    from ledger.cli.operator.app import State
+    from ledger.cli.operator.keys_commands import backfill_strict_after, load_root
 
     def body() -> int:
         from ledger.core.signing import public_pem
@@ -130,7 +131,7 @@ def keys_enroll(
         runtime = build_runtime(State.home)
         if not runtime.uses_database:
             raise UsageError("keys enroll: store.url is not set; a single home has no fleet")
-        root = _load_root(root_key) if root_key is not None else None
+        root = load_root(root_key) if root_key is not None else None
         keys: Any = runtime.keys
         result = enroll(
             runtime, root, lambda raw: runtime.write_file(keys.root_pin_path, public_pem(raw))
@@ -156,7 +157,7 @@ def keys_enroll(
 
 def register(app: Any) -> None:
     """Add ``export`` and ``keys enroll`` to the typer app."""
-    from ledger.cli.operator.app import keys_app
+    from ledger.cli.operator.keys_commands import keys_app
 
     app.command("export")(export)
     keys_app.command("enroll")(keys_enroll)
