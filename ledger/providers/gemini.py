@@ -5,7 +5,6 @@ and its ``tools``' function declarations; a response (or each chunk of a
 stream) reports ``usageMetadata``, the call's usage so far.
 """
 
-import json
 from typing import Any
 
 from ledger.providers.tally import Tally, field, items
@@ -73,11 +72,7 @@ class GeminiUsageReader(UsageReader):
 
     def feed_json(self, body: bytes) -> None:
         """Read a whole JSON body: one response, or a stream's array of them."""
-        try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            self._unreadable = True
-            return
+        document = self._parsed(body)
         chunks = document if isinstance(document, list) else [document]
         if not chunks or not all(isinstance(chunk, dict) for chunk in chunks):
             self._unreadable = True

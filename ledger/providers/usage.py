@@ -107,11 +107,7 @@ class UsageReader:
 
     def feed_json(self, body: bytes) -> None:
         """Read a whole (non-streamed) JSON response body."""
-        try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            self._unreadable = True
-            return
+        document = self._parsed(body)
         if not isinstance(document, dict):
             self._unreadable = True
             return
@@ -125,6 +121,14 @@ class UsageReader:
         """Read the next bytes of an SSE response body (split anywhere)."""
         for event in self._decoder.feed(chunk):
             self._event(event)
+
+    def _parsed(self, body: bytes) -> Any:
+        """The JSON value of ``body``; None (the answer unreadable) when it is not JSON."""
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            self._unreadable = True
+            return None
 
     def _event(self, event: ServerSentEvent) -> None:
         try:
