@@ -143,7 +143,7 @@ def guard_overhead(workdir: Path, calls: int) -> None:
     from ledger.integrations.anthropic import guard_client
 
     sys.path.insert(0, str(REPO))  # the tests' local provider server
-    from tests.integrations.provider_server import ProviderServer
+    from tests.fakes.provider import FakeProvider
 
     print(f"\n== 3. guard_client per-call overhead, in-process ({calls} paired calls) ==")
     home = workdir / "guard"
@@ -153,7 +153,7 @@ def guard_overhead(workdir: Path, calls: int) -> None:
     for key, value in clean_env().items():
         if key.startswith("LEDGER_"):
             os.environ[key] = value
-    server = ProviderServer()
+    server = FakeProvider(detailed_usage=True)
     book = ledger.open(home)
     bare = anthropic.Anthropic(base_url=server.url, api_key="bench", max_retries=0)
     guarded = guard_client(

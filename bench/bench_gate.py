@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 
 VERDICT_PATH_MODULES = (
     "ledger.cli",
-    "ledger.cli.fast",
-    "ledger.cli.fast_budget",
+    "ledger.cli.percall.parser",
+    "ledger.cli.percall.budget",
     "ledger.runtime",
     "ledger.services.gate.gate",
     "ledger.services.chain.state",

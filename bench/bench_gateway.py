@@ -3,7 +3,7 @@
     python bench/bench_gateway.py [--quick] [--out DIR]
 
 Everything runs on loopback: the local upstream of the gateway tests
-(``tests/gateway/upstream.py``, Anthropic-shaped answers), a real ``ledger proxy``
+(``tests/fakes/provider.py``, Anthropic-shaped answers), a real ``ledger proxy``
 process, and the clients here. Figures printed:
 
 * non-streaming call latency, direct to the upstream, through the floor (a bare
@@ -52,7 +52,7 @@ def body(*, stream: bool, max_tokens: int = 1024) -> bytes:
 
 def start_upstream() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.upstream"],
+        [sys.executable, "-m", "tests.fakes.provider"],
         cwd=REPO, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     port = proc.stdout.readline().strip() if proc.stdout is not None else ""

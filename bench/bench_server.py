@@ -186,7 +186,7 @@ def worker(home: str, mode: str, count: int, go: str) -> int:
             if exchange(sock, request.encode(), 60).code != 0:
                 return 4
         return 0
-    from ledger.cli.fast import build_parser, run
+    from ledger.cli.percall.parser import build_parser, run
 
     parser = build_parser()
     real = sys.stdout

@@ -134,10 +134,10 @@ class Ledger:
         """
         from ledger.services.gate.request_verdict import request_verdict
 
-        document = request_verdict(
+        decided = request_verdict(
             self._runtime, estimate, searches=searches, cycle_id=cycle_id, agent=agent
         )
-        return Verdict(document)
+        return Verdict(decided.document)
 
     def record(
         self,

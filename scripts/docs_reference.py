@@ -74,8 +74,8 @@ def command_helps() -> Iterator[tuple[str, str]]:
 
     os.environ["COLUMNS"] = str(HELP_WIDTH)  # argparse lays its help out for the terminal
     from ledger.cli import FAST_COMMANDS
-    from ledger.cli.app import app
-    from ledger.cli.fast import build_parser
+    from ledger.cli.operator.app import app
+    from ledger.cli.percall.parser import build_parser
 
     yield from _argparse_helps(build_parser(), ("ledger",))
     root = typer.main.get_command(app)

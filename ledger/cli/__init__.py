@@ -2,8 +2,8 @@
 
 Agent hooks call ``ledger`` before every tool use, so the per-call commands
 (``verdict``, ``record``, ``usage``, ``hook``, ``tokens``, ``turns``, ``tools``,
-``time``) are parsed by ``argparse`` in ``ledger.cli.fast`` and never import
-typer. Operator commands go through the typer app in ``ledger.cli.app``. Both
+``time``) are parsed by ``argparse`` in ``ledger.cli.percall.parser`` and never import
+typer. Operator commands go through the typer app in ``ledger.cli.operator.app``. Both
 call the same service functions and print through ``ledger.cli.output``.
 """
 
@@ -76,17 +76,17 @@ def main(argv: list[str] | None = None) -> "NoReturn":
         answered = through_server(home, rest, args)
         if answered is not None:
             # Only a replayed reply: a command run in this process after all
-            # (a lost server; ``ledger.cli.fast`` runs it) may leave files,
+            # (a lost server; ``ledger.cli.percall.parser`` runs it) may leave files,
             # threads and handlers to the usual teardown.
-            if argv is None and "ledger.cli.fast" not in sys.modules:
+            if argv is None and "ledger.cli.percall.parser" not in sys.modules:
                 _leave_served(answered)
             sys.stdout.flush()
             sys.exit(answered)
-        from ledger.cli.fast import run as run_fast
+        from ledger.cli.percall.parser import run as run_fast
 
         code = run_fast(home, rest)
     else:
-        from ledger.cli.app import run as run_app
+        from ledger.cli.operator.app import run as run_app
 
         code = run_app(args)
     sys.stdout.flush()

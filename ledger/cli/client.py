@@ -13,7 +13,7 @@ A server lost after the request was sent (connection closed, reply timeout) is
 answered in-process once, with the same request id. Every entry a served
 request seals carries that id, so whichever of the server and the retry comes
 second finds the first one's entries under the chain lock, seals nothing, and
-prints the first one's reply (``ledger.cli.served``).
+prints the first one's reply (``ledger.cli.percall.served``).
 """
 
 import _socket
@@ -247,6 +247,6 @@ def answer_here(request: Request, *, retry: bool = False) -> int:
     did not yet fsync is found as a duplicate, and must not be acknowledged
     while it could still vanish.
     """
-    from ledger.cli.served import run_here
+    from ledger.cli.percall.served import run_here
 
     return replay(run_here(request, retry=retry))

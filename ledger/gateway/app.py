@@ -25,6 +25,7 @@ from starlette.types import Send
 
 from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
+from ledger.core.verdict import Verdict
 from ledger.errors import GatewayKeyError, LedgerError, UsageError
 from ledger.gateway.caller import (
     CallerRefusedError,
@@ -54,7 +55,7 @@ from ledger.providers import (
 from ledger.providers.limits import limited_body
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
-from ledger.services.gate.request_verdict import request_verdict
+from ledger.services.gate.request_verdict import RequestVerdict, request_verdict
 from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
@@ -251,13 +252,14 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        document = await self._decide(provider, estimate, cycle_id, caller, searches)
-        if isinstance(document, Response):
-            return document
+        decided = await self._decide(provider, estimate, cycle_id, caller, searches)
+        if isinstance(decided, Response):
+            return decided
+        document = decided.document
         headers = verdict_headers(document)
-        if not (document.get("verdict") in {"allow", "warn-90"} and document.get("verdict_ref")):
+        if not decided.admits:
             return error_response(provider, 402, halt_message(document), headers)
-        if document.get("verdict") == "warn-90":
+        if decided.verdict is Verdict.WARN_90:
             self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
         clamped = document.get("clamped_output_tokens")
         if isinstance(clamped, int):
@@ -318,13 +320,13 @@ class Gateway:
 
     async def _decide(
         self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
-    ) -> dict[str, Any] | Response:
+    ) -> RequestVerdict | Response:
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
             self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
         )
 
-        def job(runtime: Runtime) -> dict[str, Any]:
+        def job(runtime: Runtime) -> RequestVerdict:
             return request_verdict(
                 runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.providers import anthropic, gemini, openai
 from ledger.providers.limits import (
     RequestRefused,
     choices,
@@ -31,9 +32,8 @@ from ledger.providers.limits import (
     read_output_limit,
 )
 from ledger.providers.routes import Route
-
-IMAGE_TOKENS = 1600
-BYTES_PER_TOKEN = 3
+from ledger.providers.tally import Tally
+from ledger.providers.tally import field as tally_field
 
 __all__ = ["RequestEstimate", "RequestRefused", "estimate_request"]
 
@@ -64,289 +64,11 @@ class RequestEstimate:
     previous_response_id: str | None = None
 
 
-class _Tally:
-    """Bytes of text (and base64 documents) and images seen so far."""
-
-    def __init__(self) -> None:
-        self.text_bytes = 0
-        self.images = 0
-        self.unseen = 0  # inputs given by reference: a URL or a file id
-
-    def text(self, value: Any) -> None:
-        if isinstance(value, str):
-            self.text_bytes += len(value.encode("utf-8"))
-        elif value is not None:
-            self.json(value)
-
-    def json(self, value: Any) -> None:
-        if value is not None:
-            self.text_bytes += len(_json_text(value).encode("utf-8"))
-
-    def base64(self, data: Any) -> None:
-        """A base64 payload (a data URL's or a bare one): its bytes count as text."""
-        if isinstance(data, str):
-            _, comma, payload = data.partition(",")
-            self.text_bytes += len(payload if comma and data.startswith("data:") else data)
-        else:
-            self.json(data)
-
-    @property
-    def input_tokens(self) -> int:
-        return -(-self.text_bytes // BYTES_PER_TOKEN) + self.images * IMAGE_TOKENS
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _field(value: Any, name: str) -> Any:
-    return value.get(name) if isinstance(value, dict) else None
-
-
-# Anthropic Messages: system, messages[].content, tools[].
-
-_BY_REFERENCE = frozenset({"url", "file"})  # a source the provider fetches itself
-
-
-def _anthropic_content(tally: _Tally, content: Any) -> None:
-    if isinstance(content, str) or not isinstance(content, list):
-        tally.text(content)
-        return
-    for block in content:
-        _anthropic_block(tally, block)
-
-
-def _anthropic_block(tally: _Tally, block: Any) -> None:
-    kind = _field(block, "type")
-    if kind == "text":
-        tally.text(block.get("text"))
-    elif kind in {"image", "document"} and _field(block.get("source"), "type") in _BY_REFERENCE:
-        tally.unseen += 1
-        tally.json(block.get("source"))
-    elif kind == "image":
-        tally.images += 1
-    elif kind == "document":
-        tally.text(block.get("title"))
-        tally.text(block.get("context"))
-        source = block.get("source")
-        source_kind = _field(source, "type")
-        if source_kind == "base64":
-            tally.base64(source.get("data"))
-        elif source_kind == "text":
-            tally.text(source.get("data"))
-        elif source_kind == "content":
-            _anthropic_content(tally, source.get("content"))
-        else:
-            tally.json(source)
-    elif kind in {"tool_use", "server_tool_use"}:
-        tally.text(block.get("name"))
-        tally.json(block.get("input"))
-    elif kind == "tool_result":
-        _anthropic_content(tally, block.get("content"))
-    elif kind == "thinking":
-        tally.text(block.get("thinking"))
-    elif kind == "redacted_thinking":
-        tally.text(block.get("data"))
-    elif kind == "search_result":
-        tally.text(block.get("title"))
-        tally.text(block.get("source"))
-        _anthropic_content(tally, block.get("content"))
-    else:
-        tally.json(block)
-
-
-def _anthropic(tally: _Tally, body: dict[str, Any]) -> None:
-    _anthropic_content(tally, body.get("system"))
-    for message in _items(body.get("messages")):
-        if isinstance(message, dict):
-            _anthropic_content(tally, message.get("content"))
-        else:
-            tally.json(message)
-    for tool in _items(body.get("tools")):
-        tally.text(_field(tool, "name"))
-        tally.text(_field(tool, "description"))
-        tally.json(_field(tool, "input_schema"))
-
-
-# OpenAI: Chat Completions messages and Responses input share their part kinds.
-
-
-def _openai_content(tally: _Tally, content: Any) -> None:
-    if isinstance(content, str) or not isinstance(content, list):
-        tally.text(content)
-        return
-    for part in content:
-        _openai_part(tally, part)
-
-
-def _openai_part(tally: _Tally, part: Any) -> None:
-    kind = _field(part, "type")
-    if kind in {"text", "input_text", "output_text"}:
-        tally.text(part.get("text"))
-    elif kind == "refusal":
-        tally.text(part.get("refusal"))
-    elif kind in {"image_url", "input_image"}:
-        if _openai_image_by_reference(part):
-            tally.unseen += 1
-        tally.images += 1
-    elif kind == "file":  # Chat Completions: {"file": {"file_data": "data:…;base64,…"}}
-        file = part.get("file")
-        if _field(file, "file_data") is not None:
-            tally.base64(file.get("file_data"))
-            tally.text(file.get("filename"))
-        else:
-            tally.unseen += 1  # a file_id: the file is the provider's
-            tally.json(file)
-    elif kind == "input_file" and part.get("file_data") is not None:  # Responses
-        tally.base64(part.get("file_data"))
-        tally.text(part.get("filename"))
-    elif kind == "input_file":  # a file_id or file_url: fetched by the provider
-        tally.unseen += 1
-        tally.json(part)
-    elif kind == "input_audio":
-        tally.base64(_field(part.get("input_audio"), "data"))
-    else:
-        tally.json(part)
-
-
-_TOOL_FIELDS = frozenset({"type", "name", "description", "parameters", "format", "strict"})
-
-
-def _openai_image_by_reference(part: dict[str, Any]) -> bool:
-    """Whether an image part points at an image (URL or file id) instead of holding it."""
-    if part.get("file_id") is not None:
-        return True
-    url = part.get("image_url")
-    if isinstance(url, dict):
-        url = url.get("url")
-    return not (isinstance(url, str) and url.startswith("data:"))
-
-
-def _openai_tool(tally: _Tally, tool: Any) -> None:
-    inner = _field(tool, "function") or _field(tool, "custom") or tool
-    if not isinstance(inner, dict) or "name" not in inner:
-        tally.json(tool)  # a built-in tool (web search, file search, …): its settings
-        return
-    tally.text(inner.get("name"))
-    tally.text(inner.get("description"))
-    tally.json(inner.get("parameters"))
-    tally.json(inner.get("format"))
-    # Anything more a tool carries (a namespace's own tools, say) reaches the model too.
-    rest = {key: value for key, value in inner.items() if key not in _TOOL_FIELDS}
-    if rest:
-        tally.json(rest)
-
-
-def _chat(tally: _Tally, body: dict[str, Any]) -> None:
-    for message in _items(body.get("messages")):
-        if not isinstance(message, dict):
-            tally.json(message)
-            continue
-        _openai_content(tally, message.get("content"))
-        tally.text(message.get("refusal"))
-        for call in [*_items(message.get("tool_calls")), message.get("function_call")]:
-            function = _field(call, "function") or _field(call, "custom") or call
-            tally.text(_field(function, "name"))
-            tally.text(_field(function, "arguments") or _field(function, "input"))
-    for tool in [*_items(body.get("tools")), *_items(body.get("functions"))]:
-        _openai_tool(tally, tool)
-    tally.json(_field(body.get("response_format"), "json_schema"))
-
-
-def _responses(tally: _Tally, body: dict[str, Any]) -> None:
-    _openai_content(tally, body.get("instructions"))
-    given = body.get("input")
-    for item in given if isinstance(given, list) else [given]:
-        _responses_item(tally, item)
-    for tool in _items(body.get("tools")):
-        _openai_tool(tally, tool)
-    tally.json(_field(_field(body.get("text"), "format"), "schema"))
-
-
-def _responses_item(tally: _Tally, item: Any) -> None:
-    kind = _field(item, "type")
-    if kind in {None, "message"} and isinstance(item, dict):
-        _openai_content(tally, item.get("content"))
-    elif kind in {"function_call", "custom_tool_call"}:
-        tally.text(item.get("name"))
-        tally.text(item.get("arguments") if kind == "function_call" else item.get("input"))
-    elif kind in {"function_call_output", "custom_tool_call_output"}:
-        _openai_content(tally, item.get("output"))
-    elif kind == "reasoning":
-        for part in _items(item.get("summary")):
-            tally.text(_field(part, "text"))
-        tally.text(item.get("encrypted_content"))
-    elif kind is None:
-        tally.text(item)  # a bare string input
-    else:
-        tally.json(item)
-
-
-# Gemini: systemInstruction and contents[] of parts, tools[].functionDeclarations[].
-
-
-def _gemini_parts(tally: _Tally, content: Any) -> None:
-    parts = _field(content, "parts") if isinstance(content, dict) else content
-    if not isinstance(parts, list):
-        tally.text(parts)
-        return
-    for part in parts:
-        _gemini_part(tally, part)
-
-
-def _gemini_part(tally: _Tally, part: Any) -> None:
-    if not isinstance(part, dict):
-        tally.json(part)
-        return
-    for name, value in part.items():
-        if name == "text":
-            tally.text(value)
-        elif name == "inlineData" and str(_field(value, "mimeType") or "").startswith("image/"):
-            tally.images += 1
-        elif name == "inlineData":  # a document, audio or video sent inline: its base64 bytes
-            tally.base64(_field(value, "data"))
-        elif name in {"functionCall", "functionResponse"}:
-            tally.text(_field(value, "name"))
-            tally.json(_field(value, "args" if name == "functionCall" else "response"))
-        elif name == "fileData":  # a file by URI: its size is the provider's to know
-            tally.unseen += 1
-        elif name in {"thought", "thoughtSignature"}:
-            continue  # a flag, and an opaque signature the model does not read as text
-        else:
-            tally.json({name: value})
-
-
-def _gemini(tally: _Tally, body: dict[str, Any]) -> None:
-    if body.get("cachedContent") is not None:
-        tally.unseen += 1  # input cached at the provider: not in this body
-    _gemini_parts(tally, body.get("systemInstruction"))
-    for content in _items(body.get("contents")):
-        _gemini_parts(tally, content)
-    for tool in _items(body.get("tools")):
-        declarations = _field(tool, "functionDeclarations")
-        if not isinstance(declarations, list):
-            tally.json(tool)  # a built-in tool (search, code execution, …): its settings
-            continue
-        for declaration in declarations:
-            tally.text(_field(declaration, "name"))
-            tally.text(_field(declaration, "description"))
-            tally.json(_field(declaration, "parameters"))
-            tally.json(_field(declaration, "parametersJsonSchema"))
-            tally.json(_field(declaration, "response"))
-    config = body.get("generationConfig")
-    tally.json(_field(config, "responseSchema"))
-    tally.json(_field(config, "responseJsonSchema"))
-
-
 _WALKERS = {
-    "messages": _anthropic,
-    "chat_completions": _chat,
-    "responses": _responses,
-    "generate_content": _gemini,
+    "messages": anthropic.tally_request,
+    "chat_completions": openai.tally_chat_request,
+    "responses": openai.tally_responses_request,
+    "generate_content": gemini.tally_request,
 }
 
 
@@ -382,12 +104,14 @@ def estimate_request(
     limit = stated if stated is not None else default_output_limit
     assert limit is not None  # noqa: S101 - one of the two is given
     answers = choices(route.kind, document)
-    tally = _Tally()
+    tally = Tally()
     try:
         _WALKERS[route.kind](tally, document)
     except RecursionError as exc:
         raise RequestRefused("the request body nests too deeply to be estimated") from exc
-    user_id = _field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
+    user_id = (
+        tally_field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
+    )
     previous = document.get("previous_response_id") if route.kind == "responses" else None
     conversation = document.get("conversation") if route.kind == "responses" else None
     if previous is not None and not (isinstance(previous, str) and previous):

@@ -31,7 +31,6 @@ import json
 from typing import Any, ClassVar
 
 from ledger.core.response_keys import response_key
-from ledger.core.server_tools import OPENAI_SEARCH_FIELD
 from ledger.core.settlement import CallEnd
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
@@ -69,11 +68,14 @@ class UsageReader:
         Raises:
             ValueError: the route is not a model call.
         """
+        # Each provider's reader lives in its own module, which imports this one.
+        from ledger.providers import anthropic, gemini, openai
+
         readers: dict[str, type[UsageReader]] = {
-            "messages": AnthropicUsageReader,
-            "chat_completions": ChatUsageReader,
-            "responses": ResponsesUsageReader,
-            "generate_content": GeminiUsageReader,
+            "messages": anthropic.AnthropicUsageReader,
+            "chat_completions": openai.ChatUsageReader,
+            "responses": openai.ResponsesUsageReader,
+            "generate_content": gemini.GeminiUsageReader,
         }
         if route.kind not in readers:
             raise ValueError(f"no usage to read for a {route.kind} route")
@@ -105,11 +107,7 @@ class UsageReader:
 
     def feed_json(self, body: bytes) -> None:
         """Read a whole (non-streamed) JSON response body."""
-        try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            self._unreadable = True
-            return
+        document = self._parsed(body)
         if not isinstance(document, dict):
             self._unreadable = True
             return
@@ -123,6 +121,14 @@ class UsageReader:
         """Read the next bytes of an SSE response body (split anywhere)."""
         for event in self._decoder.feed(chunk):
             self._event(event)
+
+    def _parsed(self, body: bytes) -> Any:
+        """The JSON value of ``body``; None (the answer unreadable) when it is not JSON."""
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            self._unreadable = True
+            return None
 
     def _event(self, event: ServerSentEvent) -> None:
         try:
@@ -176,103 +182,3 @@ class UsageReader:
         else:
             self.error = str(found)
         return True
-
-
-class AnthropicUsageReader(UsageReader):
-    """Anthropic Messages responses."""
-
-    provider = "anthropic"
-
-    def _data(self, data: dict[str, Any]) -> None:
-        kind = data.get("type")
-        if kind == "message_start" and isinstance(data.get("message"), dict):
-            message = data["message"]
-            self._take_ids(message)
-            self._merge_usage(message.get("usage"))
-        elif kind == "message_delta":
-            self._merge_usage(data.get("usage"))
-        elif kind == "message_stop":
-            self.finished = True
-
-
-class ChatUsageReader(UsageReader):
-    """OpenAI Chat Completions responses."""
-
-    provider = "openai"
-
-    def _event(self, event: ServerSentEvent) -> None:
-        if event.data.strip() == "[DONE]":
-            self.finished = True
-            return
-        super()._event(event)
-
-    def _data(self, data: dict[str, Any]) -> None:
-        self._take_ids(data)
-        self._set_usage(data.get("usage"))
-
-
-class ResponsesUsageReader(UsageReader):
-    """OpenAI Responses API responses."""
-
-    provider = "openai"
-    _TERMINAL: ClassVar[frozenset[str]] = frozenset(
-        {"response.completed", "response.incomplete", "response.failed"}
-    )
-
-    def _data(self, data: dict[str, Any]) -> None:
-        kind = data.get("type")
-        response = data.get("response")
-        if not isinstance(response, dict):
-            return
-        self._take_ids(response)
-        self._set_usage(response.get("usage"))
-        self._count_server_tools(response)
-        if kind == "response.failed":
-            self._take_error(response)
-        if kind in self._TERMINAL:
-            self.finished = True
-
-    def _count_server_tools(self, response: dict[str, Any]) -> None:
-        # OpenAI bills each web search call, and lists them as output items only.
-        output = response.get("output")
-        items = output if isinstance(output, list) else []
-        searches = sum(1 for item in items if _field_type(item) == "web_search_call")
-        if searches and self._usage is not None:
-            self._usage[OPENAI_SEARCH_FIELD] = searches
-
-
-def _field_type(item: Any) -> Any:
-    return item.get("type") if isinstance(item, dict) else None
-
-
-class GeminiUsageReader(UsageReader):
-    """Gemini API responses (``generateContent`` and ``streamGenerateContent``)."""
-
-    provider = "google"
-
-    def feed_json(self, body: bytes) -> None:
-        """Read a whole JSON body: one response, or a stream's array of them."""
-        try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            self._unreadable = True
-            return
-        chunks = document if isinstance(document, list) else [document]
-        if not chunks or not all(isinstance(chunk, dict) for chunk in chunks):
-            self._unreadable = True
-            return
-        for chunk in chunks:
-            if self._take_error(chunk):
-                return
-            self._data(chunk)
-        self.finished = True
-
-    def _data(self, data: dict[str, Any]) -> None:
-        if isinstance(data.get("responseId"), str):
-            self.response_id = data["responseId"]
-        if isinstance(data.get("modelVersion"), str):
-            self.model = data["modelVersion"]
-        self._merge_usage(data.get("usageMetadata"))
-        for candidate in data.get("candidates") or []:
-            if isinstance(candidate, dict) and candidate.get("finishReason"):
-                self.finished = True

@@ -297,7 +297,7 @@ def test_every_served_command_is_sealed_exactly_once_under_every_fault(
 def test_the_battery_lists_every_served_command_that_seals():
     """The list above keeps up with what the server answers, every hook included."""
     from ledger.cli.client import SERVED
-    from ledger.cli.fast_hooks import build
+    from ledger.cli.percall.hooks import build
 
     hooks = argparse.ArgumentParser().add_subparsers()
     build(hooks)

@@ -64,7 +64,7 @@ class Upstream:
 def start_upstream(*, agent: bool = False) -> Upstream:
     """The fake provider as its own process; ``agent`` starts its scripted agent mode."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.upstream", *(["--agent"] if agent else [])],
+        [sys.executable, "-m", "tests.fakes.provider", *(["--agent"] if agent else [])],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -14,8 +14,8 @@ import pytest
 import typer
 
 from ledger.cli import FAST_COMMANDS
-from ledger.cli.app import app
-from ledger.cli.fast import build_parser
+from ledger.cli.operator.app import app
+from ledger.cli.percall.parser import build_parser
 
 # Sections of --help whose entries are arguments and options: argparse's and click's.
 ARGUMENT_SECTIONS = {"positional arguments", "options", "arguments"}

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import typer
 
-from ledger.cli.app import app
+from ledger.cli.operator.app import app
 
 
 def _command_paths(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

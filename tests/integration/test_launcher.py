@@ -113,7 +113,7 @@ def test_a_served_call_imports_only_the_front_door(
     assert not {"re", "json", "cryptography", "argparse", "typing", "encodings.idna"} & served
     # Without the server the same command loads the product: the check can see it.
     in_process = imported([str(script), "--home", str(home), *args], env, stdin)
-    assert {"argparse", "cryptography", "ledger.cli.fast"} <= in_process
+    assert {"argparse", "cryptography", "ledger.cli.percall.parser"} <= in_process
 
 
 class StandInServer:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO, clean_env
-from tests.integrations.provider_server import ProviderServer
+from tests.fakes.provider import FakeProvider
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
@@ -57,12 +57,12 @@ def test_claude_code_quick_start_routes_through_the_gateway_with_fail_closed_hoo
 
 @pytest.fixture
 def server():
-    running = ProviderServer()
+    running = FakeProvider(detailed_usage=True)
     yield running
     running.close()
 
 
-def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: ProviderServer):
+def test_python_quick_start_runs_and_guards_the_client(tmp_path: Path, server: FakeProvider):
     api, client = blocks(section("Quick start: Python"), "python")
     home = tmp_path / "home"
     env = clean_env(
@@ -247,7 +247,7 @@ PYTHON_PAGE = (REPO / "docs" / "integrations" / "python.md").read_text(encoding=
 
 
 def test_the_python_pages_halt_message_is_what_the_guard_raises(
-    tmp_path: Path, server: ProviderServer
+    tmp_path: Path, server: FakeProvider
 ):
     """The Python page's printed BudgetHalted: the same words and figures, in the same state."""
     shown_block = PYTHON_PAGE.split("except ledger.BudgetHalted as halted:", 1)[1]

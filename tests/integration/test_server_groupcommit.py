@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ledger.cli.fast import build_parser
-from ledger.cli.served import execute
+from ledger.cli.percall.parser import build_parser
+from ledger.cli.percall.served import execute
 from ledger.server.batches import Batches
 from ledger.server.protocol import STATUS_OK, Reply
 from tests.integration.server_helpers import assert_verifies, entries

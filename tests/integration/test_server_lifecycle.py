@@ -289,7 +289,7 @@ def test_the_front_door_imports_nothing_heavy_when_the_server_answers(tmp_path: 
     home = init_home(tmp_path / "home")
     code = "from ledger.cli import main; main()"
     argv = [sys.executable, "-X", "importtime", "-c", code, "--home", str(home), "verdict", "1"]
-    heavy = {"cryptography", "argparse", "json", "typing", "pathlib", "ledger.cli.fast",
+    heavy = {"cryptography", "argparse", "json", "typing", "pathlib", "ledger.cli.percall.parser",
              "ledger.services", "ledger.runtime", "ledger.core", "ledger.edges"}  # fmt: skip
 
     def imported(env: dict[str, str]) -> tuple[set[str], dict[str, Any]]:

@@ -17,8 +17,8 @@ import ledger
 from ledger.integrations import anthropic as guard_anthropic
 from ledger.integrations import openai as guard_openai
 from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
+from tests.fakes.provider import FakeProvider
 from tests.gate_helpers import events_of
-from tests.integrations.provider_server import ProviderServer
 
 PRICES = """
 [prices."anthropic/test-model"]
@@ -52,7 +52,7 @@ CHAT_ESTIMATE = 6_010
 
 @pytest.fixture
 def server():
-    running = ProviderServer()
+    running = FakeProvider(detailed_usage=True)
     yield running
     for client in running.clients:
         client.close()
@@ -171,7 +171,9 @@ class TestAnthropicPaths:
 
     def test_free_endpoints_pass_ungated(self, server, book, home):
         client = anthropic_client(server, book)
-        assert client.messages.count_tokens(model="test-model", messages=MESSAGES).input_tokens == 7
+        assert (
+            client.messages.count_tokens(model="test-model", messages=MESSAGES).input_tokens == 12
+        )
         client.models.list()
         assert verdicts(home) == []
         assert records(home) == []
@@ -197,7 +199,7 @@ class TestAnthropicPaths:
 
 class TestAnthropicFailures:
     def test_error_event_mid_stream_records_the_usage_received(self, server, book, home):
-        server.scenarios = ["overloaded"]
+        server.scenarios = ["error"]
         stream = anthropic_client(server, book).messages.create(**ASK, stream=True)
         with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
             list(stream)
@@ -230,14 +232,14 @@ class TestAnthropicFailures:
 
     @pytest.mark.parametrize("status", ["529", "500"])
     def test_error_status_settles_at_zero(self, server, book, home, status):
-        server.scenarios = [status]
+        server.scenarios = [f"status:{status}"]
         with pytest.raises(anthropic.APIStatusError) as caught:
             anthropic_client(server, book).messages.create(**ASK)
         assert caught.value.status_code == int(status)
         assert_settled(book, home, [0])
 
     def test_each_retry_is_its_own_call(self, server, book, home):
-        server.scenarios = ["529"]
+        server.scenarios = ["status:529"]
         client = anthropic_client(server, book, max_retries=1)
         assert client.messages.create(**ASK).usage.output_tokens == 700
         assert len(verdicts(home)) == 2
@@ -285,7 +287,7 @@ class TestAnthropicFailures:
     def test_async_client(self, server, book, home):
         raw = anthropic.AsyncAnthropic(base_url=server.url, api_key="test", max_retries=0)
         client = guard_anthropic.guard_client(raw, book)
-        server.scenarios = ["ok", "ok", "overloaded", "500"]
+        server.scenarios = ["ok", "ok", "error", "status:500"]
 
         async def main():
             await client.messages.create(**ASK)
@@ -374,7 +376,7 @@ class TestOpenAI:
         assert verdicts(home) == []
 
     def test_error_status_settles_at_zero(self, server, book, home):
-        server.scenarios = ["500"]
+        server.scenarios = ["status:500"]
         with pytest.raises(openai.InternalServerError):
             openai_client(server, book).responses.create(
                 model="test-gpt", max_output_tokens=9, input="x"

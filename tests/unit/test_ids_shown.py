@@ -8,7 +8,7 @@ prometheus_client = pytest.importorskip("prometheus_client")
 
 
 def test_a_per_value_with_quotes_and_a_line_break_stays_one_escaped_label():
-    from ledger.cli.metrics_command import _budget_gauges
+    from ledger.cli.operator.metrics_command import _budget_gauges
 
     registry = prometheus_client.CollectorRegistry()
     hostile = 'x"} 1\nledger_fake{a="b'
@@ -21,7 +21,7 @@ def test_a_per_value_with_quotes_and_a_line_break_stays_one_escaped_label():
 
 
 def test_status_and_report_tables_escape_control_codes():
-    from ledger.cli import report_command, status_command
+    from ledger.cli.operator import report_command, status_command
 
     rows = [["SCOPE", "NOTE"], ["budget:per-run[\x1b[2Jgone]", "ok"]]
     for table in (status_command._table, report_command._table):

@@ -6,17 +6,30 @@ request only points at is sized (``referenced``), and its server-side tools'
 most searches are priced in.
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
+from ledger.core.verdict import Verdict
 from ledger.providers import RequestEstimate
 from ledger.services.gate import calls, referenced
 from ledger.services.gate.prices import web_search_fee_micros
 
 
+class RequestVerdict(NamedTuple):
+    """One request's verdict: the gate's answer, whether the call may go, and its document.
+
+    ``admits`` is the gate's own rule (an admitting verdict that was recorded),
+    so a caller never re-derives it from the document's text.
+    """
+
+    verdict: Verdict
+    admits: bool
+    document: dict[str, Any]
+
+
 def request_verdict(
     deps: Any, estimate: RequestEstimate, *, searches: int = 0, **verdict_args: Any
-) -> dict[str, Any]:
-    """Decide and reserve one request; its verdict document.
+) -> RequestVerdict:
+    """Decide and reserve one request; its typed verdict beside the printed document.
 
     ``verdict_args`` go to ``calls.verdict`` as they are (the call's cycle id,
     agent, tags, gateway key, whether it is forwarded once admitted, ...).
@@ -26,11 +39,11 @@ def request_verdict(
         ConfigError: the configuration is invalid or has no daily cap.
     """
     provider, model = estimate.provider, estimate.model
-    document, _admitted = calls.verdict(
+    document, admitted = calls.verdict(
         deps, None, provider, model=model,
         input_tokens=referenced.input_tokens(deps, estimate),
         max_output_tokens=estimate.max_output_tokens,
         server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
         **verdict_args,
     )  # fmt: skip
-    return document
+    return RequestVerdict(Verdict(document["verdict"]), admitted, document)

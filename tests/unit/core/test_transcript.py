@@ -22,7 +22,7 @@ from ledger.core.transcript import (
     usage_object,
 )
 from ledger.core.usage_objects import anthropic_tokens
-from ledger.providers.usage import AnthropicUsageReader
+from ledger.providers.anthropic import AnthropicUsageReader
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "claude_code" / "session_part1.jsonl"
 KEY_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

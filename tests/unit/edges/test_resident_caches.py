@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.cli.fast import build_parser
-from ledger.cli.fast import run as run_fast
+from ledger.cli.percall.parser import build_parser
+from ledger.cli.percall.parser import run as run_fast
 from ledger.edges import memo
 from ledger.edges.configfile import load_config
 from ledger.edges.files.chainfile import ChainFile, CorruptTailError, read_head
@@ -247,7 +247,7 @@ class TestParsedCommandLines:
         """A remembered parse hands out fresh namespaces."""
         parser = build_parser()
         seen = []
-        from ledger.cli import fast
+        from ledger.cli.percall import parser as fast
 
         real = fast._parse
 

@@ -1,0 +1,101 @@
+"""``ledger keys issue | list | revoke-gateway``: the keys agents present to the gateway."""
+
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.operator.shared import runtime as _runtime
+from ledger.cli.output import guarded, print_json
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
+def keys_issue(
+    name: Annotated[str, typer.Argument(help="The key's name (^[a-z][a-z0-9_-]{0,63}$).")],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="The agent every request with this key is made as."),
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="A tag every request with this key carries; repeatable."),
+    ] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option("--expires", help="ISO-8601 time with a zone after which the key is refused."),
+    ] = None,
+) -> None:
+    """Issue a gateway key; its secret (lk_...) is printed once and only its hash is kept.
+
+    Example: ledger keys issue ci --agent ci-bot --tag team:infra --expires 2027-01-01T00:00:00Z
+    """
+
+    def body() -> int:
+        from ledger.core.timefmt import parse_iso8601
+        from ledger.errors import UsageError
+        from ledger.services.gate.budget_views import key_name, tag_list
+        from ledger.services.gate.calls import text_arg
+        from ledger.services.gateway_keys import issue_key
+
+        until = None
+        if expires is not None:
+            try:
+                until = parse_iso8601(expires)
+            except ValueError as exc:
+                raise UsageError(f"--expires: {exc}") from exc
+        checked = key_name(name)
+        assert checked is not None  # noqa: S101 - a name was given
+        key, secret = issue_key(
+            _runtime(), checked, text_arg(agent, "--agent"), tag_list(tag or []), until
+        )
+        shown = key._asdict()
+        del shown["digest"]
+        print_json({**shown, "tags": list(key.tags), "key": secret})
+        return 0
+
+    _exit(guarded(body))
+
+
+def keys_list() -> None:
+    """List the gateway keys (name, agent, tags, expiry, state); never a secret.
+
+    Example: ledger keys list
+    """
+
+    def body() -> int:
+        from ledger.services.gateway_keys import list_keys
+
+        print_json({"keys": list_keys(_runtime())})
+        return 0
+
+    _exit(guarded(body))
+
+
+def keys_revoke_gateway(
+    name: Annotated[str, typer.Argument(help="The gateway key to refuse from now on.")],
+) -> None:
+    """Revoke a gateway key: from now on the gateway answers its requests 401.
+
+    Example: ledger keys revoke-gateway ci
+    """
+
+    def body() -> int:
+        from ledger.services.gateway_keys import revoke_key
+
+        print_json(revoke_key(_runtime(), name))
+        return 0
+
+    _exit(guarded(body))
+
+
+def register(app: Any) -> None:
+    """Add the gateway key commands to ``ledger keys``."""
+    from ledger.cli.operator.keys_commands import keys_app
+
+    del app
+    keys_app.command("issue")(keys_issue)
+    keys_app.command("list")(keys_list)
+    keys_app.command("revoke-gateway")(keys_revoke_gateway)

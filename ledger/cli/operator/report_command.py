@@ -1,0 +1,284 @@
+"""``ledger report [--day D] [--by K] [--json] [--html F]``: one budget day (SPEC §10).
+
+A table for people, one JSON object with ``--json``, and with ``--html F`` a
+self-contained page with a chart (matplotlib, the ``spend-ledger[report]`` extra,
+imported by ``--html`` only). Exit codes: 0 reported; 1 the chain does not
+verify or disagrees with its newest checkpoint, or ``--html`` without the
+extra; 2 a malformed ``--day`` or ``--by``; 65 an unusable trust store; 74 the chain or
+the page cannot be read or written; 75 lock timeout; 78 config error.
+"""
+
+import datetime as dt
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.output import guarded, print_json
+from ledger.errors import LedgerError, UsageError
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FIRST_DAY, _LAST_DAY = dt.date(1, 1, 2), dt.date(9999, 12, 29)
+
+
+def parse_day(text: str) -> str:
+    """A ``--day`` value as ``YYYY-MM-DD``.
+
+    Raises:
+        UsageError: not a calendar day in that form.
+    """
+    try:
+        if not _DAY.fullmatch(text):
+            raise ValueError(text)
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--day: {text!r} is not a day (YYYY-MM-DD)") from None
+    if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
+        raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
+    return day.isoformat()
+
+
+def parse_by(text: str) -> str:
+    """A ``--by`` value: ``model``, ``session`` or ``agent``.
+
+    Raises:
+        UsageError: anything else.
+    """
+    from ledger.services.views.report_detail import BREAKDOWN_KEYS
+
+    if text not in BREAKDOWN_KEYS:
+        raise UsageError(f"--by: {text!r} is not one of {', '.join(BREAKDOWN_KEYS)}")
+    return text
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    from ledger.core.ids import printable
+
+    # Sessions and agents are the callers' text: never a terminal's control codes.
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  "
+        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _money(micros: int | None) -> str:
+    """Money as ``status`` shows it: to the cent."""
+    from ledger.core.units import cents_text
+
+    return "-" if micros is None else cents_text(micros)
+
+
+def _left(micros: int | None) -> str:
+    """What is left, as ``status`` shows it: rounded down, never negative."""
+    from ledger.cli.operator.status_command import _left_text
+
+    return "-" if micros is None else _left_text(micros)
+
+
+def _pct(value: Any) -> str:
+    from ledger.core.units import pct_text
+
+    return pct_text(value)
+
+
+def _clock(ts_utc: str, zone: dt.tzinfo) -> str:
+    from ledger.core.timefmt import parse_ts
+
+    return parse_ts(ts_utc).astimezone(zone).strftime("%H:%M:%S")
+
+
+def _reconcile_result(item: dict[str, Any]) -> str:
+    if item["billing_api_unreachable"]:
+        return "billing unreachable"
+    if item["forced"]:
+        return f"forced, re-based {_money(item['rebase_micros'])}: {item['force_reason']}"
+    return "blocker" if item["blocking"] else "ok"
+
+
+def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
+    """The report as tables for people."""
+    from ledger.cli.operator.status_command import agent_lines
+
+    counter = document["counter"]
+    out = [
+        (
+            f"Budget day {document['budget_day']} ({document['timezone']}: "
+            f"{document['day_start']} to {document['day_end']}); "
+            f"{document['entries']} chain entries verified"
+        ),
+        "Counter: trusted"
+        if counter["trusted"]
+        else f"Counter: NOT TRUSTED, verdicts halt counter_inconsistent: {counter['diagnostic']}",
+        "",
+        "Spend against the caps:",
+    ]
+    rows = [["SCOPE", "CAP", "COUNTER", "BILLING", "USED", "RESERVED", "REMAINING", "USAGE",
+             "RECORDS"]]  # fmt: skip
+    for scope in document["scopes"]:
+        pct = scope["usage_pct"]
+        rows.append([
+            scope["scope"], _money(scope["cap_micros"]), _money(scope["counter_micros"]),
+            _money(scope["billing_micros"]), _money(scope["used_micros"]),
+            _money(scope["reserved_micros"]), _left(scope["remaining_micros"]),
+            _pct(pct), str(scope["records"]),
+        ])  # fmt: skip
+    out += _table(rows)
+    if document["unpriced_calls"]:
+        out.append(f"  {document['unpriced_calls']} recorded call(s) without a price")
+    verdicts = document["verdicts"]
+    outcomes = ", ".join(f"{name} {count}" for name, count in verdicts["by_outcome"].items())
+    out += ["", f"Verdicts: {verdicts['total']}" + (f" ({outcomes})" if outcomes else "")]
+    if verdicts["by_reason"]:
+        rows = [["VERDICT", "UNCERTAINTY REASON", "COUNT"]]
+        rows += [[item["verdict"], item["uncertainty_reason"] or "-", str(item["count"])]
+                 for item in verdicts["by_reason"]]  # fmt: skip
+        out += _table(rows)
+    out += ["", f"Reconciles: {len(document['reconciles'])}"]
+    if document["reconciles"]:
+        rows = [["TIME", "SCOPE", "COUNTER", "BILLING", "DRIFT", "THRESHOLD", "RESULT"]]
+        for item in document["reconciles"]:
+            drift = item["drift_pct"]
+            rows.append([
+                _clock(item["ts_utc"], zone), item["provider"], _money(item["counter_micros"]),
+                _money(item["billing_micros"]), _pct(drift),
+                _pct(item["threshold_pct"]), _reconcile_result(item),
+            ])  # fmt: skip
+        out += _table(rows)
+    out += _detail_lines(document, zone)
+    out += _budget_lines(document.get("budgets") or [])
+    agents = document.get("agents")
+    if agents is not None:
+        lines = agent_lines(agents)
+        out += ["", "Agent budgets (now):", *(lines or ["  none"])]
+    return "\n".join(out) + "\n"
+
+
+def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
+    """The bill readings and, with --by, the breakdown."""
+    readings = document["bill_readings"]
+    out = ["", f"Bill readings: {len(readings)}"]
+    if readings:
+        rows = [["TIME", "SCOPE", "BILL", "SOURCE"]]
+        rows += [[_clock(item["time"], zone), item["scope"], _money(item["usd_micros"]),
+                  item["source"]] for item in readings]  # fmt: skip
+        out += _table(rows)
+    breakdown = document.get("breakdown")
+    if breakdown is not None:
+        out += ["", f"Spend by {breakdown['by']} (recorded calls):"]
+        rows = [[breakdown["by"].upper(), "CALLS", "SPEND", "SHARE"]]
+        rows += [[row["key"], str(row["calls"]), _money(row["usd_micros"]),
+                  _pct(row["share_pct"])]
+                 for row in breakdown["rows"]]  # fmt: skip
+        out += _table(rows) if breakdown["rows"] else ["  none"]
+    return out
+
+
+def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
+    """The budgets that applied on the day (their period to the day's end); none: nothing."""
+    from ledger.core.budgets import bounds_for_people
+
+    if not budgets:
+        return []
+    rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "USAGE", "HALTS"]]
+    for item in budgets:
+        value = item["per_value"]
+        pct = item["usage_pct"]
+        rows.append([
+            item["name"] + ("" if value is None else f"[{value}]"), item["period"],
+            *bounds_for_people(item["period"], item["period_start"], item["period_end"]),
+            _money(item["used_micros"]), _money(item["reserved_micros"]),
+            _money(item["cap_micros"]), _pct(pct), str(item["halts"]),
+        ])  # fmt: skip
+    return ["", "Budgets (their periods to the day's end):", *_table(rows)]
+
+
+def _html_renderer() -> Callable[[dict[str, Any]], str]:
+    """The page renderer, found before any work is done.
+
+    Raises:
+        LedgerError: the report extra (matplotlib) is not installed.
+    """
+    try:
+        from ledger.integrations.report_html import render_html
+    except ImportError as exc:
+        raise LedgerError(
+            "report --html needs matplotlib: pip install 'spend-ledger[report]'"
+        ) from exc
+    return render_html
+
+
+def report_command(
+    day: Annotated[
+        str | None,
+        typer.Option("--day", metavar="D", help="The budget day, YYYY-MM-DD (default: today)."),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="K",
+            help="Also break the day's recorded spend down by model, session or agent.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="F",
+            help="Also write a self-contained HTML page with a chart of spend against the "
+            "caps to F (needs the report extra).",
+        ),
+    ] = None,
+) -> None:
+    """Report one budget day: spend against caps and budgets, bills, verdicts, reconciles, agents.
+
+    With --by model|session|agent, also the day's recorded spend per model,
+    session (cycle id) or agent, largest first; calls without one are (none).
+
+    Every [[budgets]] budget that applied to the day's calls is shown over its
+    period up to the day's end (or now), with the halts it decided.
+
+    The chain is verified and folded as the gate folds it; a chain that does
+    not verify exits 1. With --html, the page needs nothing from the network
+    to open: the chart (matplotlib, pip install 'spend-ledger[report]') is inline SVG.
+
+    Example: ledger --home ./.ledger report --day 2026-03-02 --by model --html /tmp/report.html
+    """
+
+    def body() -> int:
+        from ledger.cli.operator.app import State
+        from ledger.cli.operator.status_command import agent_view
+        from ledger.runtime import build_runtime
+        from ledger.services.views.report import gather
+
+        wanted = None if day is None else parse_day(day)
+        key = None if by is None else parse_by(by)
+        renderer = None if html is None else _html_renderer()
+        runtime = build_runtime(State.home)
+        zone = runtime.config.day_zone
+        document = gather(runtime, wanted, key).to_document()
+        document["agents"] = agent_view(runtime)
+        if html is not None and renderer is not None:
+            runtime.write_file(html, renderer(document).encode())
+        if as_json:
+            print_json(document)
+        else:
+            sys.stdout.write(render_text(document, zone))
+        return 0
+
+    if code := guarded(body):
+        raise typer.Exit(code)
+
+
+def register(app: Any) -> None:
+    """Add ``report`` to the typer app."""
+    app.command("report")(report_command)

@@ -1,0 +1,23 @@
+"""What every typer (operator) command module shares: the runtime and the exit."""
+
+from typing import Any
+
+import typer
+
+
+def runtime(*, must_exist: bool = True) -> Any:
+    """The composition root for the home given before the command.
+
+    Raises:
+        NoHomeError: ``must_exist`` and there is no such home.
+    """
+    from ledger.cli.operator.app import State
+    from ledger.runtime import build_runtime
+
+    return build_runtime(State.home, must_exist=must_exist)
+
+
+def exit_with(code: int) -> None:
+    """Leave a typer command with ``code`` (nothing to do for 0)."""
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,296 @@
+"""``ledger hook``: the Claude Code hook adapters and ``ledger hook install``.
+
+``ledger hook pre-tool-use`` runs before every tool use of an agent: imports
+stay inside the functions, so it pays only for what it touches.
+"""
+
+import argparse
+import sys
+from typing import Any
+
+from ledger.cli.output import print_error, print_json
+from ledger.cli.percall.agents import home_runtime
+
+WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
+AGENT_VARIABLE = "LEDGER_AGENT"
+# Set by `hook install` in the settings' env beside ANTHROPIC_BASE_URL.
+GATEWAY_VARIABLE = "LEDGER_GATEWAY_URL"
+
+
+def _read_stdin() -> bytes | str:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read()
+        return data
+    text: str = sys.stdin.read()
+    return text
+
+
+def _hook_scope(environ: dict[str, str]) -> Any:
+    from ledger.core.agents.ids import ID_RE
+    from ledger.core.agents.time import BUDGET_END_VARIABLE, parse_budget_end
+    from ledger.services.agents.hooks import HookScope
+
+    notes: list[str] = []
+    workflow = environ.get(WORKFLOW_VARIABLE) or None
+    if workflow is not None and not ID_RE.fullmatch(workflow):
+        notes.append(
+            f"ledger: {WORKFLOW_VARIABLE}={workflow!r} is not a valid name; turns not counted"
+        )
+        workflow = None
+    agent = environ.get(AGENT_VARIABLE) or None
+    invalid_agent = None
+    if agent is not None and not ID_RE.fullmatch(agent):
+        invalid_agent = (
+            f"ledger: {AGENT_VARIABLE}={agent!r} is not a valid agent name; "
+            "tool call refused (fail-closed)"
+        )
+        agent = None
+    budget_end = None
+    end_text = environ.get(BUDGET_END_VARIABLE)
+    if end_text:
+        try:
+            budget_end = parse_budget_end(end_text)
+        except ValueError as exc:
+            notes.append(f"ledger: {exc}; no countdown")
+    gateway = environ.get(GATEWAY_VARIABLE) or None
+    return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes), gateway)
+
+
+def _hook(home: str | None, event: str) -> int:
+    from ledger.core.hook_protocol import HookInputError, parse_hook_input
+
+    try:
+        hook = parse_hook_input(_read_stdin(), event)
+    except HookInputError as exc:
+        print_error(f"hook {event}: malformed input ({exc}); no decision")
+        return 0
+    from ledger.services.agents.hooks import answer
+
+    # A hook answers deny/block itself, even for a home that does not exist.
+    runtime = home_runtime(home, must_exist=False)
+    scope = _hook_scope(runtime.environ)
+    result = answer(runtime, hook, scope)
+    for line in [*scope.notes, *result.errors]:
+        print_error(line.removeprefix("ledger: "))
+    print_json(result.output)
+    return 0
+
+
+def hook_pre_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook pre-tool-use``: Claude Code PreToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PreToolUse")
+
+
+def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook post-tool-use``: Claude Code PostToolUse JSON on stdin."""
+    del args
+    return _hook(home, "PostToolUse")
+
+
+def hook_stop(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook stop``: Claude Code Stop JSON on stdin."""
+    del args
+    return _hook(home, "Stop")
+
+
+def hook_session_end(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook session-end``: Claude Code SessionEnd JSON on stdin."""
+    del args
+    return _hook(home, "SessionEnd")
+
+
+def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook user-prompt-submit``: Claude Code UserPromptSubmit JSON on stdin."""
+    del args
+    return _hook(home, "UserPromptSubmit")
+
+
+def _launcher() -> list[str]:
+    """The argv that runs this ``ledger``: its launcher's absolute path, or ``python -m ledger``."""
+    import os
+    from pathlib import Path
+
+    script = sys.argv[0] if sys.argv else ""
+    if not script or Path(script).name == "__main__.py":
+        return [sys.executable, "-m", "ledger"]
+    return [os.path.abspath(script)]  # noqa: PTH100 - absolute, not resolved: keep the venv's link
+
+
+def _gateway_url(runtime: Any, given: str | None) -> str | None:
+    """The gateway Claude Code is routed through: ``--gateway``, else ``proxy.listen``'s URL.
+
+    Raises:
+        UsageError: ``--gateway`` is not an http(s) URL.
+        ConfigError: ``proxy.listen`` is malformed, or its port is 0 (no fixed URL).
+    """
+    from ledger.core.proxy_config import parse_listen
+    from ledger.errors import ConfigError, UsageError
+
+    if given is not None:
+        if not given.startswith(("http://", "https://")) or given.strip() != given:
+            raise UsageError(f"--gateway must be an http:// or https:// URL, got {given!r}")
+        return given.rstrip("/")
+    listen = runtime.config.proxy.listen
+    if listen is None:
+        return None
+    address = parse_listen(listen, "proxy.listen")
+    if address.port == 0:
+        raise ConfigError(
+            "proxy.listen has port 0 (any free port), so Claude Code cannot be pointed at it; "
+            "give the gateway's URL with --gateway URL"
+        )
+    # A gateway listening on every interface is reached on this machine by loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(address.host, address.host)  # noqa: S104
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{address.port}"
+
+
+def hook_install(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook install``: write the four hooks into Claude Code's settings.json."""
+    from pathlib import Path
+
+    from ledger.edges.settingsfile import SettingsFile
+    from ledger.errors import ConfigError
+    from ledger.services.agents.hook_install import install_hooks
+
+    runtime = home_runtime(home)
+    problem = runtime.home_problem()
+    if problem is not None:
+        raise ConfigError(problem)
+    if args.project is not None:
+        settings = Path(args.project) / ".claude" / "settings.json"
+    elif args.settings is not None:
+        settings = Path(args.settings)
+    else:
+        settings = Path.home() / ".claude" / "settings.json"
+    written = install_hooks(
+        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve(),
+        _gateway_url(runtime, args.gateway),
+    )  # fmt: skip
+    print_json(written)
+    return 0
+
+
+def build(actions: Any) -> None:
+    """Add the ``hook`` actions to ``actions``, the family parser's sub-parsers."""
+    pre = actions.add_parser(
+        "pre-tool-use",
+        help="PreToolUse: count and decide",
+        description=(
+            "Claude Code PreToolUse hook: reads the hook JSON on stdin, runs a USD verdict\n"
+            "for the session (estimate: the mean cost of its recorded calls, at least $0.01),\n"
+            "counts the turn (LEDGER_WORKFLOW) and the tool call (LEDGER_AGENT), and prints\n"
+            "the JSON Claude Code reads: permissionDecision deny on halt-100 or\n"
+            'halt-uncertainty (with "continue": false: the session stops), or when the\n'
+            "agent's tool-call budget is exhausted; a systemMessage on warn-90. Without\n"
+            "usd.daily_cap, USD gating is off (said once). A home that does not exist or\n"
+            "cannot be read denies (fail-closed) and creates nothing.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PreToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook pre-tool-use"
+        ),
+    )
+    pre.set_defaults(handler=hook_pre_tool_use)
+    post = actions.add_parser(
+        "post-tool-use",
+        help="PostToolUse: record spend; countdown and budget lines",
+        description=(
+            "Claude Code PostToolUse hook: reads the hook JSON on stdin, records the calls\n"
+            "of its transcript_path not recorded yet (priced from each message's usage;\n"
+            "provider anthropic, cycle_id the session id), and prints additionalContext\n"
+            "with the countdown tier (LEDGER_BUDGET_END or `ledger time start`) and the\n"
+            "budget lines. Lines it cannot read are skipped and named on stderr. Subagent\n"
+            "transcripts (<session>/subagents/*.jsonl) are recorded too. Adds\n"
+            '"continue": false (the session stops) once the USD budget is spent or the\n'
+            "spend cannot be recorded. Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, PostToolUse hook command):\n"
+            "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook post-tool-use"
+        ),
+    )
+    post.set_defaults(handler=hook_post_tool_use)
+    stop = actions.add_parser(
+        "stop",
+        help="Stop: record the session's spend",
+        description=(
+            "Claude Code Stop hook: reads the hook JSON on stdin and records every call of\n"
+            "its transcript_path not recorded yet, the turn's last one included. Prints {},\n"
+            'or {"continue": false, "stopReason": ...} when the session\'s USD budget halts\n'
+            "or its spend cannot be recorded. Exit 0 (malformed stdin: one stderr line)."
+        ),
+        epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
+    )
+    stop.set_defaults(handler=hook_stop)
+    prompt = actions.add_parser(
+        "user-prompt-submit",
+        help="UserPromptSubmit: block a new prompt while the session's budget halts",
+        description=(
+            "Claude Code UserPromptSubmit hook: reads the hook JSON on stdin and runs the\n"
+            "session's USD verdict (as pre-tool-use does). On halt-100 or halt-uncertainty it\n"
+            'prints {"decision": "block", "reason": ...}: the prompt never reaches the model,\n'
+            "and the reason says what lifts the halt. A systemMessage on warn-90.\n"
+            "Exit 0 (malformed stdin: one stderr line, no decision)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, UserPromptSubmit hook command):\n"
+            "  ledger --home /var/lib/ledger hook user-prompt-submit"
+        ),
+    )
+    prompt.set_defaults(handler=hook_user_prompt_submit)
+    end = actions.add_parser(
+        "session-end",
+        help="SessionEnd: record the whole session and release its reservations",
+        description=(
+            "Claude Code SessionEnd hook: reads the hook JSON on stdin, records every call\n"
+            "of its transcript_path not recorded yet (the newest included) and settles the\n"
+            "session's open verdicts at $0. Prints {}. Exit 0 (malformed stdin: one stderr\n"
+            "line)."
+        ),
+        epilog=(
+            "Example (in .claude/settings.json, SessionEnd hook command):\n"
+            "  ledger hook session-end"
+        ),
+    )
+    end.set_defaults(handler=hook_session_end)
+    install = actions.add_parser(
+        "install",
+        help="write ledger's hooks (and the gateway) into Claude Code's settings.json",
+        description=(
+            "Writes PreToolUse, PostToolUse, Stop, UserPromptSubmit and SessionEnd hooks\n"
+            "into Claude Code's settings.json (default ~/.claude/settings.json), merging with\n"
+            "what is there: other hooks and settings are kept, an earlier ledger hook is\n"
+            "replaced, and running it twice changes nothing. Each command names this ledger\n"
+            "by its absolute path and --home with the absolute home, so neither PATH nor the\n"
+            "working directory can turn the guard off. With a gateway (--gateway URL, or\n"
+            "proxy.listen in ledger.toml) it also sets env.ANTHROPIC_BASE_URL, so every model\n"
+            "call passes the gateway: a hard cap. Prints what it wrote (JSON).\n"
+            "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist or\n"
+            "proxy.listen is unusable; 65 when settings.json is not JSON."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger --home ~/.ledger hook install\n"
+            "  ledger --home ~/.ledger hook install --gateway http://127.0.0.1:8787\n"
+            "  ledger --home ~/.ledger hook install --project ~/src/app"
+        ),
+    )
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--settings", metavar="PATH", help="the settings.json to write (default: the user's)"
+    )
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="write the project's DIR/.claude/settings.json instead",
+    )
+    install.add_argument(
+        "--gateway",
+        metavar="URL",
+        help="route Claude Code through this ledger gateway (default: proxy.listen, if set)",
+    )
+    install.set_defaults(handler=hook_install)
