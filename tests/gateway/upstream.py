@@ -10,6 +10,8 @@ Model calls are answered as JSON or SSE (``"stream": true``; Gemini's
   until the test releases it (``POST /_control/release/NAME``, one event per
   release), so a test can show an event reached the client before the next
   one was sent, without timing anything;
+- ``whole:NAME``: an SSE stream whose events all go in one write once the test
+  releases it (the headers go at once), as a fast upstream's often arrive;
 - ``error``: an SSE stream with an ``error`` event after ``message_start``;
 - ``cut``: an SSE stream whose connection is dropped after ``message_start``;
 - ``huge``: the stream's usage-carrying final event (``message_delta``, the
@@ -354,6 +356,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+        if scenario.startswith("whole:"):
+            _gate(scenario.split(":", 1)[1]).acquire()
+            self.wfile.write("".join(events).encode())
+            self.wfile.flush()
+            return
         for index, event in enumerate(events):
             if index and scenario.startswith("pause:"):
                 _gate(scenario.split(":", 1)[1]).acquire()
