@@ -14,6 +14,7 @@ client that goes away does not stop the reading, which goes on for at most
 """
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ from ledger.services.gate import calls
 
 # Chunks read ahead of a slow client; the upstream waits beyond that.
 _READ_AHEAD = 16
+# The blank line that ends an SSE event (LF or CRLF line ends; a stream with CR
+# alone is split less finely, which only holds back more).
+_EVENT_END = re.compile(rb"\n\r?\n")
 
 
 def _usd(micros: int) -> str:
@@ -154,6 +158,23 @@ class Exchange:
                     f"reading on for at most {drain_seconds:g} s for its usage"
                 )
 
+    def _split_at_terminal(self, chunk: bytes) -> tuple[bytes, bytes]:
+        """Feed ``chunk`` to the reader: the bytes before the terminal event, and the rest.
+
+        The chunk is fed event by event, so an upstream that sends a whole
+        stream in one chunk still has every event before its last passed on at
+        once; only the terminal event (from the end of the event before it)
+        waits for the record. A chunk without the terminal event is all ahead.
+        """
+        start = 0
+        for end in _event_ends(chunk):
+            self.reader.feed_sse(chunk[start:end])
+            if self.reader.finished:
+                self.reader.feed_sse(chunk[end:])
+                return chunk[:start], chunk[start:]
+            start = end
+        return chunk, b""
+
     async def _pump(
         self,
         response: httpx.Response,
@@ -172,17 +193,22 @@ class Exchange:
         try:
             with reading:
                 async for chunk in _body_chunks(response):
-                    self.reader.feed_sse(chunk)
-                    if held or self.reader.finished:
+                    if held:
+                        self.reader.feed_sse(chunk)  # usage may still follow the end
                         held.append(chunk)
                         if not listening:
                             break
                         continue
-                    if listening:
+                    ahead, terminal = self._split_at_terminal(chunk)
+                    if ahead and listening:
                         try:
-                            await send.send(chunk)
+                            await send.send(ahead)
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                             listening = False
+                    if terminal:
+                        held.append(terminal)
+                        if not listening:
+                            break
         except httpx.HTTPError as exc:
             self._log(f"upstream stream of {self.verdict_ref[:12]} broke: {exc}")
         except Exception as exc:  # noqa: BLE001 - a bug must still leave the call recorded
@@ -196,6 +222,14 @@ class Exchange:
                         await send.send(b"".join(held))
                 done.set()
                 send.close()
+
+
+def _event_ends(chunk: bytes) -> list[int]:
+    """The offsets just past each event's end (a blank line) in ``chunk``, then its length."""
+    ends = [match.end() for match in _EVENT_END.finditer(chunk)]
+    if not ends or ends[-1] != len(chunk):
+        ends.append(len(chunk))
+    return ends
 
 
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:

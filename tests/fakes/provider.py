@@ -13,6 +13,8 @@ else the next one a test queued on ``FakeProvider.scenarios``:
   release), so a test can show an event reached the client before the next
   one was sent, without timing anything; ``hold`` is ``pause:hold``, released
   when an in-thread fake closes;
+- ``whole:NAME``: an SSE stream whose events all go in one write once the test
+  releases it (the headers go at once), as a fast upstream's often arrive;
 - ``error``: an SSE stream with an ``error`` event after its first event;
 - ``cut``: an SSE stream dropped after its first event, or a JSON body halfway,
   short of the length it promised;
@@ -276,6 +278,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len("".join(events).encode())))
         self.end_headers()
         self.close_connection = True
+        if scenario.startswith("whole:"):
+            self.server.gate(scenario.split(":", 1)[1]).acquire()
+            self.wfile.write("".join(events).encode())
+            self.wfile.flush()
+            return
         for index, event in enumerate(events):
             if index and scenario.startswith("pause:"):
                 self.server.gate(scenario.split(":", 1)[1]).acquire()

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ledger.edges.locks import exclusive_lock
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
     Proxy,
@@ -76,6 +77,25 @@ class TestPassThrough:
             # The final event comes only once its record is durable.
             (record,) = records(gateway_home)
             assert record["actual_micros"] == 13500
+
+    def test_a_stream_sent_in_one_chunk_shows_all_but_its_end_before_the_record(
+        self, proxy, upstream, gateway_home
+    ):
+        """Every event before message_stop reaches the client while the record cannot be made.
+
+        The test holds the chain's lock once the verdict is sealed, so the
+        record waits; only the terminal event may wait with it.
+        """
+        with _stream(proxy, "whole:fast") as response:
+            lines = response.iter_lines()
+            with exclusive_lock(gateway_home / "events.jsonl.lock", timeout=60):
+                upstream.release("fast")
+                seen = _read_until(lines, '"type": "message_delta"')
+                assert records(gateway_home) == []
+            assert not any("message_stop" in line for line in seen)
+            _read_until(lines, '"type": "message_stop"')
+        (record,) = records(gateway_home)
+        assert record["actual_micros"] == 13500
 
     def test_an_error_event_mid_stream_records_the_usage_received(self, proxy, gateway_home):
         """The error event reaches the client; the input message_start reported is recorded."""

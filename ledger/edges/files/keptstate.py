@@ -19,6 +19,14 @@ A file left behind by a crash is caught up like any state that lags the chain.
 Appends to the key index (``ledger.edges.files.keyindex``) are kept the same
 way, owned by the state file that records the index's sizes: they are written
 just before it, and dropped with it.
+
+A state is kept as its document (``KeptDocument``), not as bytes: a save costs
+nothing whatever the state's size (a budget may count thousands of sessions),
+and the document is encoded and authenticated only when its file is written.
+A load lends the document itself to the caller, who changes it in place and
+saves it back; a document lent and never saved back (a job that failed between
+its fold and its save) may hold changes its recorded head does not account
+for, so it is dropped and the file, which lags, is caught up from the chain.
 """
 
 import contextlib
@@ -26,6 +34,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from ledger.edges.clock import monotonic
 from ledger.edges.fileio import FileIdentity, atomic_write, file_identity
@@ -37,11 +46,22 @@ WRITE_EVERY_SECONDS = 0.5
 MISSING = object()
 
 
+class KeptDocument:
+    """A state document held in memory, and how to encode it for its file."""
+
+    __slots__ = ("document", "encode", "lent")
+
+    def __init__(self, document: Any, encode: Callable[[Any], bytes]) -> None:
+        self.document = document
+        self.encode = encode
+        self.lent = False
+
+
 class KeptStates:
     """State files' newest contents, held in memory by a long-lived process."""
 
     def __init__(self) -> None:
-        self._raw: dict[str, bytes | None] = {}  # None: the file is to be removed
+        self._raw: dict[str, bytes | KeptDocument | None] = {}  # None: to be removed
         self._supersedes: dict[str, FileIdentity | None] = {}
         self._dirty: set[str] = set()
         # Key index appends not written yet, by the state file that owns them:
@@ -56,9 +76,15 @@ class KeptStates:
         if file_identity(name) != self._supersedes[name]:
             self._drop(name)  # written by someone else since: theirs is newer
             return MISSING
-        return self._raw[name]
+        raw = self._raw[name]
+        if isinstance(raw, KeptDocument):
+            if raw.lent:
+                self._drop(name)  # lent and never saved back: it cannot be trusted
+                return MISSING
+            raw.lent = True
+        return raw
 
-    def keep(self, name: str, raw: bytes | None) -> None:
+    def keep(self, name: str, raw: bytes | KeptDocument | None) -> None:
         """Hold ``raw`` (``None``: removal) as the newest content of ``name``."""
         if name not in self._supersedes:
             self._supersedes[name] = file_identity(name)
@@ -116,12 +142,19 @@ class KeptStates:
                 is caught up from the chain; the memory of it is dropped).
         """
         self._written_at = monotonic()
+        for name, raw in list(self._raw.items()):
+            if isinstance(raw, KeptDocument) and raw.lent:
+                # Lent and never saved back: neither it nor its index appends are
+                # written; the file and the index on disk agree, and lag.
+                self._drop(name)
         self._write_appends()
         for name in sorted(self._dirty):
             raw = self._raw[name]
             if file_identity(name) != self._supersedes[name]:
                 self._drop(name)
                 continue
+            if isinstance(raw, KeptDocument):
+                raw = raw.encode(raw.document)
             try:
                 if raw is None:
                     _remove(Path(name))

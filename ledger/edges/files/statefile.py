@@ -108,6 +108,11 @@ class StateFile:
             if raw is None:
                 self._index_sizes = {}
                 return None
+            if isinstance(raw, keptstate.KeptDocument):
+                # Saved by this process and not changed on disk since: lent as is.
+                document = raw.document
+                self._index_sizes = dict(document["index"])
+                return StoredState(document["head_hash"], document["size"], document["data"])
         try:
             if not isinstance(raw, bytes):
                 raw = read_regular(self.path)
@@ -141,25 +146,25 @@ class StateFile:
         Raises:
             ChainIOError: the file cannot be written.
         """
-        body = json.dumps(
-            {
-                "format": STATE_FORMAT,
-                "head_hash": head_hash,
-                "size": size,
-                "data": data,
-                "index": self._sizes(),
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        ).encode("utf-8")
+        document = {
+            "format": STATE_FORMAT,
+            "head_hash": head_hash,
+            "size": size,
+            "data": data,
+            "index": dict(self._sizes()),
+        }
         key = self._mac_key(create=True)
         assert key is not None  # noqa: S101 - create=True always yields a key
-        mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
         kept = keptstate.current()
         if kept is not None:
-            kept.keep(keptstate.absolute(self.path), body + b"\n" + mac + b"\n")
+            # Encoded when the file is written, not per save: a save costs the
+            # same whatever the size of the state.
+            kept.keep(
+                keptstate.absolute(self.path),
+                keptstate.KeptDocument(document, lambda kept_document: _sealed(kept_document, key)),
+            )
             return
-        atomic_write(self.path, body + b"\n" + mac + b"\n", 0o600, durable=False)
+        atomic_write(self.path, _sealed(document, key), 0o600, durable=False)
 
     def delete(self) -> None:
         """Remove the stored state (it is rebuilt from the chain on next use).
@@ -247,3 +252,10 @@ class StateFile:
             except IndexDamagedError as exc:
                 self.delete()
                 raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
+
+
+def _sealed(document: dict[str, Any], mac_key: bytes) -> bytes:
+    """A state document as its file holds it: canonical JSON, then its MAC, a line each."""
+    body = json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    mac = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
+    return body + b"\n" + mac + b"\n"

@@ -290,11 +290,55 @@ class TestKeptState:
             loaded = states.load()
             assert loaded is not None
             assert loaded.data == {"n": 2}
+            states.save_state(None, 0, loaded.data)  # a load lends it: saved back
         assert states.path.read_bytes() == before
         kept.write()
         loaded = states.load()
         assert loaded is not None
         assert loaded.data == {"n": 2}
+
+    def test_a_load_lends_the_kept_state_itself_not_a_copy(self, home):
+        """No decoding per load: the state saved is the one the next load returns."""
+        states = self._states(home)
+        kept = KeptStates()
+        data = {"n": 1}
+        with keeping(kept):
+            states.save_state("a" * 64, 10, data)
+            loaded = states.load()
+        assert loaded is not None
+        assert loaded.data is data
+        assert (loaded.head_hash, loaded.size) == ("a" * 64, 10)
+
+    def test_a_state_lent_and_never_saved_back_is_dropped(self, home):
+        """A job that changed its state and failed before saving: the file is read, not it."""
+        states = self._states(home)
+        states.save_state("a" * 64, 10, {"n": 1})
+        before = states.path.read_bytes()
+        kept = KeptStates()
+        with keeping(kept):
+            states.save_state("b" * 64, 20, {"n": 2})
+            lent = states.load()
+            assert lent is not None
+            lent.data["n"] = 99  # folded an entry, then the job failed: no save
+            again = states.load()
+        assert again is not None
+        assert (again.head_hash, again.data) == ("a" * 64, {"n": 1})
+        kept.write()
+        assert states.path.read_bytes() == before
+
+    def test_a_state_lent_at_write_time_is_not_written(self, home):
+        """The periodic write never writes a state a job may have changed without saving."""
+        states = self._states(home)
+        states.save_state("a" * 64, 10, {"n": 1})
+        before = states.path.read_bytes()
+        kept = KeptStates()
+        with keeping(kept):
+            states.save_state("b" * 64, 20, {"n": 2})
+            lent = states.load()
+            assert lent is not None
+            lent.data["n"] = 99
+        kept.write()
+        assert states.path.read_bytes() == before
 
     def test_a_file_written_by_another_process_wins(self, home):
         """Another writer replaced the file: the kept state is dropped, never written over it."""
