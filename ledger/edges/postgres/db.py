@@ -30,6 +30,8 @@ from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
 if TYPE_CHECKING:
     import psycopg
 
+    from ledger.edges.postgres.group import PgGroup
+
 SCHEMA_VERSION = 3
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
@@ -68,6 +70,7 @@ class _Shared:
         self.cursors = 0
         self.memo: dict[str, Any] = {}
         self.abandoned: list[Any] = []
+        self.group: PgGroup | None = None  # a batch's transaction open at depth 1
 
 
 _SHARED: dict[tuple[str, str, int], _Shared] = {}
@@ -225,6 +228,11 @@ class PgDatabase:
 
         shared = self._shared
         with shared.lock:
+            if shared.group is not None and shared.depth == 1:
+                # A unit of a batch: its own savepoint in the group's transaction.
+                with self._savepoint(shared.group.check()) as conn:
+                    yield conn
+                return
             if shared.depth > 0 and shared.conn is not None:
                 yield shared.conn
                 return
@@ -254,6 +262,10 @@ class PgDatabase:
         """
         shared = self._shared
         with shared.lock:
+            if shared.group is not None and shared.depth == 1:
+                # Between a batch's units: a failed statement must not fail the group.
+                with self.transaction():
+                    return self.execute(sql, params)
             conn = shared.conn if shared.depth > 0 and shared.conn is not None else None
             if conn is None:
                 conn = self._connection()
@@ -289,6 +301,82 @@ class PgDatabase:
                     yield from cursor
             except Exception as exc:
                 raise self.translate(exc) from exc
+
+    @contextlib.contextmanager
+    def _savepoint(self, conn: "psycopg.Connection[Any]") -> Iterator["psycopg.Connection[Any]"]:
+        import psycopg
+
+        shared = self._shared
+        try:
+            with conn.transaction():
+                shared.depth += 1
+                shared.memo = {}
+                try:
+                    yield conn
+                finally:
+                    shared.depth -= 1
+                    shared.memo = {}
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                    raise ChainIOError(f"store {self.display}: the transaction failed")
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator["PgGroup | None"]:
+        """Run the block's transactions as one group (``ledger.edges.postgres.group``).
+
+        Yields ``None``, and changes nothing, inside a transaction already open.
+
+        Raises:
+            StoreUnreachableError, LockTimeoutError, ChainIOError: the group could not begin.
+            GroupCommitError: it did not commit; nothing since its last durable point is stored.
+        """
+        from ledger.edges.postgres.group import PgGroup
+
+        shared = self._shared
+        with shared.lock:
+            if shared.depth > 0 or shared.group is not None:
+                yield None
+                return
+            group = PgGroup(self)
+            group.begin()
+            shared.group, shared.depth, shared.memo = group, 1, {}
+            try:
+                yield group
+            except BaseException:
+                group.abort()
+                raise
+            finally:
+                shared.group, shared.depth, shared.memo = None, 0, {}
+            group.commit()
+
+    @contextlib.contextmanager
+    def group_released(self) -> Iterator[None]:
+        """Outside the chain lock for the block, even between the units of a group."""
+        shared = self._shared
+        with shared.lock:
+            group = shared.group
+            if group is None or shared.depth != 1:
+                yield
+                return
+            shared.group, shared.depth, shared.memo = None, 0, {}
+            try:
+                with group.released():
+                    yield
+            finally:
+                shared.group, shared.depth, shared.memo = group, 1, {}
+
+    def connection(self) -> "psycopg.Connection[Any]":
+        """This process's connection (opened when needed), outside any transaction.
+
+        Raises:
+            StoreUnreachableError, StoreSchemaError: as ``transaction``.
+        """
+        return self._connection()
+
+    def lock_chain_on(self, conn: "psycopg.Connection[Any]") -> None:
+        """Take the chain's advisory lock on ``conn``, in its open transaction."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
 
     def lock_chain(self) -> None:
         """Take the chain's advisory lock until the transaction ends (SPEC §8).
