@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 3
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
+# Values kept between the units of a group (see ``_savepoint``).
+_GROUP_MEMO = ("trust",)
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
 
 
@@ -307,64 +310,41 @@ class PgDatabase:
         import psycopg
 
         shared = self._shared
+        outer = shared.memo
         try:
             with conn.transaction():
                 shared.depth += 1
-                shared.memo = {}
+                # The trust store is changed only under the chain lock the group
+                # holds, so what one unit read stays true for the next.
+                shared.memo = {key: outer[key] for key in _GROUP_MEMO if key in outer}
+                kept = False
                 try:
                     yield conn
+                    kept = True
                 finally:
                     shared.depth -= 1
-                    shared.memo = {}
+                    inner, shared.memo = shared.memo, outer
+                    for key in _GROUP_MEMO:
+                        if kept and key in inner:
+                            outer[key] = inner[key]
+                        else:  # changed inside, or rolled back: read it again
+                            outer.pop(key, None)
                 if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
                     raise ChainIOError(f"store {self.display}: the transaction failed")
         except psycopg.Error as exc:
             raise self.translate(exc) from exc
 
-    @contextlib.contextmanager
-    def group(self) -> Iterator["PgGroup | None"]:
-        """Run the block's transactions as one group (``ledger.edges.postgres.group``).
+    def group(self) -> AbstractContextManager["PgGroup | None"]:
+        """Run the block's transactions as one group (``ledger.edges.postgres.group``)."""
+        from ledger.edges.postgres.group import grouped
 
-        Yields ``None``, and changes nothing, inside a transaction already open.
+        return grouped(self, self._shared)
 
-        Raises:
-            StoreUnreachableError, LockTimeoutError, ChainIOError: the group could not begin.
-            GroupCommitError: it did not commit; nothing since its last durable point is stored.
-        """
-        from ledger.edges.postgres.group import PgGroup
-
-        shared = self._shared
-        with shared.lock:
-            if shared.depth > 0 or shared.group is not None:
-                yield None
-                return
-            group = PgGroup(self)
-            group.begin()
-            shared.group, shared.depth, shared.memo = group, 1, {}
-            try:
-                yield group
-            except BaseException:
-                group.abort()
-                raise
-            finally:
-                shared.group, shared.depth, shared.memo = None, 0, {}
-            group.commit()
-
-    @contextlib.contextmanager
-    def group_released(self) -> Iterator[None]:
+    def group_released(self) -> AbstractContextManager[None]:
         """Outside the chain lock for the block, even between the units of a group."""
-        shared = self._shared
-        with shared.lock:
-            group = shared.group
-            if group is None or shared.depth != 1:
-                yield
-                return
-            shared.group, shared.depth, shared.memo = None, 0, {}
-            try:
-                with group.released():
-                    yield
-            finally:
-                shared.group, shared.depth, shared.memo = group, 1, {}
+        from ledger.edges.postgres.group import released
+
+        return released(self._shared)
 
     def connection(self) -> "psycopg.Connection[Any]":
         """This process's connection (opened when needed), outside any transaction.

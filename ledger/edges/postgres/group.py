@@ -161,3 +161,46 @@ class PgGroup:
 def _newest_row(conn: "psycopg.Connection[Any]") -> tuple[int, str] | None:
     row = conn.execute(_NEWEST_ROW_SQL).fetchone()
     return None if row is None else (int(row[0]), str(row[1]))
+
+
+@contextlib.contextmanager
+def grouped(db: "PgDatabase", shared: Any) -> Iterator[PgGroup | None]:
+    """Run the block's transactions on ``db`` as one group (``shared``: its connection's state).
+
+    Yields ``None``, and changes nothing, inside a transaction already open.
+
+    Raises:
+        StoreUnreachableError, LockTimeoutError, ChainIOError: the group could not begin.
+        GroupCommitError: it did not commit; nothing since its last durable point is stored.
+    """
+    with shared.lock:
+        if shared.depth > 0 or shared.group is not None:
+            yield None
+            return
+        group = PgGroup(db)
+        group.begin()
+        shared.group, shared.depth, shared.memo = group, 1, {}
+        try:
+            yield group
+        except BaseException:
+            group.abort()
+            raise
+        finally:
+            shared.group, shared.depth, shared.memo = None, 0, {}
+        group.commit()
+
+
+@contextlib.contextmanager
+def released(shared: Any) -> Iterator[None]:
+    """Outside the chain lock for the block, even between the units of a group."""
+    with shared.lock:
+        group = shared.group
+        if group is None or shared.depth != 1:
+            yield
+            return
+        shared.group, shared.depth, shared.memo = None, 0, {}
+        try:
+            with group.released():
+                yield
+        finally:
+            shared.group, shared.depth, shared.memo = group, 1, {}
