@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 3
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
-# Values kept between the units of a group (see ``_savepoint``).
+# Values kept between the units of a group (see ``_unit``).
 _GROUP_MEMO = ("trust",)
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
 
@@ -232,8 +232,7 @@ class PgDatabase:
         shared = self._shared
         with shared.lock:
             if shared.group is not None and shared.depth == 1:
-                # A unit of a batch: its own savepoint in the group's transaction.
-                with self._savepoint(shared.group.check()) as conn:
+                with self._unit(shared.group) as conn:
                     yield conn
                 return
             if shared.depth > 0 and shared.conn is not None:
@@ -269,6 +268,9 @@ class PgDatabase:
                 # Between a batch's units: a failed statement must not fail the group.
                 with self.transaction():
                     return self.execute(sql, params)
+            if shared.group is not None and sql.lstrip()[:6].upper() != "SELECT":
+                # (``recover`` also writes, through a function, but never in a batch.)
+                shared.group.wrote = True
             conn = shared.conn if shared.depth > 0 and shared.conn is not None else None
             if conn is None:
                 conn = self._connection()
@@ -306,33 +308,41 @@ class PgDatabase:
                 raise self.translate(exc) from exc
 
     @contextlib.contextmanager
-    def _savepoint(self, conn: "psycopg.Connection[Any]") -> Iterator["psycopg.Connection[Any]"]:
+    def _unit(self, group: "PgGroup") -> Iterator["psycopg.Connection[Any]"]:
+        """One unit of a group, in the group's transaction.
+
+        No savepoint (two more round trips each, under the fleet-wide lock): a
+        unit that fails after it wrote, or leaves the transaction failed, fails
+        the whole group instead, and the units not yet durable run again one
+        by one, each all or nothing in its own transaction.
+        """
         import psycopg
 
+        conn = group.check()
         shared = self._shared
         outer = shared.memo
+        shared.depth += 1
+        # The trust store is changed only under the chain lock the group holds,
+        # so what one unit read stays true for the next.
+        shared.memo = {key: outer[key] for key in _GROUP_MEMO if key in outer}
+        group.wrote = False
+        kept = False
         try:
-            with conn.transaction():
-                shared.depth += 1
-                # The trust store is changed only under the chain lock the group
-                # holds, so what one unit read stays true for the next.
-                shared.memo = {key: outer[key] for key in _GROUP_MEMO if key in outer}
-                kept = False
-                try:
-                    yield conn
-                    kept = True
-                finally:
-                    shared.depth -= 1
-                    inner, shared.memo = shared.memo, outer
-                    for key in _GROUP_MEMO:
-                        if kept and key in inner:
-                            outer[key] = inner[key]
-                        else:  # changed inside, or rolled back: read it again
-                            outer.pop(key, None)
-                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-                    raise ChainIOError(f"store {self.display}: the transaction failed")
-        except psycopg.Error as exc:
-            raise self.translate(exc) from exc
+            yield conn
+            kept = True
+        finally:
+            shared.depth -= 1
+            inner, shared.memo = shared.memo, outer
+            for key in _GROUP_MEMO:
+                if kept and key in inner:
+                    outer[key] = inner[key]
+                else:  # changed inside, or failed: read it again
+                    outer.pop(key, None)
+            failed = conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+            if failed or (not kept and group.wrote):
+                group.fail(ChainIOError(f"store {self.display}: a decision failed half-way"))
+        if failed:
+            raise ChainIOError(f"store {self.display}: the transaction failed")
 
     def group(self) -> AbstractContextManager["PgGroup | None"]:
         """Run the block's transactions as one group (``ledger.edges.postgres.group``)."""

@@ -3,10 +3,13 @@
 A commit waits for the database's WAL flush, so one transaction per decision
 caps a fleet's gateways at the server's commit rate. A batch of work (the
 gateway's, ``ledger serve``'s) instead runs inside one group: one transaction
-that takes the chain's advisory lock once, each unit of work in a savepoint of
-its own (a unit that fails rolls back to its savepoint, so its effects are all
-or nothing and the units before it stay), and one commit at the end, before
-any result is handed back.
+that takes the chain's advisory lock once, each unit of work in turn in
+the group's transaction, and one commit at the end, before any result is
+handed back. A unit's effects are all or nothing: one that fails after it
+wrote (or leaves the transaction failed) fails the group, whose units not yet
+durable then run again one by one, each in a transaction of its own. Units
+that fail before writing (most refusals are not failures at all: a halt is a
+verdict like any other) cost the group nothing.
 
 A unit that must wait on something slow outside the store (a verdict that runs
 the UsageObserver) lets other hosts in meanwhile (``released``): the group
@@ -48,6 +51,7 @@ class PgGroup:
         self._tx: Any = None
         self._start: tuple[int, str] | None = None
         self.failure: LedgerError | None = None
+        self.wrote = False  # the running unit has written
         self.on_durable: list[Callable[[], None]] = []
 
     @property
@@ -87,6 +91,11 @@ class PgGroup:
             )
             raise self.failure
         return conn
+
+    def fail(self, why: LedgerError) -> None:
+        """Nothing more of the group may commit: its units not yet durable run again."""
+        if self.failure is None:
+            self.failure = why
 
     def commit(self) -> None:
         """Commit the group's transaction; then every unit of it is durable.
