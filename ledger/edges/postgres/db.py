@@ -364,6 +364,12 @@ class PgDatabase:
         """
         return self._connection()
 
+    def appended(self, seq: int, entry_hash: str) -> None:
+        """Note a row just inserted, for the group this process runs (if any)."""
+        group = self._shared.group
+        if group is not None:
+            group.appended(seq, entry_hash)
+
     def lock_chain_on(self, conn: "psycopg.Connection[Any]") -> None:
         """Take the chain's advisory lock on ``conn``, in its open transaction."""
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
     from ledger.edges.postgres.db import PgDatabase
 
-_NEWEST_ROW_SQL = "SELECT seq, entry_hash FROM chain ORDER BY seq DESC LIMIT 1"
-
 
 class GroupCommitError(ChainIOError):
     """The group's transaction did not commit: nothing since its last durable point is stored."""
@@ -49,7 +47,7 @@ class PgGroup:
         self._db = db
         self._conn: psycopg.Connection[Any] | None = None
         self._tx: Any = None
-        self._start: tuple[int, str] | None = None
+        self._newest: tuple[int, str] | None = None  # the last row appended since begin
         self.failure: LedgerError | None = None
         self.wrote = False  # the running unit has written
         self.on_durable: list[Callable[[], None]] = []
@@ -71,7 +69,7 @@ class PgGroup:
             tx.__enter__()
             self._conn, self._tx = conn, tx
             self._db.lock_chain_on(conn)
-            self._start = _newest_row(conn)
+            self._newest = None
         except Exception as exc:
             self._abandon(exc)
             raise self._db.translate(exc) from exc
@@ -92,6 +90,10 @@ class PgGroup:
             raise self.failure
         return conn
 
+    def appended(self, seq: int, entry_hash: str) -> None:
+        """A unit appended this row (what a failed commit is looked up by)."""
+        self._newest = (seq, entry_hash)
+
     def fail(self, why: LedgerError) -> None:
         """Nothing more of the group may commit: its units not yet durable run again."""
         if self.failure is None:
@@ -108,17 +110,12 @@ class PgGroup:
             raise GroupCommitError(
                 f"the batch was not recorded: {self.failure or 'no transaction open'}"
             )
-        conn, tx = self._conn, self._tx
-        try:
-            newest = _newest_row(conn)
-        except Exception as exc:
-            self._abandon(exc)
-            raise GroupCommitError(f"the batch was not recorded: {exc}") from exc
+        tx, newest = self._tx, self._newest
         self._conn, self._tx = None, None
         try:
             tx.__exit__(None, None, None)
         except Exception as exc:
-            if newest == self._start or not self._landed(newest):
+            if not self._landed(newest):
                 raise GroupCommitError(
                     f"the batch was not recorded: {self._db.translate(exc)}"
                 ) from exc
@@ -165,11 +162,6 @@ class PgGroup:
             rows = self._db.execute("SELECT entry_hash FROM chain WHERE seq = %s", (newest[0],))
             return bool(rows) and rows[0][0] == newest[1]
         return False
-
-
-def _newest_row(conn: "psycopg.Connection[Any]") -> tuple[int, str] | None:
-    row = conn.execute(_NEWEST_ROW_SQL).fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
 
 
 @contextlib.contextmanager
