@@ -175,3 +175,46 @@ def test_a_batch_whose_connection_dies_before_its_commit_runs_again_and_counts_e
     assert reserved == [1_000_000, 2_000_000]
     figures = usage(Runtime(host, {"LEDGER_NOW": NOW}))
     assert figures.aggregate.reserved_micros == 3_000_000
+
+
+def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
+    host, pg_server, pg_store_env, tmp_path
+):
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    script, seen = tmp_path / "observer.py", tmp_path / "seen.json"
+    script.write_text(OBSERVER)
+    argv = [sys.executable, str(script), pg_server.url, schema, str(lock_key(schema)), str(seen)]
+    config = host / "ledger.toml"
+    text = config.read_text()
+    config.write_text(
+        text.replace("[observer]\n", f"[observer]\ncommand = {json.dumps(argv)}\n", 1)
+    )
+    runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="1")
+    # What the gateway and the resident gate do: a unit durable is never run again.
+    amounts = [5_000_000, 1_000_000, 2_000_000]
+    outcomes: dict[int, object] = {}
+    durable: set[int] = set()
+    killed: list[bool] = []
+
+    def batch(runtime: Runtime) -> None:
+        for index, micros in enumerate(amounts):
+            if index in durable:
+                continue
+            if index == 2 and not killed:  # after the observer's early commit
+                killed.extend(
+                    row[0]
+                    for row in pg_server.sql(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE application_name = 'ledger' AND pid <> pg_backend_pid()"
+                    )
+                )
+            outcomes[index] = check_verdict(runtime, micros)
+
+    runner.run(batch, lambda: None, lambda: durable.update(outcomes))
+    assert killed == [True]
+    assert any("group commit failed" in line for line in logged), logged
+    assert durable == {0}, "the first verdict was committed before the observer ran"
+    verdicts = _verdict_rows(pg_server, schema)
+    assert [o.verdict_ref for o in outcomes.values()] == [h for _, h, _ in verdicts]
+    estimates = [entry["payload"]["estimated_micros"] for entry, _, _ in verdicts]
+    assert estimates == amounts, "each verdict sealed once: none lost, none twice"
