@@ -378,9 +378,11 @@ class PgDatabase:
         """Take the chain's advisory lock until the transaction ends (SPEC §8).
 
         One writer at a time per schema, across every host; released by the
-        commit or rollback, or by the server when the client dies.
+        commit or rollback, or by the server when the client dies. A group's
+        transaction took it once for all its units.
         """
-        self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+        if self._shared.group is None:
+            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
 
     # --- the schema -------------------------------------------------------------
 
