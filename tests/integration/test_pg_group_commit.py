@@ -155,11 +155,11 @@ def test_a_batch_whose_connection_dies_before_its_commit_runs_again_and_counts_e
 
     def batch(runtime: Runtime) -> list[object]:
         outcomes: list[object] = [check_verdict(runtime, 1_000_000)]
-        if not killed:  # the database drops the connection once, before the batch commits
+        if not killed:  # the database drops the connection once (waiting until it is gone)
             killed.extend(
                 row[0]
                 for row in pg_server.sql(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
                     " WHERE application_name = 'ledger' AND pid <> pg_backend_pid()"
                 )
             )
@@ -204,7 +204,7 @@ def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
                 killed.extend(
                     row[0]
                     for row in pg_server.sql(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity"
                         " WHERE application_name = 'ledger' AND pid <> pg_backend_pid()"
                     )
                 )

@@ -271,9 +271,18 @@ class PgDatabase:
             if shared.group is not None and sql.lstrip()[:6].upper() != "SELECT":
                 # (``recover`` also writes, through a function, but never in a batch.)
                 shared.group.wrote = True
-            conn = shared.conn if shared.depth > 0 and shared.conn is not None else None
-            if conn is None:
+            if shared.depth == 0:
                 conn = self._connection()
+            elif shared.group is not None:
+                conn = shared.group.check()
+            elif shared.conn is None or shared.conn.closed or shared.conn.broken:
+                # Never on a new connection: it would hold neither the lock nor
+                # what the transaction did before.
+                raise StoreUnreachableError(
+                    f"store {self.display} unreachable: the connection was lost mid-transaction"
+                )
+            else:
+                conn = shared.conn
             try:
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if cursor.description is not None else []
