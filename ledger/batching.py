@@ -13,9 +13,10 @@ entries are gone again: derived state written meanwhile is dropped (it is
 rebuilt from the chain), the caller forgets what it noted for the batch, and
 the batch runs again with each transaction making itself durable.
 
-On a fleet's database the batch is one database transaction, each unit of work
-in a savepoint of its own, and one commit (``ledger.edges.postgres.group``).
-If that commit fails, the batch runs again in the same way as on a file.
+On a fleet's database the batch is one database transaction under one hold of
+the fleet-wide chain lock, its units in turn, and one commit
+(``ledger.edges.postgres.group``). If that commit fails, or a unit fails after
+it wrote, the batch runs again one by one as on a file.
 
 Either store may make part of a batch durable early: a unit that runs the
 UsageObserver first lets the chain lock go. ``durable`` is then called, and a
