@@ -17,6 +17,9 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
 * cold ``ledger verdict`` process p50 <= 50 ms;
 * PG store: durable verdicts/s from 8 processes >= 50 % of ``pgbench -c 8 -j 2 -N`` TPS
   on the same server in the same run (beside: warm in-process p50/p99, the file store);
+* PG fleet: 4 gateway hosts (``ledger proxy`` processes on one store, 8 clients each)
+  durable decisions/s (a call's verdict and its record) >= 50 % of ``pgbench -N`` TPS
+  on the same server in the same run, with the decisions per commit beside;
 * verdict time at 1k entries vs the big chain (1M; 20k with --quick): p50 <= 1.2x;
 * inclusion proof at 1M entries (100k with --quick): p50 <= 5 ms, <= 2 log2 n node reads;
   the index build beside verify-chain of the same chain; appends unchanged by the index;
@@ -58,6 +61,7 @@ from run_all_table import (
     gate_rows,
     gateway_rows,
     merkle_rows,
+    pg_fleet_rows,
     pg_rows,
     print_table,
     server_rows,
@@ -72,6 +76,7 @@ SCRIPTS = {
     "gate": "bench_gate.py",
     "merkle": "bench_merkle.py",
     "pg": "bench_pg.py",
+    "pgfleet": "bench_pg_fleet.py",
     "calls": "bench_calls.py",
     "server": "bench_server.py",
     "gateway": "bench_gateway.py",
@@ -177,7 +182,8 @@ def main() -> int:
     if "verify" in results:
         rows += verify_rows(results["verify"], own_ed, cores)
     for name, build in (
-        ("gate", gate_rows), ("merkle", merkle_rows), ("pg", pg_rows), ("calls", calls_rows),
+        ("gate", gate_rows), ("merkle", merkle_rows), ("pg", pg_rows),
+        ("pgfleet", pg_fleet_rows), ("calls", calls_rows),
         ("server", server_rows), ("gateway", gateway_rows),
         ("budgets", budgets_rows), ("sessions", sessions_rows),
     ):  # fmt: skip

@@ -118,6 +118,14 @@ def parse_pg(f: Figures) -> None:
     f.grab("file_rate", rf"file store, 8 processes\s*:\s*{NUM} verdicts/s")
 
 
+def parse_pg_fleet(f: Figures) -> None:
+    f.grab("fleet_tps", rf"pgbench -c 8 -j 2 -T \d+ -N\s*:\s*{NUM} tps")
+    f.grab("fleet_calls", rf"pg fleet, 4 gateway hosts\s*:\s*{NUM} calls/s")
+    f.grab("fleet_decisions", rf"calls/s, {NUM} decisions/s")
+    f.grab("fleet_load", rf"of pgbench\), load average {NUM}")
+    f.grab("fleet_per_commit", rf"decisions per commit\s*:\s*{NUM}")
+
+
 def parse_server(f: Figures) -> None:
     f.grab("floor_ms", rf"python -c pass\s+p50\s+{NUM} ms")
     for key, command in (("verdict", "verdict"), ("hook", "hook pre-tool-use")):
@@ -171,6 +179,7 @@ PARSERS: dict[str, Callable[[Figures], None]] = {
     "gate": parse_gate,
     "merkle": parse_merkle,
     "pg": parse_pg,
+    "pgfleet": parse_pg_fleet,
     "calls": parse_calls,
     "server": parse_server,
     "gateway": parse_gateway,

@@ -148,6 +148,20 @@ def pg_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def pg_fleet_rows(f: Figures) -> list[Row]:
+    v = f.values
+    rate, tps = v.get("fleet_decisions"), v.get("fleet_tps")
+    ratio = rate / tps if rate and tps else None
+    return [
+        Row("PG fleet, 4 gateway hosts: decisions/s", fmt(rate, " /s"),
+            f"pgbench -c 8 -N {fmt(tps, ' tps')}", fmt(None if ratio is None else 100 * ratio, " %", 1),
+            ">= 50 %", status(None if ratio is None else ratio >= 0.5)),
+        Row("  calls/s (verdict + record each); load average",
+            f"{fmt(v.get('fleet_calls'), ' /s')}; {fmt(v.get('fleet_load'), '', 2)}", "", "", "", ""),
+        Row("  decisions per commit", fmt(v.get("fleet_per_commit"), "", 2), "", "", "", ""),
+    ]  # fmt: skip
+
+
 def server_rows(f: Figures) -> list[Row]:
     v = f.values
     floor = fmt(v.get("floor_ms"), " ms", 1)

@@ -11,8 +11,16 @@ every half second, and when the process stops.
 If the group's fsync fails, nothing of the batch was handed back and its
 entries are gone again: derived state written meanwhile is dropped (it is
 rebuilt from the chain), the caller forgets what it noted for the batch, and
-the batch runs again with each transaction making itself durable. A fleet's
-database commits each transaction itself; the batch then runs as it comes.
+the batch runs again with each transaction making itself durable.
+
+On a fleet's database the batch is one database transaction under one hold of
+the fleet-wide chain lock, its units in turn, and one commit
+(``ledger.edges.postgres.group``). If that commit fails, or a unit fails after
+it wrote, the batch runs again one by one as on a file.
+
+Either store may make part of a batch durable early: a unit that runs the
+UsageObserver first lets the chain lock go. ``durable`` is then called, and a
+failure later in the batch means only the units after that point run again.
 """
 
 import contextlib
@@ -24,6 +32,8 @@ from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.groupcommit import GroupCommitError, group_commit, sync_chain
 from ledger.edges.files.keptstate import KeptStates, keeping
 from ledger.edges.locks import exclusive_lock
+from ledger.edges.postgres.db import PgDatabase
+from ledger.edges.postgres.group import GroupCommitError as PgGroupCommitError
 from ledger.errors import ChainIOError, LedgerError
 from ledger.runtime import Runtime
 
@@ -67,11 +77,18 @@ class BatchRunner:
             self._chain_for = (identity, runtime.chain)
         return self._chain_for[1]
 
-    def run(self, work: Callable[[Runtime], R], rolled_back: Callable[[], None]) -> R:
+    def run(
+        self,
+        work: Callable[[Runtime], R],
+        rolled_back: Callable[[], None],
+        durable: Callable[[], None] = lambda: None,
+    ) -> R:
         """``work`` (one batch: each unit in its own transaction) in one group commit; its result.
 
-        ``rolled_back`` is called when the group's fsync failed, before ``work``
-        runs again with each transaction durable on its own.
+        ``durable`` is called whenever every unit run so far is durable.
+        ``rolled_back`` is called when the group's commit failed, before ``work``
+        runs again with each transaction durable on its own: units finished
+        before the last ``durable`` call must not run again.
         """
         self.batches += 1
         try:
@@ -80,10 +97,14 @@ class BatchRunner:
             # No usable configuration here: each unit finds that out itself.
             return work(self.runtime())
         if not isinstance(chain, ChainFile):
-            return work(self.runtime())
+            database = getattr(getattr(chain, "inner", None), "db", None)
+            if not isinstance(database, PgDatabase):
+                return work(self.runtime())
+            return self._run_on_database(database, work, rolled_back, durable)
         try:
             with group_commit(chain) as group, keeping(self._kept):
                 group.after_commit.append(self._write_state_when_due)
+                group.on_durable.append(durable)
                 return work(self.runtime())
         except GroupCommitError as exc:
             self._log(f"group commit failed, running the batch again one by one: {exc}")
@@ -95,6 +116,31 @@ class BatchRunner:
         except ChainIOError:
             # The group could not start (the chain or its lock is unusable):
             # each unit meets that as it would on its own.
+            return work(self.runtime())
+
+    def _run_on_database(
+        self,
+        database: PgDatabase,
+        work: Callable[[Runtime], R],
+        rolled_back: Callable[[], None],
+        durable: Callable[[], None],
+    ) -> R:
+        begun = False
+        try:
+            with database.group() as group:
+                begun = True
+                if group is not None:
+                    group.on_durable.append(durable)
+                return work(self.runtime())
+        except PgGroupCommitError as exc:
+            self._log(f"group commit failed, running the batch again one by one: {exc}")
+            rolled_back()
+            return work(self.runtime())
+        except LedgerError:
+            if begun:
+                raise
+            # The group could not begin (the store is unreachable, the lock
+            # busy): each unit meets that as it would on its own.
             return work(self.runtime())
 
     def _write_state_when_due(self) -> None:

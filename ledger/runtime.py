@@ -3,6 +3,7 @@
 Everything is built lazily, so a command pays only for what it touches.
 """
 
+import contextlib
 import os
 import re
 from contextlib import AbstractContextManager
@@ -183,10 +184,16 @@ class Runtime:
         config = self.config
         # Never while holding the chain lock, even when the resident
         # gate's group commit holds it across a batch of requests.
-        with lock_released(self.home / (CHAIN_FILE + ".lock")):
+        with lock_released(self.home / (CHAIN_FILE + ".lock")), self._fleet_lock_released():
             return run_observer(
                 command, provider, config.observer_timeout_seconds, self.clock, config.observer_env
             )
+
+    def _fleet_lock_released(self) -> AbstractContextManager[None]:
+        """Outside the fleet's chain lock, even between the units of a batch's transaction."""
+        if self.config.store_url is None:
+            return contextlib.nullcontext()
+        return self.database.group_released()
 
     def exclusive(
         self, name: str, wait_seconds: float | None = None

@@ -67,7 +67,7 @@ class PgServer:
         )  # fmt: skip
 
     def start(self) -> None:
-        options = f"-k {self.socket_dir} -c listen_addresses='' -c fsync=on -c max_connections=200"
+        options = f"-k {self.socket_dir} -c listen_addresses='' -c fsync=on -c max_connections=200 -c track_commit_timestamp=on"
         self._run(
             str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", options,
             "-l", str(self.root / "server.log"), "-w", "-t", "60", "start",

@@ -33,6 +33,7 @@ class _Pending:
     loop: asyncio.AbstractEventLoop
     future: "asyncio.Future[Any]"
     outcome: tuple[bool, Any] | None = None  # (succeeded, value or exception)
+    durable: bool = False  # its outcome is final: never run again
 
 
 class Committer:
@@ -93,7 +94,11 @@ class Committer:
                     break
                 batch.append(item)
             try:
-                self._runner.run(functools.partial(self._run_each, batch), _nothing)
+                self._runner.run(
+                    functools.partial(self._run_each, batch),
+                    functools.partial(_forget_undurable, batch),
+                    functools.partial(_mark_durable, batch),
+                )
             except Exception as exc:  # noqa: BLE001 - a bug must not leave requests waiting
                 self._log(f"internal error in a batch: {type(exc).__name__}: {exc}")
                 for pending in batch:
@@ -104,6 +109,8 @@ class Committer:
 
     def _run_each(self, batch: list[_Pending], runtime: Runtime) -> None:
         for pending in batch:
+            if pending.durable:
+                continue
             try:
                 pending.outcome = (True, pending.job(runtime))
                 self.jobs += 1
@@ -111,8 +118,18 @@ class Committer:
                 pending.outcome = (False, exc)
 
 
-def _nothing() -> None:
-    """Nothing of a rolled-back batch was noted outside the chain: its jobs simply run again."""
+def _mark_durable(batch: list[_Pending]) -> None:
+    """Every job that has run so far is durable: a later failure must not run it again."""
+    for pending in batch:
+        if pending.outcome is not None:
+            pending.durable = True
+
+
+def _forget_undurable(batch: list[_Pending]) -> None:
+    """The batch's commit failed: its jobs not yet durable run again, each on its own."""
+    for pending in batch:
+        if not pending.durable:
+            pending.outcome = None
 
 
 def _hand_back(batch: list[_Pending]) -> None:

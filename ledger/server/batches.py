@@ -42,11 +42,17 @@ class Batches:
         def decide(_runtime: Runtime) -> list[bytes]:
             return self._run_each(requests)
 
+        durable: set[str] = set()
+
         def forget() -> None:
             for request in requests:
-                self._answered.pop(request.request_id, None)
+                if request.request_id not in durable:
+                    self._answered.pop(request.request_id, None)
 
-        return self._runner.run(decide, forget)
+        def made_durable() -> None:
+            durable.update(r.request_id for r in requests if r.request_id in self._answered)
+
+        return self._runner.run(decide, forget, made_durable)
 
     def close(self) -> None:
         """Write the state kept in memory (under the chain lock), before the server exits."""

@@ -58,6 +58,7 @@ class GroupCommit:
         "created",
         "held",
         "identity",
+        "on_durable",
         "pending",
         "start_size",
     )
@@ -78,6 +79,9 @@ class GroupCommit:
         # Run once the group is durable, still under its lock (derived state
         # kept in memory during the group is written here).
         self.after_commit: list[Callable[[], None]] = []
+        # Run when the group's appends so far were made durable early (before
+        # the lock is let go for a wait): a failure later cuts off only what follows.
+        self.on_durable: list[Callable[[], None]] = []
 
     def appended(self, *, created: bool) -> None:
         """A transaction wrote a whole line; it becomes durable at ``commit``."""
@@ -119,6 +123,8 @@ class GroupCommit:
         if not self.held or self._lock_path is None or not self._sync_pending():
             yield
             return
+        for hook in self.on_durable:
+            hook()
         self.let_go()
         try:
             yield

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
@@ -30,9 +31,13 @@ from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
 if TYPE_CHECKING:
     import psycopg
 
+    from ledger.edges.postgres.group import PgGroup
+
 SCHEMA_VERSION = 3
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
+# Values kept between the units of a group (see ``_unit``).
+_GROUP_MEMO = ("trust",)
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
 
 
@@ -68,6 +73,7 @@ class _Shared:
         self.cursors = 0
         self.memo: dict[str, Any] = {}
         self.abandoned: list[Any] = []
+        self.group: PgGroup | None = None  # a batch's transaction open at depth 1
 
 
 _SHARED: dict[tuple[str, str, int], _Shared] = {}
@@ -225,6 +231,10 @@ class PgDatabase:
 
         shared = self._shared
         with shared.lock:
+            if shared.group is not None and shared.depth == 1:
+                with self._unit(shared.group) as conn:
+                    yield conn
+                return
             if shared.depth > 0 and shared.conn is not None:
                 yield shared.conn
                 return
@@ -254,9 +264,25 @@ class PgDatabase:
         """
         shared = self._shared
         with shared.lock:
-            conn = shared.conn if shared.depth > 0 and shared.conn is not None else None
-            if conn is None:
+            if shared.group is not None and shared.depth == 1:
+                # Between a batch's units: a failed statement must not fail the group.
+                with self.transaction():
+                    return self.execute(sql, params)
+            if shared.group is not None and sql.lstrip()[:6].upper() != "SELECT":
+                # (``recover`` also writes, through a function, but never in a batch.)
+                shared.group.wrote = True
+            if shared.depth == 0:
                 conn = self._connection()
+            elif shared.group is not None:
+                conn = shared.group.check()
+            elif shared.conn is None or shared.conn.closed or shared.conn.broken:
+                # Never on a new connection: it would hold neither the lock nor
+                # what the transaction did before.
+                raise StoreUnreachableError(
+                    f"store {self.display} unreachable: the connection was lost mid-transaction"
+                )
+            else:
+                conn = shared.conn
             try:
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if cursor.description is not None else []
@@ -290,13 +316,82 @@ class PgDatabase:
             except Exception as exc:
                 raise self.translate(exc) from exc
 
+    @contextlib.contextmanager
+    def _unit(self, group: "PgGroup") -> Iterator["psycopg.Connection[Any]"]:
+        """One unit of a group, in the group's transaction.
+
+        No savepoint (two more round trips each, under the fleet-wide lock): a
+        unit that fails after it wrote, or leaves the transaction failed, fails
+        the whole group instead, and the units not yet durable run again one
+        by one, each all or nothing in its own transaction.
+        """
+        import psycopg
+
+        conn = group.check()
+        shared = self._shared
+        outer = shared.memo
+        shared.depth += 1
+        # The trust store is changed only under the chain lock the group holds,
+        # so what one unit read stays true for the next.
+        shared.memo = {key: outer[key] for key in _GROUP_MEMO if key in outer}
+        group.wrote = False
+        kept = False
+        try:
+            yield conn
+            kept = True
+        finally:
+            shared.depth -= 1
+            inner, shared.memo = shared.memo, outer
+            for key in _GROUP_MEMO:
+                if kept and key in inner:
+                    outer[key] = inner[key]
+                else:  # changed inside, or failed: read it again
+                    outer.pop(key, None)
+            failed = conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+            if failed or (not kept and group.wrote):
+                group.fail(ChainIOError(f"store {self.display}: a decision failed half-way"))
+        if failed:
+            raise ChainIOError(f"store {self.display}: the transaction failed")
+
+    def group(self) -> AbstractContextManager["PgGroup | None"]:
+        """Run the block's transactions as one group (``ledger.edges.postgres.group``)."""
+        from ledger.edges.postgres.group import grouped
+
+        return grouped(self, self._shared)
+
+    def group_released(self) -> AbstractContextManager[None]:
+        """Outside the chain lock for the block, even between the units of a group."""
+        from ledger.edges.postgres.group import released
+
+        return released(self._shared)
+
+    def connection(self) -> "psycopg.Connection[Any]":
+        """This process's connection (opened when needed), outside any transaction.
+
+        Raises:
+            StoreUnreachableError, StoreSchemaError: as ``transaction``.
+        """
+        return self._connection()
+
+    def appended(self, seq: int, entry_hash: str) -> None:
+        """Note a row just inserted, for the group this process runs (if any)."""
+        group = self._shared.group
+        if group is not None:
+            group.appended(seq, entry_hash)
+
+    def lock_chain_on(self, conn: "psycopg.Connection[Any]") -> None:
+        """Take the chain's advisory lock on ``conn``, in its open transaction."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+
     def lock_chain(self) -> None:
         """Take the chain's advisory lock until the transaction ends (SPEC §8).
 
         One writer at a time per schema, across every host; released by the
-        commit or rollback, or by the server when the client dies.
+        commit or rollback, or by the server when the client dies. A group's
+        transaction took it once for all its units.
         """
-        self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+        if self._shared.group is None:
+            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
 
     # --- the schema -------------------------------------------------------------
 

@@ -139,6 +139,7 @@ class PgChainTx:
             " VALUES (%s, %s, %s, %s, %s, %s)",
             (seq, end, entry_hash, ts_utc, event_type, line),
         )
+        self._db.appended(seq, entry_hash)
         self._head = PgHead(entry_hash, ts_utc, end, event_type, seq)
         self._head_read = True
 
