@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -56,7 +57,7 @@ def _fleet(root: Path, url: str, schema: str, upstream: Upstream) -> list[Path]:
     return homes
 
 
-def _entries(pg_server, schema: str) -> list[dict]:
+def _entries(pg_server, schema: str) -> list[dict[str, Any]]:
     rows = pg_server.sql(f'SELECT line FROM "{schema}".chain ORDER BY seq')
     return [json.loads(bytes(line)) for (line,) in rows]
 

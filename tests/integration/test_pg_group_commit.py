@@ -10,6 +10,7 @@ counts a decision.
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ class FailedUnitError(Exception):
 
 
 @pytest.fixture
-def host(pg_server, pg_store_env, tmp_path) -> Path:
+def host(pg_server, pg_store_env, tmp_path: Path) -> Path:
     home = tmp_path / "host"
     init_host(home, pg_server.url, pg_store_env["LEDGER_STORE_SCHEMA"])
     return home
@@ -42,7 +43,7 @@ def _runner(home: Path, **env: str) -> tuple[BatchRunner, list[str]]:
     return BatchRunner(home, {"LEDGER_NOW": NOW, **env}, logged.append), logged
 
 
-def _verdict_rows(pg_server, schema: str) -> list[tuple[dict, str, object]]:
+def _verdict_rows(pg_server, schema: str) -> list[tuple[dict[str, Any], str, object]]:
     """Each verdict row: its entry, its hash, and when its transaction committed."""
     rows = pg_server.sql(
         f'SELECT line, pg_xact_commit_timestamp(xmin) FROM "{schema}".chain ORDER BY seq'
@@ -59,7 +60,7 @@ def _verdict_rows(pg_server, schema: str) -> list[tuple[dict, str, object]]:
 def test_a_batch_of_verdicts_is_one_commit(host, pg_server, pg_store_env):
     runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
 
-    def batch(runtime: Runtime) -> list[object]:
+    def batch(runtime: Runtime) -> list[Any]:
         return [check_verdict(runtime, micros) for micros in (1_000_000, 2_000_000, 3_000_000)]
 
     outcomes = runner.run(batch, lambda: None)
@@ -80,8 +81,8 @@ def test_a_unit_that_fails_after_writing_leaves_nothing_and_every_other_lands_on
             check_verdict(runtime, 7_000_000)
             raise FailedUnitError
 
-    def batch(runtime: Runtime) -> list[object]:
-        outcomes: list[object] = [check_verdict(runtime, 1_000_000)]
+    def batch(runtime: Runtime) -> list[Any]:
+        outcomes: list[Any] = [check_verdict(runtime, 1_000_000)]
         with pytest.raises(FailedUnitError):
             failing(runtime)
         outcomes += [check_verdict(runtime, 2_000_000), check_verdict(runtime, 3_000_000)]
@@ -130,7 +131,7 @@ def test_the_billing_observer_runs_outside_the_fleet_lock_after_the_batch_so_far
     runner, _ = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="1")
     durable: list[int] = []
 
-    def batch(runtime: Runtime) -> list[object]:
+    def batch(runtime: Runtime) -> list[Any]:
         first = check_verdict(runtime, 5_000_000)  # 10 % of the $50 cap: no reading needed
         return [first, check_verdict(runtime, 1_000_000)]
 
@@ -153,8 +154,8 @@ def test_a_batch_whose_connection_dies_before_its_commit_runs_again_and_counts_e
     runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
     killed: list[int] = []
 
-    def batch(runtime: Runtime) -> list[object]:
-        outcomes: list[object] = [check_verdict(runtime, 1_000_000)]
+    def batch(runtime: Runtime) -> list[Any]:
+        outcomes: list[Any] = [check_verdict(runtime, 1_000_000)]
         if not killed:  # the database drops the connection once (waiting until it is gone)
             killed.extend(
                 row[0]
@@ -192,7 +193,7 @@ def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
     runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="1")
     # What the gateway and the resident gate do: a unit durable is never run again.
     amounts = [5_000_000, 1_000_000, 2_000_000]
-    outcomes: dict[int, object] = {}
+    outcomes: dict[int, Any] = {}
     durable: set[int] = set()
     killed: list[bool] = []
 
