@@ -28,7 +28,10 @@ elif ! command -v chromium >/dev/null; then
 fi
 # The real agent CLIs the tests drive (Claude Code, Codex CLI, Gemini CLI), from
 # npm at pinned versions into a cache that later runs reuse; without npm those
-# tests are skipped and say so.
+# tests are skipped and say so. Node and npm come from Debian's packages when missing.
+if ! command -v npm >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
 if command -v npm >/dev/null; then
   "$VENV/bin/python" -m tests.agents_cli.clis >/dev/null
 else
