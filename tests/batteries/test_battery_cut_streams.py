@@ -16,6 +16,9 @@ import pytest
 
 from tests.batteries.common import summary
 from tests.gateway.helpers import (
+    STREAM_ESTIMATE_MICROS,
+    STREAM_EVENTS,
+    STREAM_FULL_MICROS,
     STREAM_ROUTES,
     Proxy,
     Upstream,
@@ -29,17 +32,7 @@ from tests.gateway.helpers import (
 )
 
 pytestmark = pytest.mark.timeout(900)
-EVENTS = {"messages": 6, "chat_completions": 4, "responses": 3}
-FULL = {
-    "messages": micros("anthropic/claude-test", 1000, 700),
-    "chat_completions": micros("openai/gpt-test", 2000, 500),
-    "responses": micros("openai/gpt-test", 3000, 900),
-}
-ESTIMATE = {
-    "messages": micros("anthropic/claude-test", 1, 1000),
-    "chat_completions": micros("openai/gpt-test", 1, 1000),
-    "responses": micros("openai/gpt-test", 1, 1000),
-}
+EVENTS, FULL, ESTIMATE = STREAM_EVENTS, STREAM_FULL_MICROS, STREAM_ESTIMATE_MICROS
 # Usage reported before the final event: Messages' message_start (input, 1 output token).
 RECEIVED_EARLY = {"messages": micros("anthropic/claude-test", 1000, 1)}
 

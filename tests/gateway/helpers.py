@@ -192,6 +192,18 @@ STREAM_ROUTES = {
     "responses": ("/v1/responses", "openai/gpt-test"),
 }
 
+# Data events of each route's stream, its full usage, and a request's estimate
+# (one input token, "hi", and the request's 1,000 output tokens).
+STREAM_EVENTS = {"messages": 6, "chat_completions": 4, "responses": 3}
+STREAM_FULL_MICROS = {
+    "messages": micros("anthropic/claude-test", 1000, 700),
+    "chat_completions": micros("openai/gpt-test", 2000, 500),
+    "responses": micros("openai/gpt-test", 3000, 900),
+}
+STREAM_ESTIMATE_MICROS = {
+    kind: micros(model, 1, 1000) for kind, (_path, model) in STREAM_ROUTES.items()
+}
+
 
 def stream_body(kind: str) -> bytes:
     """A streamed request of route ``kind`` whose input estimate is one token ("hi")."""

@@ -16,6 +16,9 @@ import httpx
 import pytest
 
 from tests.gateway.helpers import (
+    STREAM_ESTIMATE_MICROS,
+    STREAM_EVENTS,
+    STREAM_FULL_MICROS,
     STREAM_ROUTES,
     Proxy,
     Upstream,
@@ -29,20 +32,9 @@ from tests.gateway.helpers import (
 
 pytestmark = pytest.mark.timeout(300)
 ROUTES = list(STREAM_ROUTES)
-# Data events of each stream, and how many of them come with or after its final usage.
-EVENTS = {"messages": 6, "chat_completions": 4, "responses": 3}
+EVENTS, FULL, ESTIMATE = STREAM_EVENTS, STREAM_FULL_MICROS, STREAM_ESTIMATE_MICROS
+# How many of each stream's data events come with or after its final usage.
 FINAL = {"messages": 2, "chat_completions": 2, "responses": 1}
-FULL = {
-    "messages": micros("anthropic/claude-test", 1000, 700),
-    "chat_completions": micros("openai/gpt-test", 2000, 500),
-    "responses": micros("openai/gpt-test", 3000, 900),
-}
-# One input token ("hi") and the request's 1,000 output tokens.
-ESTIMATE = {
-    "messages": micros("anthropic/claude-test", 1, 1000),
-    "chat_completions": micros("openai/gpt-test", 1, 1000),
-    "responses": micros("openai/gpt-test", 1, 1000),
-}
 
 
 @contextlib.contextmanager
