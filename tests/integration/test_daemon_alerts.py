@@ -205,12 +205,14 @@ def test_a_trickling_webhook_holds_back_no_other_and_no_log_shows_a_secret(home:
         env["LEDGER_ALERTS"] = json.dumps(
             [{"url": f"http://127.0.0.1:{slow.port}/slow/path"}, {"url": secret}]
         )
-        env["LEDGER_ALERTS_TIMEOUT_SECONDS"] = "2"
+        # The slow webhook trickles for ever, so any deadline proves the point; 5 s
+        # leaves a healthy POST room on a loaded machine (its deadline is the same).
+        env["LEDGER_ALERTS_TIMEOUT_SECONDS"] = "5"
         with daemon(home, env) as lines:
             assert verdict(home, env, "9.5") == 0  # warn-90
-            assert hook.wait_for(1)
+            assert hook.wait_for(1, timeout=90)
             assert verdict(home, env, "1") == 1  # halt-100
-            bodies = hook.wait_for(2)
+            bodies = hook.wait_for(2, timeout=90)
             assert [b["event"] for b in bodies] == ["warn", "halt"]
             assert lines.wait_for(f"alert to http://127.0.0.1:{slow.port}/… failed (no answer")
             assert lines.wait_for(f"alert sent to http://127.0.0.1:{port}/…: halt aggregate")
