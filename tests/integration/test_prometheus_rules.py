@@ -8,7 +8,9 @@ import pytest
 yaml = pytest.importorskip("yaml")
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "ledger-alerts.yml"
-METRICS_SOURCE = Path(__file__).resolve().parents[2] / "ledger" / "cli" / "metrics_command.py"
+METRICS_SOURCE = (
+    Path(__file__).resolve().parents[2] / "ledger" / "cli" / "operator" / "metrics_command.py"
+)
 
 
 def test_rules_parse_and_name_only_metrics_that_exist():
