@@ -10,6 +10,7 @@ forwarded as they are, as are the paths an operator lists in
 """
 
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ from ledger.gateway.relay import (
 from ledger.providers import (
     RequestRefused,
     UsageReader,
-    bound_web_searches,
+    bound_document_searches,
     compatible_route,
     estimate_request,
     route,
@@ -235,12 +236,17 @@ class Gateway:
             )
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        # Bounded in the parsed request (read once): every body built from it below keeps it.
+        bounded, searches = bound_document_searches(
+            found, estimate.document, self.settings.server_tool_max_uses
+        )
         if not estimate.limit_given:
             # The limit the estimate assumed is the one the upstream must enforce.
             body = limited_body(
                 found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
             )
-        body, searches = bound_web_searches(found, body, self.settings.server_tool_max_uses)
+        elif bounded:
+            body = json.dumps(estimate.document, ensure_ascii=False).encode("utf-8")
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
@@ -266,8 +272,6 @@ class Gateway:
             # Admitted at a lower output limit than asked: the upstream must enforce it.
             limit = clamped // estimate.choices
             body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
-            # The body is rebuilt from the request as sent: bound its server tools again.
-            body, _ = bound_web_searches(found, body, self.settings.server_tool_max_uses)
             headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,

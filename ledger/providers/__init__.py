@@ -18,7 +18,7 @@ from ledger.providers.routes import (
     error_body,
     route,
 )
-from ledger.providers.server_tools import bound_web_searches
+from ledger.providers.server_tools import bound_document_searches, bound_web_searches
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 from ledger.providers.usage import UsageReader
 
@@ -32,6 +32,7 @@ __all__ = [
     "ServerSentEvent",
     "Settlement",
     "UsageReader",
+    "bound_document_searches",
     "bound_web_searches",
     "client_route",
     "compatible_route",

@@ -36,6 +36,20 @@ def bound_web_searches(route: Route, body: bytes, default_max_uses: int) -> tupl
         return body, 0
     if not isinstance(document, dict):
         return body, 0
+    changed, searches = bound_document_searches(route, document, default_max_uses)
+    if not changed:
+        return body, searches
+    return json.dumps(document, ensure_ascii=False).encode("utf-8"), searches
+
+
+def bound_document_searches(
+    route: Route, document: dict[str, Any], default_max_uses: int
+) -> tuple[bool, int]:
+    """Bound every web search of a parsed request in place: whether it changed, and the most.
+
+    The gateway, which has parsed the request for its estimate already, uses
+    this form, so the body is read once per call.
+    """
     given = document.get("tools")
     tools: list[Any] = given if isinstance(given, list) else []
     searching = [tool for tool in tools if _is_web_search(tool)]
@@ -54,6 +68,4 @@ def bound_web_searches(route: Route, body: bytes, default_max_uses: int) -> tupl
         searches = document["max_tool_calls"]
     elif route.kind == "chat_completions" and document.get("web_search_options") is not None:
         searches = 1
-    if not changed:
-        return body, searches
-    return json.dumps(document, ensure_ascii=False).encode("utf-8"), searches
+    return changed, searches
