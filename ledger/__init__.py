@@ -11,10 +11,9 @@ __version__ = "0.1.0"
 # checkers see the real names.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ledger.api import Guard, Ledger, Record, Usage, Verdict
+    from ledger.api import BudgetHalted, Guard, Ledger, Record, Usage, Verdict
     from ledger.api import open_book as open  # noqa: A004 - SPEC §7 names it ledger.open
     from ledger.errors import (
-        BudgetHalted,
         BudgetWarning,
         ConfigError,
         LedgerError,
@@ -30,7 +29,7 @@ _LAZY = {
     "Record": ("ledger.api", "Record"),
     "Usage": ("ledger.api", "Usage"),
     "Guard": ("ledger.api", "Guard"),
-    "BudgetHalted": ("ledger.errors", "BudgetHalted"),
+    "BudgetHalted": ("ledger.api", "BudgetHalted"),
     "BudgetWarning": ("ledger.errors", "BudgetWarning"),
     "LedgerError": ("ledger.errors", "LedgerError"),
     "UsageError": ("ledger.errors", "UsageError"),

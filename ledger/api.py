@@ -23,7 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ledger.errors import BudgetHalted, BudgetWarning, LedgerError
+from ledger.core.halt_text import halt_message
+from ledger.errors import EXIT_HALT, BudgetWarning, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
 from ledger.services.gate.calls import amount
@@ -50,6 +51,16 @@ class Answer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._document!r})"
+
+
+class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
+    """A verdict halted the call (``halt-100`` or ``halt-uncertainty``); ``.verdict`` holds it."""
+
+    exit_code = EXIT_HALT
+
+    def __init__(self, verdict: Any) -> None:
+        super().__init__(halt_message(verdict))
+        self.verdict = verdict
 
 
 class Verdict(Answer):

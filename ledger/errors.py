@@ -5,7 +5,7 @@ line on stderr and its ``exit_code``. Halts are not errors: a halt is a
 decision value, and only malformed input or failed I/O raise.
 """
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -151,56 +151,6 @@ class UsageObjectInvalidError(UsageError):
 
 class GatewayKeyError(LedgerError):
     """A presented gateway key is unknown, revoked or expired (the gateway answers 401)."""
-
-
-def usd_text(micros: int) -> str:
-    """Micro-USD for people: whole cents, or more digits when the cents would hide the amount."""
-    whole, fraction = divmod(abs(micros), 1_000_000)
-    digits = f"{fraction:06d}".rstrip("0").ljust(2, "0")
-    return f"{'-' if micros < 0 else ''}${whole}.{digits}"
-
-
-def halt_message(verdict: Any) -> str:
-    """One sentence on a halt: verdict, reason, deciding cap, used, reserved, cap, estimate.
-
-    ``verdict`` is the ``ledger verdict`` document (a mapping) or an object with
-    its fields as attributes.
-    """
-
-    def field(name: str) -> Any:
-        if isinstance(verdict, dict):
-            return verdict.get(name)
-        return getattr(verdict, name, None)
-
-    def money(name: str) -> str:
-        micros = field(name)
-        return usd_text(micros) if isinstance(micros, int) else "unknown"
-
-    what = field("verdict") or "halt"
-    reason = field("uncertainty_reason")
-    if reason is None and what == "halt-100":
-        projected = field("usage_pct")
-        reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
-    text = f"{what}" + (f" ({reason})" if reason else "")
-    text += (
-        f": the deciding cap {field('deciding_cap') or 'unknown'} of {money('daily_cap_micros')} "
-        f"has {money('usd_used_micros')} used and {money('usd_reserved_micros')} reserved, "
-        f"and this call's estimate is {money('estimated_micros')}"
-    )
-    diagnostic = field("diagnostic")
-    if diagnostic:
-        text += f" — {diagnostic}"
-    return text
-
-
-class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
-    """A verdict halted the call (``halt-100`` or ``halt-uncertainty``); ``.verdict`` holds it."""
-
-    exit_code = EXIT_HALT
-
-    def __init__(self, verdict: Any) -> None:
-        super().__init__(halt_message(verdict))
-        self.verdict = verdict
 
 
 class BudgetWarning(UserWarning):

@@ -6,8 +6,8 @@ from typing import Any
 import httpx
 from starlette.responses import JSONResponse
 
+from ledger.core.halt_text import halt_message as halt_text
 from ledger.core.proxy_config import ProxySettings
-from ledger.errors import halt_message as halt_text
 from ledger.gateway.caller import CREDENTIAL_HEADERS, LEDGER_HEADER_PREFIX, Caller
 from ledger.providers import error_body
 

@@ -28,8 +28,8 @@ import zlib
 from decimal import Decimal
 from typing import Any
 
-from ledger.api import Ledger
-from ledger.errors import BudgetHalted, BudgetWarning, LedgerError, UsageObjectInvalidError
+from ledger.api import BudgetHalted, Ledger
+from ledger.errors import BudgetWarning, LedgerError, UsageObjectInvalidError
 from ledger.providers import (
     Route,
     UsageReader,

@@ -1,7 +1,7 @@
 """The one-sentence halt message the SDK guards raise and the gateway answers with."""
 
 import ledger
-from ledger.errors import halt_message, usd_text
+from ledger.core.halt_text import halt_message, usd_text
 
 
 class TestUsdText:

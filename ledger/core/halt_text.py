@@ -1,0 +1,48 @@
+"""A halted verdict in one sentence: what the SDK guards raise and the gateway answers with.
+
+The sentence names the verdict, its reason, the deciding cap and its figures
+(used, reserved, cap) and the call's estimate, so a caller sees why nothing
+was sent without running ``ledger explain``.
+"""
+
+from typing import Any
+
+
+def usd_text(micros: int) -> str:
+    """Micro-USD for people: whole cents, or more digits when the cents would hide the amount."""
+    whole, fraction = divmod(abs(micros), 1_000_000)
+    digits = f"{fraction:06d}".rstrip("0").ljust(2, "0")
+    return f"{'-' if micros < 0 else ''}${whole}.{digits}"
+
+
+def halt_message(verdict: Any) -> str:
+    """One sentence on a halt: verdict, reason, deciding cap, used, reserved, cap, estimate.
+
+    ``verdict`` is the ``ledger verdict`` document (a mapping) or an object with
+    its fields as attributes.
+    """
+
+    def field(name: str) -> Any:
+        if isinstance(verdict, dict):
+            return verdict.get(name)
+        return getattr(verdict, name, None)
+
+    def money(name: str) -> str:
+        micros = field(name)
+        return usd_text(micros) if isinstance(micros, int) else "unknown"
+
+    what = field("verdict") or "halt"
+    reason = field("uncertainty_reason")
+    if reason is None and what == "halt-100":
+        projected = field("usage_pct")
+        reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
+    text = f"{what}" + (f" ({reason})" if reason else "")
+    text += (
+        f": the deciding cap {field('deciding_cap') or 'unknown'} of {money('daily_cap_micros')} "
+        f"has {money('usd_used_micros')} used and {money('usd_reserved_micros')} reserved, "
+        f"and this call's estimate is {money('estimated_micros')}"
+    )
+    diagnostic = field("diagnostic")
+    if diagnostic:
+        text += f" — {diagnostic}"
+    return text
