@@ -1,6 +1,7 @@
 """SPEC §4, row by row and at every boundary, through the pure ``decide``."""
 
 import datetime as dt
+import json
 from fractions import Fraction
 
 import pytest
@@ -192,3 +193,29 @@ class TestDecidingScope:
     def test_tie_keeps_aggregate(self):
         """On a tie the aggregate (listed first) decides."""
         assert deciding_scope([scope(50), scope(5, cap=10, key="provider:x")], 0).key == "aggregate"
+
+
+class TestVerdictKind:
+    def test_admits_and_halts_split_the_four_verdicts(self):
+        """``allow`` and ``warn-90`` admit; ``halt-100`` and ``halt-uncertainty`` halt."""
+        assert [v for v in Verdict if v.admits] == [Verdict.ALLOW, Verdict.WARN_90]
+        assert [v for v in Verdict if v.halts] == [Verdict.HALT_100, Verdict.HALT_UNCERTAINTY]
+
+    def test_a_verdict_prints_as_the_text_the_json_carries(self):
+        """A ``str`` enum: the CLI's JSON and any f-string keep the verdict's text."""
+        assert json.dumps({"verdict": Verdict.WARN_90}) == '{"verdict": "warn-90"}'
+        assert f"{Verdict.HALT_100}" == "halt-100"
+
+    @pytest.mark.parametrize("text", ["allow", "warn-90", "halt-100", "halt-uncertainty"])
+    def test_read_gives_the_verdict_the_text_names(self, text):
+        assert Verdict.read(text) is Verdict(text)
+        assert Verdict.named(text) is Verdict(text)
+
+    @pytest.mark.parametrize(
+        "text", ["ALLOW", "allow ", "warn_90", "admit", "", None, 1, ["allow"]]
+    )
+    def test_an_unknown_verdict_reads_as_a_halt(self, text):
+        """Fail-closed: a verdict text this release does not know never admits."""
+        assert Verdict.named(text) is None
+        assert Verdict.read(text) is Verdict.HALT_UNCERTAINTY
+        assert not Verdict.read(text).admits
