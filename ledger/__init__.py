@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 # checkers see the real names.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ledger.api import BudgetHalted, Guard, Ledger, Record, Usage, Verdict
+    from ledger.api import BudgetHalted, Guard, Ledger, Record, Usage, Verdict, VerdictKind
     from ledger.api import open_book as open  # noqa: A004 - SPEC §7 names it ledger.open
     from ledger.errors import (
         BudgetWarning,
@@ -29,6 +29,7 @@ _LAZY = {
     "Record": ("ledger.api", "Record"),
     "Usage": ("ledger.api", "Usage"),
     "Guard": ("ledger.api", "Guard"),
+    "VerdictKind": ("ledger.core.verdict_kind", "Verdict"),
     "BudgetHalted": ("ledger.api", "BudgetHalted"),
     "BudgetWarning": ("ledger.errors", "BudgetWarning"),
     "LedgerError": ("ledger.errors", "LedgerError"),
@@ -51,6 +52,7 @@ __all__ = [  # names bound lazily by __getattr__
     "Usage",
     "UsageError",
     "Verdict",
+    "VerdictKind",
     "__version__",
     "open",
 ]

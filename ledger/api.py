@@ -23,13 +23,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ledger.core import verdict_kind
 from ledger.core.halt_text import halt_message
 from ledger.errors import EXIT_HALT, BudgetWarning, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
 from ledger.services.gate.calls import amount
 
-ADMITTING = frozenset({"allow", "warn-90"})
+# The gate's four answers, typed: ``Verdict.kind`` is one of them.
+VerdictKind = verdict_kind.Verdict
 log = logging.getLogger("ledger")
 
 
@@ -64,14 +66,21 @@ class BudgetHalted(LedgerError):  # noqa: N818 - SPEC §7 names it
 
 
 class Verdict(Answer):
-    """A pre-call decision; ``allowed`` is true for ``allow`` and ``warn-90``."""
+    """A pre-call decision; ``allowed`` is true for ``allow`` and ``warn-90``.
+
+    ``kind`` is the verdict typed (a ``VerdictKind``, equal to its text), read
+    once from the document: a verdict text this release does not know reads
+    as ``halt-uncertainty``, so it is never allowed.
+    """
+
+    def __init__(self, document: dict[str, Any], kind: VerdictKind | None = None) -> None:
+        super().__init__(document)
+        self.kind = VerdictKind.read(document.get("verdict")) if kind is None else kind
 
     @property
     def allowed(self) -> bool:
         """Whether the call may go ahead (and was reserved)."""
-        return bool(
-            self._document.get("verdict") in ADMITTING and self._document.get("verdict_ref")
-        )
+        return self.kind.admits and bool(self._document.get("verdict_ref"))
 
 
 class Record(Answer):
@@ -148,7 +157,7 @@ class Ledger:
         decided = request_verdict(
             self._runtime, estimate, searches=searches, cycle_id=cycle_id, agent=agent
         )
-        return Verdict(decided.document)
+        return Verdict(decided.document, decided.verdict)
 
     def record(
         self,
@@ -257,7 +266,7 @@ class Guard:
         )  # fmt: skip
         if not self.verdict.allowed:
             raise BudgetHalted(self.verdict)
-        if self.verdict.verdict == "warn-90":
+        if self.verdict.kind is VerdictKind.WARN_90:
             # As the SDK guards do: a warning the caller's filters may show,
             # log, or make an error (then the block does not run).
             what = self.provider if self.model is None else f"{self.provider}/{self.model}"

@@ -21,6 +21,7 @@ from typing import Any
 from ledger.core.events import schema_errors
 from ledger.core.timefmt import parse_ts, utc_day
 from ledger.core.units import usd_to_micros
+from ledger.core.verdict_kind import Verdict
 
 OUR_NAMESPACES = frozenset(
     {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway"}
@@ -175,7 +176,7 @@ def _from_loa(event_type: str, payload: dict[str, Any]) -> Foldable | str | None
         if event_type == "budget.reconcile" and "counter_usd" in payload:
             return _loa_reconcile(payload)
         if event_type in LOA_VERDICTS and "estimated_usd_for_call" in payload:
-            if payload.get("verdict") not in {"allow", "warn-90", "halt-100", "halt-uncertainty"}:
+            if Verdict.named(payload.get("verdict")) is None:
                 return "loa verdict without a verdict"
             return Foldable({})
     except (ValueError, TypeError, KeyError) as exc:

@@ -7,6 +7,8 @@ was sent without running ``ledger explain``.
 
 from typing import Any
 
+from ledger.core.verdict_kind import Verdict
+
 
 def usd_text(micros: int) -> str:
     """Micro-USD for people: whole cents, or more digits when the cents would hide the amount."""
@@ -19,7 +21,8 @@ def halt_message(verdict: Any) -> str:
     """One sentence on a halt: verdict, reason, deciding cap, used, reserved, cap, estimate.
 
     ``verdict`` is the ``ledger verdict`` document (a mapping) or an object with
-    its fields as attributes.
+    its fields as attributes (the Python API's ``Verdict``, whose ``kind`` is
+    the verdict already read). The verdict's text is shown as given.
     """
 
     def field(name: str) -> Any:
@@ -32,8 +35,11 @@ def halt_message(verdict: Any) -> str:
         return usd_text(micros) if isinstance(micros, int) else "unknown"
 
     what = field("verdict") or "halt"
+    kind = field("kind")
+    if not isinstance(kind, Verdict):
+        kind = Verdict.read(field("verdict"))
     reason = field("uncertainty_reason")
-    if reason is None and what == "halt-100":
+    if reason is None and kind is Verdict.HALT_100:
         projected = field("usage_pct")
         reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
     text = f"{what}" + (f" ({reason})" if reason else "")

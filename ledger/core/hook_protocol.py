@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 from ledger.core.refs import short_ref
 from ledger.core.timefmt import parse_ts
+from ledger.core.verdict_kind import Verdict
 
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
@@ -272,14 +273,15 @@ def _budget_lift(entry: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
     return f"spend resumes when budget {name}'s {period} ends{f' ({end})' if end else ''}"
 
 
-def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
+def halt_lift(verdict: Verdict, document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
     """What lifts a halt verdict, in words: when the day or budget period turns, or which command.
 
-    A halt decided by a ``[[budgets]]`` budget lifts when its period ends, or
-    for a rolling window when enough spend leaves it.
+    ``verdict`` is the document's verdict, read once by the caller. A halt
+    decided by a ``[[budgets]]`` budget lifts when its period ends, or for a
+    rolling window when enough spend leaves it.
     """
     next_day = _next_budget_day(document, zone, zone_name)
-    if document.get("verdict") == "halt-100":
+    if verdict is Verdict.HALT_100:
         budget = _deciding_budget(document)
         if budget is not None:
             return _budget_lift(budget, zone, zone_name)
@@ -308,17 +310,19 @@ def halt_lift(document: dict[str, Any], zone: dt.tzinfo, zone_name: str) -> str:
     return f"this halt stays until {lift}"
 
 
-def usd_verdict_reason(document: dict[str, Any], refused: str = "tool call refused") -> str:
+def usd_verdict_reason(
+    verdict: Verdict, document: dict[str, Any], refused: str = "tool call refused"
+) -> str:
     """A USD verdict in one sentence for the agent (and the user) to read.
 
-    ``refused`` says what a halt refuses (a tool call, a prompt); what lifts
-    the halt is added by the caller, who knows the budget day's zone.
+    ``verdict`` is the document's verdict, read once by the caller. ``refused``
+    says what a halt refuses (a tool call, a prompt); what lifts the halt is
+    added by the caller, who knows the budget day's zone.
     """
-    verdict = document.get("verdict")
     ref = short_ref(str(document.get("verdict_ref") or "not recorded"))
     # A halt found without asking for a verdict (PostToolUse, Stop) has no ref.
     sealed = "verdict_ref" in document
-    if verdict == "halt-uncertainty":
+    if verdict is Verdict.HALT_UNCERTAINTY:
         return (
             f"ledger: USD budget halt-uncertainty ({document.get('uncertainty_reason')}): "
             f"{document.get('diagnostic')}; {refused} (fail-closed"
@@ -334,7 +338,7 @@ def usd_verdict_reason(document: dict[str, Any], refused: str = "tool call refus
         f"{f', next call ~{_dollars(estimate)}' if estimate else ''}"
         f"{'' if pct is None else f' ({pct:.1f}% projected)'}"
     )
-    if verdict == "halt-100":
+    if verdict is Verdict.HALT_100:
         day = document.get("budget_day") or document.get("utc_day")
         return (
             f"ledger: USD budget halt-100 for {day}: {figures}; "

@@ -28,7 +28,7 @@ import zlib
 from decimal import Decimal
 from typing import Any
 
-from ledger.api import BudgetHalted, Ledger
+from ledger.api import BudgetHalted, Ledger, VerdictKind
 from ledger.errors import BudgetWarning, LedgerError, UsageObjectInvalidError
 from ledger.providers import (
     Route,
@@ -88,7 +88,7 @@ class CallGate:
         if not verdict.allowed:
             raise BudgetHalted(verdict)
         call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
-        if verdict.verdict == "warn-90":
+        if verdict.kind is VerdictKind.WARN_90:
             message = (
                 f"ledger: {estimate.provider}/{estimate.model} call admitted at warn-90: "
                 f"{verdict.usage_pct}% of the {verdict.deciding_cap} cap would be used"

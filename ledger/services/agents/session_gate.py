@@ -20,11 +20,11 @@ from ledger.core.hook_protocol import HookInput, clip, halt_lift, usd_verdict_re
 from ledger.core.refs import short_ref
 from ledger.core.timefmt import format_ts
 from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
+from ledger.core.verdict_kind import Verdict
 from ledger.errors import ConfigError, LedgerError
 from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
 from ledger.services.gate import calls, gate
 
-HALTS = frozenset({"halt-100", "halt-uncertainty"})
 GATING_OFF = (
     "ledger: USD gating is off: no usd.daily_cap is configured (`ledger init --daily-cap-usd X` "
     "or LEDGER_USD_DAILY_CAP); this session's spend is recorded, not capped"
@@ -71,11 +71,11 @@ def _session_figures(deps: SpendDeps, hook: HookInput, key: str | None) -> dict[
     return cursor
 
 
-def halt_reason(deps: SpendDeps, document: dict[str, Any], refused: str) -> str:
+def halt_reason(deps: SpendDeps, verdict: Verdict, document: dict[str, Any], refused: str) -> str:
     """A halt verdict in words, with what will lift it."""
     config = deps.config
-    lift = halt_lift(document, config.day_zone, config.day_timezone)
-    return f"{usd_verdict_reason(document, refused)}; {lift}"
+    lift = halt_lift(verdict, document, config.day_zone, config.day_timezone)
+    return f"{usd_verdict_reason(verdict, document, refused)}; {lift}"
 
 
 def session_verdict(
@@ -116,10 +116,11 @@ def session_verdict(
             )
         except LedgerError as exc:  # the reservation then expires by its TTL
             errors = (*errors, f"cannot remember verdict {short_ref(ref)} for settling: {exc}")
-    verdict = document.get("verdict")
-    if verdict in HALTS:
-        return SessionVerdict(halt_reason(deps, document, refused), (), ref, errors, halted=True)
-    warnings = (usd_verdict_reason(document),) if verdict == "warn-90" else ()
+    verdict = Verdict.read(document.get("verdict"))
+    if verdict.halts:
+        reason = halt_reason(deps, verdict, document, refused)
+        return SessionVerdict(reason, (), ref, errors, halted=True)
+    warnings = (usd_verdict_reason(verdict, document),) if verdict is Verdict.WARN_90 else ()
     return SessionVerdict(None, warnings, ref, errors)
 
 
@@ -207,7 +208,7 @@ def session_halt(
         outcome = gate.usage(deps, PROVIDER, call)
     except LedgerError as exc:
         return f"ledger: the USD budget cannot be read ({exc}); {refused} (fail-closed)"
-    if outcome.verdict is None or outcome.verdict.value not in HALTS:
+    if outcome.verdict is None or not outcome.verdict.halts:
         return None
     scope = outcome.deciding or outcome.aggregate
     document: dict[str, Any] = {
@@ -225,4 +226,4 @@ def session_halt(
     deciding = [check for check in outcome.budgets if check.scope.key == scope.key]
     if deciding:
         document["budgets"] = [_budget_entry(deciding[0], outcome.budget_state)]
-    return halt_reason(deps, document, refused)
+    return halt_reason(deps, outcome.verdict, document, refused)

@@ -46,4 +46,4 @@ def request_verdict(
         server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
         **verdict_args,
     )  # fmt: skip
-    return RequestVerdict(Verdict(document["verdict"]), admitted, document)
+    return RequestVerdict(Verdict.read(document.get("verdict")), admitted, document)

@@ -21,16 +21,13 @@ from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
+from ledger.core.verdict_kind import Verdict
 from ledger.services.gate.gate import GateDeps, usage
 
 _TS = re.compile(rb'"ts_utc":"(\d{4}-\d{2}-\d{2})')
 _SNAPSHOT = b'"event_type":"ledger.snapshot"'
-VERDICT_EVENTS = {
-    "budget.allow": "allow",
-    "budget.warn_90": "warn-90",
-    "budget.halt_100": "halt-100",
-    "budget.halt_uncertainty": "halt-uncertainty",
-}
+# Each verdict's chain event, to the verdict (its text where a view prints it).
+VERDICT_EVENTS = {verdict.event_type: verdict for verdict in Verdict}
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,7 +252,7 @@ class _DayWalk:
         reason = payload.get("uncertainty_reason")
         reason = reason if isinstance(reason, str) else None
         self.verdicts[outcome, reason] += 1
-        if outcome.startswith("halt"):
+        if outcome.halts:
             self.halts.append(
                 {
                     "ts_utc": parsed.ts_utc,

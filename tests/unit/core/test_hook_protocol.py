@@ -17,6 +17,7 @@ from ledger.core.hook_protocol import (
     usd_verdict_reason,
     user_prompt_submit_output,
 )
+from ledger.core.verdict_kind import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hooks"
 
@@ -144,7 +145,7 @@ VERDICT_DOCUMENT = {
 
 class TestUsdVerdictReason:
     def test_halt_100_names_the_figures(self):
-        assert usd_verdict_reason(VERDICT_DOCUMENT) == (
+        assert usd_verdict_reason(Verdict.HALT_100, VERDICT_DOCUMENT) == (
             "ledger: USD budget halt-100 for 2026-11-22: aggregate cap $20.0000, "
             "used $19.9950, reserved $0.0123, next call ~$0.0400 (100.2% projected); "
             "tool call refused (verdict abababababababab)"
@@ -153,14 +154,14 @@ class TestUsdVerdictReason:
     def test_halt_uncertainty_names_the_reason_and_fails_closed(self):
         document = {**VERDICT_DOCUMENT, "verdict": "halt-uncertainty", "verdict_ref": None,
                     "uncertainty_reason": "billing_stale", "diagnostic": "no reading"}  # fmt: skip
-        assert usd_verdict_reason(document) == (
+        assert usd_verdict_reason(Verdict.HALT_UNCERTAINTY, document) == (
             "ledger: USD budget halt-uncertainty (billing_stale): no reading; "
             "tool call refused (fail-closed; verdict not recorded)"
         )
 
     def test_warn_90(self):
         document = {**VERDICT_DOCUMENT, "verdict": "warn-90", "usage_pct": None}
-        assert usd_verdict_reason(document).startswith(
+        assert usd_verdict_reason(Verdict.WARN_90, document).startswith(
             "ledger: USD budget warn-90: aggregate cap $20.0000, used $19.9950"
         )
 
@@ -168,32 +169,37 @@ class TestUsdVerdictReason:
 class TestHaltLift:
     def test_halt_100_lifts_at_the_next_budget_days_midnight_in_its_zone(self):
         document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22"}
-        assert halt_lift(document, ZoneInfo("Europe/Berlin"), "Europe/Berlin") == (
-            "spend resumes when the next budget day begins (2026-11-23 00:00 Europe/Berlin)"
-        )
+        assert halt_lift(
+            Verdict.read(document["verdict"]), document, ZoneInfo("Europe/Berlin"), "Europe/Berlin"
+        ) == ("spend resumes when the next budget day begins (2026-11-23 00:00 Europe/Berlin)")
 
     def test_a_budgets_halt_lifts_when_its_period_ends_in_the_days_zone(self):
         budget = {"name": "monthly", "per_value": None, "period": "month",
                   "period_end": "2026-11-30T23:00:00.000000Z"}  # fmt: skip
         document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22",
                     "deciding_cap": "budget:monthly", "budgets": [budget]}  # fmt: skip
-        assert halt_lift(document, ZoneInfo("Europe/Berlin"), "Europe/Berlin") == (
-            "spend resumes when budget monthly's month ends (2026-12-01 00:00 Europe/Berlin)"
-        )
+        assert halt_lift(
+            Verdict.read(document["verdict"]), document, ZoneInfo("Europe/Berlin"), "Europe/Berlin"
+        ) == ("spend resumes when budget monthly's month ends (2026-12-01 00:00 Europe/Berlin)")
 
     def test_a_rolling_budgets_halt_lifts_as_spend_leaves_its_window(self):
         budget = {"name": "hourly", "per_value": "s1", "period": "rolling:2h",
                   "period_end": "2026-11-22T08:00:00.000000Z"}  # fmt: skip
         document = {**VERDICT_DOCUMENT, "deciding_cap": "budget:hourly[s1]", "budgets": [budget]}
         window = "spend resumes when enough spend leaves budget hourly's rolling:2h window"
-        assert halt_lift(document, dt.UTC, "UTC") == window
+        assert halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC") == window
         budget["lifts_at"] = "2026-11-22T09:30:00.000000Z"
-        assert halt_lift(document, dt.UTC, "UTC") == f"{window} (at 2026-11-22 09:30 UTC)"
+        assert (
+            halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC")
+            == f"{window} (at 2026-11-22 09:30 UTC)"
+        )
 
     def test_a_cap_decides_though_budgets_are_listed(self):
         budget = {"name": "monthly", "period": "month", "period_end": "2026-12-01T00:00:00Z"}
         document = {**VERDICT_DOCUMENT, "budget_day": "2026-11-22", "budgets": [budget]}
-        assert halt_lift(document, dt.UTC, "UTC").endswith("(2026-11-23 00:00 UTC)")
+        assert halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC").endswith(
+            "(2026-11-23 00:00 UTC)"
+        )
 
     @pytest.mark.parametrize(
         ("reason", "diagnostic", "command"),
@@ -209,7 +215,7 @@ class TestHaltLift:
     def test_an_uncertainty_names_the_operator_command(self, reason, diagnostic, command):
         document = {"verdict": "halt-uncertainty", "uncertainty_reason": reason,
                     "diagnostic": diagnostic}  # fmt: skip
-        lift = halt_lift(document, dt.UTC, "UTC")
+        lift = halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC")
         assert lift.startswith("this halt stays until ")
         assert command in lift
         # Only a fresh bill's uncertainty also waits for the day when spend is over a cap.
@@ -218,7 +224,7 @@ class TestHaltLift:
     def test_billing_stale_without_an_observer_names_both_ways_out(self):
         document = {"verdict": "halt-uncertainty", "uncertainty_reason": "billing_stale",
                     "diagnostic": "aggregate: ...; no billing observer is configured: ..."}  # fmt: skip
-        lift = halt_lift(document, dt.UTC, "UTC")
+        lift = halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC")
         assert "[observer] command" in lift
         assert "`ledger init --billing none`" in lift
         assert "`ledger reconcile`" not in lift
@@ -228,7 +234,7 @@ class TestHaltLift:
                   "period_end": "9999-12-30T00:00:00.000000Z"}  # fmt: skip
         document = {**VERDICT_DOCUMENT, "deciding_cap": "budget:per-session[s1]",
                     "budgets": [budget]}  # fmt: skip
-        assert halt_lift(document, dt.UTC, "UTC") == (
+        assert halt_lift(Verdict.read(document["verdict"]), document, dt.UTC, "UTC") == (
             "budget per-session never resets: raise its usd in ledger.toml to spend more"
         )
 
