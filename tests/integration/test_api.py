@@ -42,6 +42,11 @@ def test_verdict_fields_are_the_cli_fields(book, run_inproc, home):
     v = book.verdict(0.25, provider="anthropic")
     assert v.verdict == "allow"
     assert v.allowed is True
+    # The typed outcome equals the printed text, as the Python page says.
+    assert v.kind is ledger.VerdictKind.ALLOW
+    assert v.kind == "allow"
+    assert v.kind.admits
+    assert not v.kind.halts
     assert v.estimated_micros == 250_000
     cli = run_inproc(["--home", str(home), "verdict", "0.25", "--provider", "anthropic"], env_at())
     assert set(v.as_dict()) == set(cli.json())
@@ -107,6 +112,7 @@ def test_guard_warns_at_warn_90_as_the_sdk_guards_do(book, home, monkeypatch):
     assert entered
     assert call.verdict is not None
     assert call.verdict.verdict == "warn-90"
+    assert call.verdict.kind is ledger.VerdictKind.WARN_90
     import warnings
 
     with warnings.catch_warnings():
