@@ -165,3 +165,30 @@ def test_a_job_that_would_start_the_observer_is_run_by_the_worker(home: Path, tm
         "budget.observation",
         "budget." + verdicts[1].replace("-", "_"),
     ]
+
+
+def test_under_load_a_batch_waits_for_more_jobs_before_its_fsync(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Many requests being answered: the first job waits for others, so one fsync seals many."""
+    monkeypatch.setattr(committer_module, "GATHER_FROM_REQUESTS", 8)
+    monkeypatch.setattr(committer_module, "GATHER_SECONDS", 60.0)  # the jobs end the wait
+    committer = Committer(home, NOW, lambda _line: None)
+    committer.requests = 8  # a quarter of them: two jobs make a batch
+
+    def verdict(runtime: Runtime) -> str:
+        return str(calls.verdict(runtime, "1")[0]["verdict"])
+
+    async def scenario() -> list[Any]:
+        first = asyncio.ensure_future(committer.run(verdict))
+        await asyncio.sleep(0.3)  # long enough for the worker to run a batch of one
+        assert not first.done()  # it waits for company instead
+        return await asyncio.gather(first, committer.run(verdict))
+
+    committer.start()
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        committer.stop()
+    assert results == ["allow", "allow"]
+    assert (committer.jobs, committer.batches) == (2, 1)
