@@ -26,7 +26,7 @@ from typing import Any, Self
 from ledger.errors import BudgetHalted, BudgetWarning, LedgerError
 from ledger.runtime import Runtime, resolve_home
 from ledger.services.gate import calls
-from ledger.services.gate.calls import amount
+from ledger.services.gate.call_args import amount
 
 ADMITTING = frozenset({"allow", "warn-90"})
 log = logging.getLogger("ledger")

@@ -23,6 +23,7 @@ from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
 from ledger.errors import ConfigError, LedgerError
 from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
 from ledger.services.gate import calls, gate
+from ledger.services.gate.call_args import Micros
 
 HALTS = frozenset({"halt-100", "halt-uncertainty"})
 GATING_OFF = (
@@ -99,7 +100,7 @@ def session_verdict(
         return _gating_off(deps, key)
     try:
         document, admitted = calls.verdict(
-            deps, calls.Micros(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
+            deps, Micros(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
             cycle_id=clip(hook.session_id), agent=agent,
         )  # fmt: skip
     except LedgerError as exc:

@@ -1,9 +1,9 @@
-"""Integer micro-USD through the gate's in-process entry points (``calls.Micros``)."""
+"""Integer micro-USD through the gate's in-process entry points (``call_args.Micros``)."""
 
 import pytest
 
 from ledger.errors import UsageError
-from ledger.services.gate.calls import MAX_MICROS, Micros, amount
+from ledger.services.gate.call_args import MAX_MICROS, Micros, amount
 
 
 def test_micros_are_taken_as_they_are():
