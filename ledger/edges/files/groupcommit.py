@@ -57,6 +57,7 @@ class GroupCommit:
         "after_commit",
         "created",
         "held",
+        "home",
         "identity",
         "memo",
         "on_durable",
@@ -86,6 +87,7 @@ class GroupCommit:
         # What the group's transactions read from files only a holder of the
         # lock replaces (the trust store, the state MAC key): read once per hold.
         self.memo: dict[object, object] = {}
+        self.home = path.parent
 
     def appended(self, *, created: bool) -> None:
         """A transaction wrote a whole line; it becomes durable at ``commit``."""
@@ -231,7 +233,7 @@ def held_memo(home: Path) -> dict[object, object] | None:
     trusted, which never touches the active key) counts from the next hold.
     """
     group = _CURRENT.get()
-    if group is None or not group.held or group._path.parent != home:  # noqa: SLF001
+    if group is None or not group.held or (group.home is not home and group.home != home):
         return None
     return group.memo
 
