@@ -27,11 +27,13 @@ from ledger.core import verdict_kind
 from ledger.core.halt_text import halt_message
 from ledger.errors import EXIT_HALT, BudgetWarning, LedgerError
 from ledger.runtime import Runtime, resolve_home
-from ledger.services.gate import calls
-from ledger.services.gate.calls import amount
+from ledger.services.gate import call_args, calls
+from ledger.services.gate.call_args import amount
 
 # The gate's four answers, typed: ``Verdict.kind`` is one of them.
 VerdictKind = verdict_kind.Verdict
+# An amount already in integer micro-USD: ``record`` takes it as it is.
+Micros = call_args.Micros
 log = logging.getLogger("ledger")
 
 
@@ -161,7 +163,7 @@ class Ledger:
 
     def record(
         self,
-        actual_usd: float | str | None = None,
+        actual_usd: float | str | Micros | None = None,
         *,
         provider: str,
         verdict_ref: str | None = None,
@@ -175,7 +177,7 @@ class Ledger:
         tags: Sequence[str] | None = None,
         key: str | None = None,
         same_record_only: bool = True,
-        at_least_usd: float | str | None = None,
+        at_least_usd: float | str | Micros | None = None,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
 
@@ -185,6 +187,7 @@ class Ledger:
         which the gateway may have sealed already at its own figure.
         ``at_least_usd`` is a floor for a cost priced from ``usage``: a call cut
         short before its final usage arrived costs at least its estimate.
+        Either amount may be a ``Micros`` (integer micro-USD), taken as it is.
 
         Raises:
             UsageError: a bad argument or usage object, or a key first used for

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ledger.edges.fileio import FileIdentity, file_identity, settled
 from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.groupcommit import GroupCommitError, group_commit, sync_chain
 from ledger.edges.files.keptstate import KeptStates, keeping
@@ -35,11 +36,10 @@ from ledger.edges.locks import exclusive_lock
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.group import GroupCommitError as PgGroupCommitError
 from ledger.errors import ChainIOError, LedgerError
-from ledger.runtime import Runtime
+from ledger.runtime import CONFIG_FILE, Runtime
 
 R = TypeVar("R")
 Log = Callable[[str], None]
-Identity = tuple[int, ...] | None
 
 
 class BatchRunner:
@@ -50,32 +50,46 @@ class BatchRunner:
         self.environ = environ
         self._log = log
         self._kept = KeptStates()
-        self._chain_for: tuple[Identity, object] | None = None
+        self._chain_for: tuple[FileIdentity | None, Runtime] | None = None
         self.batches = 0
 
     def runtime(self) -> Runtime:
         """A fresh runtime: a changed ``ledger.toml``, trust store or key is in effect for it."""
         return Runtime(self.home, self.environ)
 
+    def _batch_runtime(self) -> Runtime:
+        """The runtime a batch's units share.
+
+        On a file store it is kept from batch to batch while ``ledger.toml`` is
+        the same file: building one afresh (its configuration, chain, state and
+        key objects and their paths) cost more than a decision. What it keeps is
+        checked against the files themselves where it is used (keys and trust
+        store by their identity, the state against the chain head), so only the
+        configuration is taken on trust, and that by its identity. A fleet's
+        units get a fresh one each batch, as before.
+        """
+        if self._chain_for is not None and isinstance(self._chain_for[1].chain, ChainFile):
+            return self._chain_for[1]
+        return self.runtime()
+
     def _batch_chain(self) -> object:
         """The chain a batch groups on, as the home's configuration says now.
 
-        Only the store and the lock timeout are taken from it, so it is parsed
-        again only when ``ledger.toml`` changes (its inode, size or mtime);
-        each unit of work still reads the configuration itself.
+        It is parsed again only when ``ledger.toml`` is another file (its
+        identity: device, inode, size, mtime, ctime) or has just changed.
 
         Raises:
             LedgerError: the configuration is unusable.
         """
-        runtime = self.runtime()
-        try:
-            found = runtime.config_path.stat()
-            identity: Identity = (found.st_ino, found.st_size, found.st_mtime_ns)
-        except OSError:
-            identity = None
+        identity = file_identity(self.home / CONFIG_FILE)
+        if identity is not None and not settled(identity):
+            identity = None  # changed a moment ago: another change could keep this identity
         if identity is None or self._chain_for is None or self._chain_for[0] != identity:
-            self._chain_for = (identity, runtime.chain)
-        return self._chain_for[1]
+            self._chain_for = None
+            runtime = self.runtime()
+            runtime.chain  # noqa: B018 - parses the configuration: a LedgerError here
+            self._chain_for = (identity, runtime)
+        return self._chain_for[1].chain
 
     def run(
         self,
@@ -105,7 +119,7 @@ class BatchRunner:
             with group_commit(chain) as group, keeping(self._kept):
                 group.after_commit.append(self._write_state_when_due)
                 group.on_durable.append(durable)
-                return work(self.runtime())
+                return work(self._batch_runtime())
         except GroupCommitError as exc:
             self._log(f"group commit failed, running the batch again one by one: {exc}")
             self._kept.forget()

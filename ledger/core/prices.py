@@ -187,13 +187,18 @@ def quote_estimate_micros(
 
 def cost_micros(tokens: TokenCounts, rates: Rates) -> int:
     """The exact cost of ``tokens`` at ``rates`` in micro-USD, rounded up once."""
-    exact = (
-        tokens.input * rates.input
-        + tokens.cache_write_5m * rates.cache_write
-        + tokens.cache_write_1h * rates.cache_write_1h
-        + tokens.cache_read * rates.cache_read
-        + tokens.output * rates.output
-    )
+    # Exact (Fraction) arithmetic, on the kinds a call has: a product or sum of
+    # Fractions costs a gcd, and most calls have two kinds of five.
+    exact: Fraction | int = 0
+    for count, rate in (
+        (tokens.input, rates.input),
+        (tokens.cache_write_5m, rates.cache_write),
+        (tokens.cache_write_1h, rates.cache_write_1h),
+        (tokens.cache_read, rates.cache_read),
+        (tokens.output, rates.output),
+    ):
+        if count:
+            exact += count * rate
     return math.ceil(exact)
 
 

@@ -15,7 +15,8 @@ import os
 import selectors
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Final, Protocol
 
 from ledger.core.observation import (
@@ -145,6 +146,25 @@ def _finish(proc: subprocess.Popen[bytes], timeout_seconds: int) -> bytes | str:
     return output
 
 
+class ObserverDeferred(Exception):  # noqa: N818 - not an error: the work goes elsewhere
+    """An observer was to run where nothing may wait on a process (an event loop's thread)."""
+
+
+# Set while a decision runs on an event loop's own thread: running an observer
+# there would stall every other request, so its caller hands the work over.
+_DEFERRED: ContextVar[bool] = ContextVar("ledger_observer_deferred", default=False)
+
+
+@contextlib.contextmanager
+def observers_deferred() -> Iterator[None]:
+    """In the block, ``run_observer`` raises ``ObserverDeferred`` instead of starting one."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
 def run_observer(
     command: tuple[str, ...],
     provider: str,
@@ -169,7 +189,10 @@ def run_observer(
     Raises:
         ValueError: ``provider`` is not a valid provider id, or the clock gave a
             naive time (bugs of the caller; the observer's misbehaviour never raises).
+        ObserverDeferred: inside ``observers_deferred``; nothing was started.
     """
+    if _DEFERRED.get():
+        raise ObserverDeferred(provider)
     if not PROVIDER_RE.fullmatch(provider):
         raise ValueError(f"bad provider id: {provider!r}")
     fetched_at = clock.now()

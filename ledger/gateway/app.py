@@ -19,10 +19,11 @@ from urllib.parse import parse_qsl, urlencode
 import anyio
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as WebRoute
-from starlette.types import Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
@@ -379,4 +380,28 @@ def build_app(gateway: Gateway) -> Starlette:
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     routes = [WebRoute("/{path:path}", gateway.dispatch, methods=methods)]
-    return Starlette(routes=routes, lifespan=lifespan)
+    counting = Middleware(_CountingRequests, committer=gateway.committer)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[counting])
+
+
+class _CountingRequests:
+    """Keeps ``committer.requests`` at the number of HTTP requests being answered.
+
+    A request counts until its last byte is sent, a stream's included: the
+    committer runs a job on the event loop's thread only while its request is
+    the only one, so a decision never holds up another request's bytes.
+    """
+
+    def __init__(self, app: ASGIApp, committer: Committer) -> None:
+        self.app = app
+        self.committer = committer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.committer.requests += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.committer.requests -= 1

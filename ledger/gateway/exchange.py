@@ -28,6 +28,7 @@ from ledger.gateway.committer import Committer
 from ledger.providers import Settlement, settle, unreadable_usage
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
+from ledger.services.gate.call_args import Micros
 
 # Chunks read ahead of a slow client; the upstream waits beyond that.
 _READ_AHEAD = 16
@@ -103,7 +104,7 @@ class Exchange:
         def by_amount(chosen: Settlement) -> Callable[[Runtime], dict[str, Any]]:
             def job(runtime: Runtime) -> dict[str, Any]:
                 document, _warning = calls.record(
-                    runtime, _usd(chosen.floor_micros), provider, verdict_ref=ref, model=model,
+                    runtime, Micros(chosen.floor_micros), provider, verdict_ref=ref, model=model,
                     cycle_id=cycle, idempotency_key_value=f"gw:{ref}",
                     usage_object=usage if chosen.by_usage else None, **scope,
                 )  # fmt: skip

@@ -122,5 +122,8 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
     finally:
         committer.stop()
         sock.close()
-    log(f"stopped after {committer.jobs} decisions and records in {committer.batches} batches")
+    log(
+        f"stopped after {committer.jobs} decisions and records in {committer.batches} batches"
+        f" ({committer.inline} run at once, without waiting for the worker)"
+    )
     return 0

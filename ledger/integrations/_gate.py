@@ -25,10 +25,9 @@ response id (else from the verdict), so a retried record never counts twice.
 import logging
 import warnings
 import zlib
-from decimal import Decimal
 from typing import Any
 
-from ledger.api import BudgetHalted, Ledger, VerdictKind
+from ledger.api import BudgetHalted, Ledger, Micros, VerdictKind
 from ledger.errors import BudgetWarning, LedgerError, UsageObjectInvalidError
 from ledger.providers import (
     Route,
@@ -48,10 +47,6 @@ MAX_JSON_BODY = 32 * 1024 * 1024
 # A web search tool without max_uses is estimated at this many searches (the
 # gateway's default limit, which it also writes into the request).
 DEFAULT_SEARCHES = 5
-
-
-def _usd(micros: int) -> str:
-    return str(Decimal(micros) / 1_000_000)
 
 
 class CallGate:
@@ -186,7 +181,7 @@ class Call:
         answered = self._status or None
         settlement = settle(reader.end(answered), self._estimate_micros)
         if settlement.by_usage:
-            floor = _usd(settlement.floor_micros) if settlement.floor_micros else None
+            floor = Micros(settlement.floor_micros) if settlement.floor_micros else None
             try:
                 book.record(usage=reader.usage, at_least_usd=floor, **common)
             except UsageObjectInvalidError:
@@ -202,4 +197,4 @@ class Call:
                 "ledger: %s response reported no usage; recorded at its estimate (verdict %s)",
                 self.model, self.verdict_ref,
             )  # fmt: skip
-        book.record(_usd(settlement.floor_micros), **common)
+        book.record(Micros(settlement.floor_micros), **common)

@@ -37,7 +37,7 @@ def keys_issue(
         from ledger.core.timefmt import parse_iso8601
         from ledger.errors import UsageError
         from ledger.services.gate.budget_views import key_name, tag_list
-        from ledger.services.gate.calls import text_arg
+        from ledger.services.gate.call_args import text_arg
         from ledger.services.gateway_keys import issue_key
 
         until = None

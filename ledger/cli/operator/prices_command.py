@@ -53,7 +53,8 @@ def show_command(
 
     def body() -> int:
         from ledger.errors import UnknownPriceError
-        from ledger.services.gate.calls import INFERRED_PROVIDERS, provider_id, text_arg
+        from ledger.services.gate.call_args import provider_id, text_arg
+        from ledger.services.gate.calls import INFERRED_PROVIDERS
         from ledger.services.gate.prices import find_price
 
         runtime = _runtime()

@@ -22,7 +22,7 @@ def idempotency_key(value: str | None) -> str | None:
     Raises:
         UsageError: the key does not match ``^[A-Za-z0-9._:-]{1,128}$``.
     """
-    from ledger.services.gate.calls import idempotency_key as checked
+    from ledger.services.gate.call_args import idempotency_key as checked
 
     return checked(value)
 

@@ -57,7 +57,9 @@ class GroupCommit:
         "after_commit",
         "created",
         "held",
+        "home",
         "identity",
+        "memo",
         "on_durable",
         "pending",
         "start_size",
@@ -82,6 +84,10 @@ class GroupCommit:
         # Run when the group's appends so far were made durable early (before
         # the lock is let go for a wait): a failure later cuts off only what follows.
         self.on_durable: list[Callable[[], None]] = []
+        # What the group's transactions read from files only a holder of the
+        # lock replaces (the trust store, the state MAC key): read once per hold.
+        self.memo: dict[object, object] = {}
+        self.home = path.parent
 
     def appended(self, *, created: bool) -> None:
         """A transaction wrote a whole line; it becomes durable at ``commit``."""
@@ -104,6 +110,7 @@ class GroupCommit:
 
     def let_go(self) -> None:
         """Release the group's lock (at its end, or for a wait outside the chain)."""
+        self.memo.clear()  # another writer may change anything meanwhile
         self._hold.close()
 
     @contextlib.contextmanager
@@ -215,6 +222,20 @@ def joined(lock_path: Path, lock_timeout: float) -> GroupCommit | None:
     if not group.held:
         raise LockTimeoutError(f"lock {lock_path} still held after {lock_timeout:g} s")
     return group
+
+
+def held_memo(home: Path) -> dict[object, object] | None:
+    """The memo of the group this thread holds on ``home``'s chain, if any.
+
+    Only the active writer key signs, and only a holder of the chain lock
+    rotates it, so a trust store read once under the lock serves the rest of
+    the hold; a change made meanwhile without the lock (a key revoked or
+    trusted, which never touches the active key) counts from the next hold.
+    """
+    group = _CURRENT.get()
+    if group is None or not group.held or (group.home is not home and group.home != home):
+        return None
+    return group.memo
 
 
 @contextlib.contextmanager

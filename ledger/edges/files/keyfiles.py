@@ -28,6 +28,7 @@ from ledger.edges.fileio import (
     identity_of_stat,
     read_user_file,
 )
+from ledger.edges.files.groupcommit import held_memo
 from ledger.edges.memo import remembered
 from ledger.errors import ChainIOError, KeyFileError
 
@@ -139,6 +140,17 @@ class KeyDir:
         Raises:
             InputDataError: missing, unreadable or malformed.
         """
+        memo = held_memo(self.home)
+        if memo is not None:
+            held = memo.get(("trust", self.trust_path))
+            if isinstance(held, TrustStore):
+                return held
+        store = self._load_trust()
+        if memo is not None:
+            memo[("trust", self.trust_path)] = store
+        return store
+
+    def _load_trust(self) -> TrustStore:
         identity = (file_identity(self.trust_path), file_identity(self.root_pin_path))
         known = _TRUST_SEEN.get(*identity)
         if known is not None:
@@ -165,6 +177,9 @@ class KeyDir:
         Raises:
             ChainIOError: the file cannot be written.
         """
+        memo = held_memo(self.home)
+        if memo is not None:
+            memo.pop(("trust", self.trust_path), None)  # read again by the hold's later work
         atomic_write(self.trust_path, canonical_bytes(trust_document(store, root)) + b"\n")
 
 

@@ -24,6 +24,7 @@ from ledger.core.verdict_kind import Verdict
 from ledger.errors import ConfigError, LedgerError
 from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
 from ledger.services.gate import calls, gate
+from ledger.services.gate.call_args import Micros
 
 GATING_OFF = (
     "ledger: USD gating is off: no usd.daily_cap is configured (`ledger init --daily-cap-usd X` "
@@ -99,7 +100,7 @@ def session_verdict(
         return _gating_off(deps, key)
     try:
         document, admitted = calls.verdict(
-            deps, calls.Micros(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
+            deps, Micros(estimate_micros(_session_figures(deps, hook, key))), PROVIDER,
             cycle_id=clip(hook.session_id), agent=agent,
         )  # fmt: skip
     except LedgerError as exc:

@@ -380,9 +380,10 @@ def _gate_once(
                 config.warn_pct,
             )  # fmt: skip
         clamped = None
-        if fit is not None:
-            rooms = [room_micros(scope) for scope in scopes]
-            fitting = output_tokens_that_fit(rooms + [room_micros(c.scope) for c in checks], fit)
+        rooms = [room_micros(s) for s in [*scopes, *(c.scope for c in checks)]] if fit else []
+        # A call that fits as it is keeps its limit: the search would find just that.
+        if fit is not None and any(estimate_micros >= room for room in rooms):
+            fitting = output_tokens_that_fit(rooms, fit)
             if fitting is not None and fitting < fit.requested:
                 clamped = fitting
                 estimate_micros = fit_estimate_micros(fit, fitting)

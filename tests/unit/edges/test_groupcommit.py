@@ -196,3 +196,22 @@ class TestGroupCommit:
     def test_sync_chain_makes_a_missing_chain_no_error(self, tmp_path):
         """Nothing written yet: nothing to make durable."""
         sync_chain(ChainFile(tmp_path / "events.jsonl"))
+
+
+def test_the_trust_store_is_read_once_per_hold_and_again_after_it_is_saved(home: Path):
+    """Under the lock only its holder replaces the trust store: one read serves the hold."""
+    runtime = Runtime(home)
+    keys = runtime.keys
+    trust_path = keys.trust_path
+    original = trust_path.read_bytes()
+    with group_commit(runtime.chain) as group:
+        first = keys.load_trust()
+        trust_path.write_bytes(b"not json\n")  # an edit outside the lock's rules...
+        assert keys.load_trust() is first  # ...is not read again during the hold
+        keys.save_trust(first)  # the holder itself replacing it is
+        assert keys.load_trust() == first
+        trust_path.write_bytes(b"not json\n")
+        group.let_go()  # another writer may change anything once the lock is let go
+        assert not group.memo
+    trust_path.write_bytes(original)
+    assert keys.load_trust() == first
