@@ -192,7 +192,7 @@ def main() -> int:
         file_rate = parallel_rate(file_home, 8, seconds)
         print(f"file store, 8 processes         : {file_rate:,.1f} verdicts/s")
     finally:
-        from ledger.edges.postgres.db import close_all
+        from ledger.edges.postgres.connection import close_all
 
         close_all()
         stop_server(root)

@@ -16,7 +16,7 @@ import pytest
 
 from ledger.batching import BatchRunner
 from ledger.core.envelope import parse_line
-from ledger.edges.postgres.db import lock_key
+from ledger.edges.postgres.connection import lock_key
 from ledger.runtime import Runtime
 from ledger.services.gate.gate import check_verdict, usage
 from tests.gateway.helpers import NOW
