@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from ledger.edges.postgres.group import PgGroup
 
+LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
 
@@ -196,22 +197,28 @@ class PgDatabase:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (inside the open transaction, if any); its rows.
 
+        Inside a group, the writes its units left pending go first, in the same
+        round trip; a write other than those (a deletion, a checkpoint, a new
+        trust store) makes the group read everything again.
+
         Raises:
             StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
         """
         shared = self._shared
         with shared.lock:
-            if shared.group is not None and shared.depth == 1:
+            group = shared.group
+            if group is not None and shared.depth == 1:
                 # Between a batch's units: a failed statement must not fail the group.
                 with self.transaction():
                     return self.execute(sql, params)
-            if shared.group is not None and sql.lstrip()[:6].upper() != "SELECT":
+            if group is not None and sql.lstrip()[:6].upper() != "SELECT":
                 # (``recover`` also writes, through a function, but never in a batch.)
-                shared.group.wrote = True
+                group.wrote = True
+                group.cache.clear()
             if shared.depth == 0:
                 conn = self._connection()
-            elif shared.group is not None:
-                conn = shared.group.check()
+            elif group is not None:
+                conn = group.check()
             elif shared.conn is None or shared.conn.closed or shared.conn.broken:
                 # Never on a new connection: it would hold neither the lock nor
                 # what the transaction did before.
@@ -221,10 +228,44 @@ class PgDatabase:
             else:
                 conn = shared.conn
             try:
-                cursor = conn.execute(sql, params)
+                if group is not None:
+                    cursor = group.run(conn, sql, params)
+                else:
+                    cursor = conn.execute(sql, params)
                 return cursor.fetchall() if cursor.description is not None else []
             except Exception as exc:
                 raise self.translate(exc) from exc
+
+    def write(self, sql: str, params: Sequence[Any], *, slot: str | None = None) -> None:
+        """Run a write whose outcome nothing reads before the commit.
+
+        Inside a group's unit it waits for the group's next statement or its
+        commit and goes in the same round trip (held under the fleet-wide lock,
+        every round trip counts); ``slot`` names a write that a later one of
+        the same slot replaces (a row rewritten whole). Elsewhere it runs now.
+
+        Raises:
+            StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
+        """
+        shared = self._shared
+        with shared.lock:
+            group = shared.group
+            if group is None or shared.depth < 2:  # noqa: PLR2004 - inside a unit
+                self.execute(sql, params)
+                return
+            group.check()
+            group.wrote = True
+            group.defer(sql, tuple(params), slot)
+
+    def group_cache(self) -> dict[str, Any] | None:
+        """What the running group read or wrote under its hold of the lock (``None``: no group).
+
+        Nobody else writes the chain while the group holds the lock, so a store
+        object keeps here what the next unit would otherwise read again.
+        """
+        with self._shared.lock:
+            group = self._shared.group
+            return None if group is None else group.cache
 
     def memo(self) -> dict[str, Any] | None:
         """Values read once per transaction (``None`` outside one).
@@ -246,6 +287,8 @@ class PgDatabase:
         with self.transaction() as conn:
             self._shared.cursors += 1
             try:
+                if self._shared.group is not None:
+                    self._shared.group.flush(conn)
                 with conn.cursor(name=f"ledger_stream_{self._shared.cursors}") as cursor:
                     cursor.itersize = batch
                     cursor.execute(sql, params)
@@ -279,10 +322,6 @@ class PgDatabase:
         if group is not None:
             group.appended(seq, entry_hash)
 
-    def lock_chain_on(self, conn: "psycopg.Connection[Any]") -> None:
-        """Take the chain's advisory lock on ``conn``, in its open transaction."""
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
-
     def lock_chain(self) -> None:
         """Take the chain's advisory lock until the transaction ends (SPEC §8).
 
@@ -291,7 +330,7 @@ class PgDatabase:
         transaction took it once for all its units.
         """
         if self._shared.group is None:
-            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+            self.execute(LOCK_SQL, (lock_key(self.schema),))
 
     # --- the schema -------------------------------------------------------------
 
