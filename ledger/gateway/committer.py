@@ -45,6 +45,7 @@ class Committer:
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._runner = BatchRunner(home, environ, log)
         self._thread = threading.Thread(target=self._work, name="ledger-proxy-commit")
+        self._stopping = False
         self.jobs = 0
 
     @property
@@ -78,21 +79,12 @@ class Committer:
         return await future
 
     def _work(self) -> None:
-        stopping = False
-        while not stopping:
+        while not self._stopping:
             first = self._queue.get()
             if first is None:
                 break
             batch = [first]
-            while len(batch) < BATCH_LIMIT:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stopping = True
-                    break
-                batch.append(item)
+            self._take_arrived(batch)
             try:
                 self._runner.run(
                     functools.partial(self._run_each, batch),
@@ -108,14 +100,31 @@ class Committer:
         self._runner.close()
 
     def _run_each(self, batch: list[_Pending], runtime: Runtime) -> None:
-        for pending in batch:
-            if pending.durable:
-                continue
+        index = 0
+        while index < len(batch):
+            pending = batch[index]
+            index += 1
+            if not pending.durable:
+                try:
+                    pending.outcome = (True, pending.job(runtime))
+                    self.jobs += 1
+                except Exception as exc:  # noqa: BLE001 - handed to the awaiting request
+                    pending.outcome = (False, exc)
+            if index == len(batch):
+                # Jobs that arrived meanwhile join the batch: on a fleet's store it
+                # waited for the fleet-wide lock, and they would wait for it again.
+                self._take_arrived(batch)
+
+    def _take_arrived(self, batch: list[_Pending]) -> None:
+        while len(batch) < BATCH_LIMIT and not self._stopping:
             try:
-                pending.outcome = (True, pending.job(runtime))
-                self.jobs += 1
-            except Exception as exc:  # noqa: BLE001 - handed to the awaiting request
-                pending.outcome = (False, exc)
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is None:
+                self._stopping = True
+                return
+            batch.append(item)
 
 
 def _mark_durable(batch: list[_Pending]) -> None:

@@ -219,3 +219,55 @@ def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
     assert [o.verdict_ref for o in outcomes.values()] == [h for _, h, _ in verdicts]
     estimates = [entry["payload"]["estimated_micros"] for entry, _, _ in verdicts]
     assert estimates == amounts, "each verdict sealed once: none lost, none twice"
+
+
+def test_decisions_that_arrive_while_a_batch_waits_for_the_fleet_lock_join_that_batch(
+    host, pg_server, pg_store_env
+):
+    """Another host holds the lock; what queues meanwhile is decided in the same commit."""
+    import asyncio
+    import time
+
+    import psycopg
+
+    from ledger.gateway.committer import Committer
+
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    logged: list[str] = []
+    committer = Committer(host, {"LEDGER_NOW": NOW, "LEDGER_BILLING_STALE_HALT_PCT": "100"},
+                          logged.append)  # fmt: skip
+    committer.start()
+
+    def waiting_for_the_lock() -> bool:
+        return bool(pg_server.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ledger'"
+            " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        )[0][0])  # fmt: skip
+
+    def verdict(micros: int) -> Any:
+        return lambda runtime: check_verdict(runtime, micros)
+
+    async def scenario() -> list[Any]:
+        with psycopg.connect(pg_server.url, autocommit=True) as other_host:
+            other_host.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+            first = asyncio.ensure_future(committer.run(verdict(1_000_000)))
+            deadline = time.monotonic() + 60
+            while not await asyncio.to_thread(waiting_for_the_lock):
+                assert time.monotonic() < deadline, "the batch never waited for the lock"
+                await asyncio.sleep(0.05)
+            later = [
+                asyncio.ensure_future(committer.run(verdict(m))) for m in (2_000_000, 3_000_000)
+            ]
+            await asyncio.sleep(0)  # both queued behind the waiting batch
+            other_host.execute("SELECT pg_advisory_unlock(%s)", (lock_key(schema),))
+        return list(await asyncio.gather(first, *later))
+
+    try:
+        outcomes = asyncio.run(scenario())
+    finally:
+        committer.stop()
+    assert logged == []
+    assert committer.batches == 1, "the decisions that queued meanwhile joined the batch"
+    verdicts = _verdict_rows(pg_server, schema)
+    assert [o.verdict_ref for o in outcomes] == [entry_hash for _, entry_hash, _ in verdicts]
+    assert len({committed for _, _, committed in verdicts}) == 1, "one commit for the three"
