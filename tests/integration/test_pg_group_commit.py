@@ -271,3 +271,33 @@ def test_decisions_that_arrive_while_a_batch_waits_for_the_fleet_lock_join_that_
     verdicts = _verdict_rows(pg_server, schema)
     assert [o.verdict_ref for o in outcomes] == [entry_hash for _, entry_hash, _ in verdicts]
     assert len({committed for _, _, committed in verdicts}) == 1, "one commit for the three"
+
+
+def test_a_batch_of_verdicts_holds_the_fleet_lock_for_two_round_trips(
+    host, pg_server, pg_store_env
+):
+    """The lock with what decisions read, then every write with the commit: nothing per decision."""
+    import psycopg
+
+    runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
+    runtime = Runtime(host, {"LEDGER_NOW": NOW})
+    check_verdict(runtime, 1_000_000)  # connected, the schema checked, the state saved
+    conn = runtime.database.connection()
+    trace = host / "libpq.trace"
+
+    def batch(runtime: Runtime) -> list[Any]:
+        return [check_verdict(runtime, micros) for micros in (1_000_000, 2_000_000, 3_000_000)]
+
+    with trace.open("w") as sink:
+        conn.pgconn.trace(sink.fileno())
+        conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            outcomes = runner.run(batch, lambda: None)
+        finally:
+            conn.pgconn.untrace()
+    assert logged == []
+    assert all(outcome.verdict_ref for outcome in outcomes)
+    messages = [line.split("\t") for line in trace.read_text().splitlines()]
+    # Each Sync (or simple Query) from this side is one wait for the server.
+    round_trips = [m for m in messages if m[0] == "F" and m[2].split(" ")[0] in {"Sync", "Query"}]
+    assert len(round_trips) == 2, round_trips
