@@ -301,3 +301,37 @@ def test_a_batch_of_verdicts_holds_the_fleet_lock_for_two_round_trips(
     # Each Sync (or simple Query) from this side is one wait for the server.
     round_trips = [m for m in messages if m[0] == "F" and m[2].split(" ")[0] in {"Sync", "Query"}]
     assert len(round_trips) == 2, round_trips
+
+
+def test_a_key_recorded_earlier_in_the_same_batch_is_a_repeat_and_counted_once(
+    host, pg_server, pg_store_env
+):
+    """Later units see what earlier ones wrote even before it reached the database."""
+    from ledger.services.gate.recording import record_call
+
+    runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
+
+    def batch(runtime: Runtime) -> list[Any]:
+        return [
+            record_call(runtime, 1_000_000, "anthropic", idempotency_key="anthropic:msg_1"),
+            check_verdict(runtime, 2_000_000),  # its writes held with the record's
+            record_call(runtime, 1_000_000, "anthropic", idempotency_key="anthropic:msg_1"),
+            record_call(runtime, 3_000_000, "anthropic", idempotency_key="anthropic:msg_2"),
+        ]
+
+    first, _, again, other = runner.run(batch, lambda: None)
+    assert logged == []
+    assert not first.duplicate
+    assert again.duplicate
+    assert again.entry_hash == first.entry_hash
+    assert not other.duplicate
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    lines = [bytes(r[0]) for r in pg_server.sql(f'SELECT line FROM "{schema}".chain ORDER BY seq')]
+    keys = [
+        json.loads(line)["payload"].get("idempotency_key")
+        for line in lines
+        if json.loads(line)["event_type"] == "budget.record_call"
+    ]
+    assert keys == ["anthropic:msg_1", "anthropic:msg_2"]
+    figures = usage(Runtime(host, {"LEDGER_NOW": NOW}))
+    assert figures.aggregate.local_micros == 4_000_000
