@@ -54,7 +54,7 @@ def as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
-def start_server(root: Path) -> str:
+def start_server(root: Path, *, statement_stats: bool = False) -> str:
     bin_dir = pg_bin()
     if os.geteuid() == 0:
         record = pwd.getpwnam("postgres")
@@ -65,6 +65,8 @@ def start_server(root: Path) -> str:
         check=True, capture_output=True,
     )  # fmt: skip
     options = f"-k {root} -c listen_addresses='' -c fsync=on -c max_connections=100"
+    if statement_stats:  # what each statement cost (the fleet bench's lock waits)
+        options += " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
     subprocess.run(
         as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
         check=True, capture_output=True,
@@ -192,7 +194,7 @@ def main() -> int:
         file_rate = parallel_rate(file_home, 8, seconds)
         print(f"file store, 8 processes         : {file_rate:,.1f} verdicts/s")
     finally:
-        from ledger.edges.postgres.db import close_all
+        from ledger.edges.postgres.connection import close_all
 
         close_all()
         stop_server(root)

@@ -124,6 +124,14 @@ def parse_pg_fleet(f: Figures) -> None:
     f.grab("fleet_decisions", rf"calls/s, {NUM} decisions/s")
     f.grab("fleet_load", rf"of pgbench\), load average {NUM}")
     f.grab("fleet_per_commit", rf"decisions per commit\s*:\s*{NUM}")
+    f.grab("fleet_floor_calls", rf"bare pass-throughs\s*:\s*{NUM} calls/s")
+    f.grab("fleet_floor_share", rf"share of the floor\s*:\s*{NUM} %")
+    f.grab("fleet_statements", rf"statements per decision\s*:\s*{NUM}")
+    f.grab("fleet_lock_waiters", rf"hosts waiting for lock\s*:\s*{NUM}")
+    f.grab("fleet_floor_cpu", rf"floor\s*:.*; total {NUM}")
+    f.grab("fleet_gateway_cpu", rf"pg fleet :\s*gateways {NUM}")
+    f.grab("fleet_server_cpu", rf"pg fleet :.*server {NUM}")
+    f.grab("fleet_cpu", rf"pg fleet :.*; total {NUM}")
 
 
 def parse_server(f: Figures) -> None:

@@ -159,6 +159,16 @@ def pg_fleet_rows(f: Figures) -> list[Row]:
         Row("  calls/s (verdict + record each); load average",
             f"{fmt(v.get('fleet_calls'), ' /s')}; {fmt(v.get('fleet_load'), '', 2)}", "", "", "", ""),
         Row("  decisions per commit", fmt(v.get("fleet_per_commit"), "", 2), "", "", "", ""),
+        Row("  statements per decision; hosts waiting for the lock",
+            f"{fmt(v.get('fleet_statements'), '', 2)}; {fmt(v.get('fleet_lock_waiters'), '', 2)}",
+            "", "", "", ""),
+        Row("  floor (4 bare pass-throughs): calls/s; fleet's share",
+            f"{fmt(v.get('fleet_floor_calls'), ' /s')}; {fmt(v.get('fleet_floor_share'), ' %', 1)}",
+            "", "", "", ""),
+        Row("  CPU ms per call: gateways, server; all (floor's all)",
+            f"{fmt(v.get('fleet_gateway_cpu'), '', 2)}, {fmt(v.get('fleet_server_cpu'), '', 2)}; "
+            f"{fmt(v.get('fleet_cpu'), '', 2)} ({fmt(v.get('fleet_floor_cpu'), '', 2)})",
+            "", "", "", ""),
     ]  # fmt: skip
 
 

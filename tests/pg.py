@@ -159,7 +159,7 @@ def own_pg_server() -> Iterator[PgServer]:
         yield server
     finally:
         server.stop("immediate")
-        from ledger.edges.postgres.db import close_all
+        from ledger.edges.postgres.connection import close_all
 
         close_all()
         shutil.rmtree(server.root, ignore_errors=True)
@@ -194,7 +194,7 @@ def pg_store_env(pg_server: PgServer) -> Iterator[dict[str, str]]:
     """``LEDGER_STORE_URL`` and a fresh ``LEDGER_STORE_SCHEMA`` for one test."""
     schema = f"t{os.getpid()}_{next(_SCHEMAS)}"
     yield {"LEDGER_STORE_URL": pg_server.url, "LEDGER_STORE_SCHEMA": schema}
-    from ledger.edges.postgres.db import close_all
+    from ledger.edges.postgres.connection import close_all
 
     close_all()
     with contextlib.suppress(Exception):

@@ -336,7 +336,7 @@ def _shutdown(scheduler: Any, store_url: str | None) -> None:
     """
     scheduler.shutdown(wait=True)
     if store_url is not None:
-        from ledger.edges.postgres.db import close_all
+        from ledger.edges.postgres.connection import close_all
 
         close_all()
 

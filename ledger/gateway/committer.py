@@ -65,6 +65,7 @@ class Committer:
         self._turn = threading.Lock()
         self._queued = 0  # jobs handed to the worker and not yet settled (event loop only)
         self._inline_paused_until = 0.0
+        self._stopping = False
         # HTTP requests being answered, kept by the gateway's app (event loop only).
         self.requests = 0
         self.jobs = 0
@@ -118,7 +119,7 @@ class Committer:
         began = monotonic()
         try:
             with observers_deferred():
-                self._run_batch([pending])
+                self._run_batch([pending], joining=False)
         finally:
             self._turn.release()
         if monotonic() - began > INLINE_SLOW_SECONDS:
@@ -130,21 +131,20 @@ class Committer:
         return outcome if outcome is not None else (False, ChainIOError("the decision was not run"))
 
     def _work(self) -> None:
-        stopping = False
-        while not stopping:
+        while not self._stopping:
             first = self._queue.get()
             if first is None:
                 break
             batch = [first]
-            stopping = self._gather(batch)
+            self._gather(batch)
             with self._turn:
-                self._run_batch(batch)
+                self._run_batch(batch, joining=True)
             _hand_back(batch)
         with self._turn:
             self._runner.close()
 
-    def _gather(self, batch: list[_Pending]) -> bool:
-        """Add the jobs queued behind ``batch[0]``, waiting for more under load; whether to stop.
+    def _gather(self, batch: list[_Pending]) -> None:
+        """Add the jobs queued behind ``batch[0]``, waiting for more under load.
 
         With ``GATHER_FROM_REQUESTS`` or more requests being answered, the
         batch waits up to ``GATHER_SECONDS`` for a quarter of them to queue a
@@ -157,23 +157,24 @@ class Committer:
         many = self.requests >= GATHER_FROM_REQUESTS
         wanted = max(1, self.requests // 4) if many else 1
         deadline = monotonic() + GATHER_SECONDS
-        while len(batch) < BATCH_LIMIT:
+        while len(batch) < BATCH_LIMIT and not self._stopping:
             try:
                 if len(batch) >= wanted:
                     item = self._queue.get_nowait()
                 else:
                     item = self._queue.get(timeout=max(0.0, deadline - monotonic()))
             except queue.Empty:
-                break
+                return
             if item is None:
-                return True
+                self._stopping = True
+                return
             batch.append(item)
-        return False
 
-    def _run_batch(self, batch: list[_Pending]) -> None:
+    def _run_batch(self, batch: list[_Pending], *, joining: bool) -> None:
+        """Run ``batch``; ``joining``: jobs queued meanwhile join it (the worker's batches)."""
         try:
             self._runner.run(
-                functools.partial(self._run_each, batch),
+                functools.partial(self._run_each, batch, joining),
                 functools.partial(_forget_undurable, batch),
                 functools.partial(_mark_durable, batch),
             )
@@ -183,15 +184,32 @@ class Committer:
                 if pending.outcome is None:
                     pending.outcome = (False, ChainIOError(f"internal error: {exc}"))
 
-    def _run_each(self, batch: list[_Pending], runtime: Runtime) -> None:
-        for pending in batch:
-            if pending.durable:
-                continue
+    def _run_each(self, batch: list[_Pending], joining: bool, runtime: Runtime) -> None:
+        index = 0
+        while index < len(batch):
+            pending = batch[index]
+            index += 1
+            if not pending.durable:
+                try:
+                    pending.outcome = (True, pending.job(runtime))
+                    self.jobs += 1
+                except Exception as exc:  # noqa: BLE001 - handed to the awaiting request
+                    pending.outcome = (False, exc)
+            if joining and index == len(batch):
+                # Jobs that arrived meanwhile join the batch: on a fleet's store it
+                # waited for the fleet-wide lock, and they would wait for it again.
+                self._take_arrived(batch)
+
+    def _take_arrived(self, batch: list[_Pending]) -> None:
+        while len(batch) < BATCH_LIMIT and not self._stopping:
             try:
-                pending.outcome = (True, pending.job(runtime))
-                self.jobs += 1
-            except Exception as exc:  # noqa: BLE001 - handed to the awaiting request
-                pending.outcome = (False, exc)
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is None:
+                self._stopping = True
+                return
+            batch.append(item)
 
 
 def _mark_durable(batch: list[_Pending]) -> None:

@@ -304,7 +304,7 @@ def test_the_daemons_spool_job_seals_what_was_spooled_and_keeps_one_connection(
     own_pg_server, tmp_path
 ):
     from ledger.daemon.jobs import spool_job
-    from ledger.edges.postgres.db import close_all
+    from ledger.edges.postgres.connection import close_all
     from ledger.runtime import Runtime
 
     home = tmp_path / "host"

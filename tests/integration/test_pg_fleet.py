@@ -70,7 +70,7 @@ def test_a_newer_schema_is_refused_with_a_clear_error(fleet, run_inproc, pg_stor
     (home,) = fleet(1)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
     pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (4)')
-    from ledger.edges.postgres.db import close_all
+    from ledger.edges.postgres.connection import close_all
 
     close_all()
     result = host(run_inproc, home)("verdict", "1")

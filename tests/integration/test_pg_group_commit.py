@@ -16,7 +16,7 @@ import pytest
 
 from ledger.batching import BatchRunner
 from ledger.core.envelope import parse_line
-from ledger.edges.postgres.db import lock_key
+from ledger.edges.postgres.connection import lock_key
 from ledger.runtime import Runtime
 from ledger.services.gate.gate import check_verdict, usage
 from tests.gateway.helpers import NOW
@@ -219,3 +219,119 @@ def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
     assert [o.verdict_ref for o in outcomes.values()] == [h for _, h, _ in verdicts]
     estimates = [entry["payload"]["estimated_micros"] for entry, _, _ in verdicts]
     assert estimates == amounts, "each verdict sealed once: none lost, none twice"
+
+
+def test_decisions_that_arrive_while_a_batch_waits_for_the_fleet_lock_join_that_batch(
+    host, pg_server, pg_store_env
+):
+    """Another host holds the lock; what queues meanwhile is decided in the same commit."""
+    import asyncio
+    import time
+
+    import psycopg
+
+    from ledger.gateway.committer import Committer
+
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    logged: list[str] = []
+    committer = Committer(host, {"LEDGER_NOW": NOW, "LEDGER_BILLING_STALE_HALT_PCT": "100"},
+                          logged.append)  # fmt: skip
+    committer.start()
+
+    def waiting_for_the_lock() -> bool:
+        return bool(pg_server.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ledger'"
+            " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        )[0][0])  # fmt: skip
+
+    def verdict(micros: int) -> Any:
+        return lambda runtime: check_verdict(runtime, micros)
+
+    async def scenario() -> list[Any]:
+        with psycopg.connect(pg_server.url, autocommit=True) as other_host:
+            other_host.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+            first = asyncio.ensure_future(committer.run(verdict(1_000_000)))
+            deadline = time.monotonic() + 60
+            while not await asyncio.to_thread(waiting_for_the_lock):
+                assert time.monotonic() < deadline, "the batch never waited for the lock"
+                await asyncio.sleep(0.05)
+            later = [
+                asyncio.ensure_future(committer.run(verdict(m))) for m in (2_000_000, 3_000_000)
+            ]
+            await asyncio.sleep(0)  # both queued behind the waiting batch
+            other_host.execute("SELECT pg_advisory_unlock(%s)", (lock_key(schema),))
+        return list(await asyncio.gather(first, *later))
+
+    try:
+        outcomes = asyncio.run(scenario())
+    finally:
+        committer.stop()
+    assert logged == []
+    assert committer.batches == 1, "the decisions that queued meanwhile joined the batch"
+    verdicts = _verdict_rows(pg_server, schema)
+    assert [o.verdict_ref for o in outcomes] == [entry_hash for _, entry_hash, _ in verdicts]
+    assert len({committed for _, _, committed in verdicts}) == 1, "one commit for the three"
+
+
+def test_a_batch_of_verdicts_holds_the_fleet_lock_for_two_round_trips(
+    host, pg_server, pg_store_env
+):
+    """The lock with what decisions read, then every write with the commit: nothing per decision."""
+    import psycopg
+
+    runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
+    runtime = Runtime(host, {"LEDGER_NOW": NOW})
+    check_verdict(runtime, 1_000_000)  # connected, the schema checked, the state saved
+    conn = runtime.database.connection()
+    trace = host / "libpq.trace"
+
+    def batch(runtime: Runtime) -> list[Any]:
+        return [check_verdict(runtime, micros) for micros in (1_000_000, 2_000_000, 3_000_000)]
+
+    with trace.open("w") as sink:
+        conn.pgconn.trace(sink.fileno())
+        conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            outcomes = runner.run(batch, lambda: None)
+        finally:
+            conn.pgconn.untrace()
+    assert logged == []
+    assert all(outcome.verdict_ref for outcome in outcomes)
+    messages = [line.split("\t") for line in trace.read_text().splitlines()]
+    # Each Sync (or simple Query) from this side is one wait for the server.
+    round_trips = [m for m in messages if m[0] == "F" and m[2].split(" ")[0] in {"Sync", "Query"}]
+    assert len(round_trips) == 2, round_trips
+
+
+def test_a_key_recorded_earlier_in_the_same_batch_is_a_repeat_and_counted_once(
+    host, pg_server, pg_store_env
+):
+    """Later units see what earlier ones wrote even before it reached the database."""
+    from ledger.services.gate.recording import record_call
+
+    runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="100")
+
+    def batch(runtime: Runtime) -> list[Any]:
+        return [
+            record_call(runtime, 1_000_000, "anthropic", idempotency_key="anthropic:msg_1"),
+            check_verdict(runtime, 2_000_000),  # its writes held with the record's
+            record_call(runtime, 1_000_000, "anthropic", idempotency_key="anthropic:msg_1"),
+            record_call(runtime, 3_000_000, "anthropic", idempotency_key="anthropic:msg_2"),
+        ]
+
+    first, _, again, other = runner.run(batch, lambda: None)
+    assert logged == []
+    assert not first.duplicate
+    assert again.duplicate
+    assert again.entry_hash == first.entry_hash
+    assert not other.duplicate
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    lines = [bytes(r[0]) for r in pg_server.sql(f'SELECT line FROM "{schema}".chain ORDER BY seq')]
+    keys = [
+        json.loads(line)["payload"].get("idempotency_key")
+        for line in lines
+        if json.loads(line)["event_type"] == "budget.record_call"
+    ]
+    assert keys == ["anthropic:msg_1", "anthropic:msg_2"]
+    figures = usage(Runtime(host, {"LEDGER_NOW": NOW}))
+    assert figures.aggregate.local_micros == 4_000_000

@@ -61,9 +61,11 @@ class PgCheckpoints:
 
     def newest_document(self) -> tuple[bytes, Checkpoint] | None:
         """The newest stored checkpoint's bytes and what they say (see ``newest``)."""
-        memo = self.db.memo()
-        if memo is not None and "checkpoint" in memo:
-            found: tuple[int, bytes] | None = memo["checkpoint"]
+        kept = self.db.group_cache()
+        if kept is None:
+            kept = self.db.memo()
+        if kept is not None and "checkpoint" in kept:
+            found: tuple[int, bytes] | None = kept["checkpoint"]
         else:
             rows = self.db.execute(NEWEST_SQL)
             found = (int(rows[0][0]), bytes(rows[0][1])) if rows else None

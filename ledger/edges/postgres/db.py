@@ -1,11 +1,8 @@
-"""A PostgreSQL database as the fleet's store: the connection, bounded waits, the schema.
+"""A PostgreSQL database as the fleet's store: transactions and statements with bounded waits.
 
-One connection per process and database, shared by every store object built
-on it (the chain, the derived state, the trust store), so that what a command
-does under the chain lock is one transaction. A long-lived process (the
-daemon) keeps that connection; when it breaks, the next use reconnects, and
-after a failed attempt the next one waits out a backoff (1 s doubling to
-30 s), so a one-shot command never waits for the same dead server twice.
+The connection is one per process and database
+(``ledger.edges.postgres.connection``), and the schema's version is checked
+once per connection (``ledger.edges.postgres.schemacheck``).
 
 Every wait is bounded by ``chain.lock_timeout_seconds``: the connection
 attempt (``connect_timeout``), each statement (``statement_timeout``), each
@@ -17,15 +14,20 @@ store without its password.
 """
 
 import contextlib
-import hashlib
 import os
-import re
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from ledger.edges.postgres.connection import (
+    SharedConnection,
+    first_line,
+    lock_key,
+    redact,
+    shared_connection,
+)
+from ledger.edges.postgres.schemacheck import ensure_schema, refuse_without_schema
 from ledger.errors import ChainIOError, LockTimeoutError, StoreUnreachableError
 
 if TYPE_CHECKING:
@@ -33,51 +35,9 @@ if TYPE_CHECKING:
 
     from ledger.edges.postgres.group import PgGroup
 
-SCHEMA_VERSION = 3
+LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
-# Values kept between the units of a group (see ``_unit``).
-_GROUP_MEMO = ("trust",)
-_PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
-
-
-class StoreSchemaError(ChainIOError):
-    """The store has no ledger schema, or one newer than this code knows."""
-
-
-def redact(url: str) -> str:
-    """The store's address without its password, for messages."""
-    return _PASSWORD_RE.sub(
-        lambda m: f"{m.group(1)}***@" if m.group(1) else f"{m.group(2)}***", url
-    )
-
-
-def lock_key(schema: str, what: str = "chain") -> int:
-    """The advisory-lock key of one schema's chain (a signed 64-bit integer)."""
-    digest = hashlib.sha256(f"ledger:{schema}:{what}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-class _Shared:
-    """One process's connection to one database, and what its reconnects remember."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.conn: psycopg.Connection[Any] | None = None
-        self.pid = 0
-        self.depth = 0
-        self.failures = 0
-        self.retry_at = 0.0
-        self.last_error: str | None = None
-        self.checked = False
-        self.cursors = 0
-        self.memo: dict[str, Any] = {}
-        self.abandoned: list[Any] = []
-        self.group: PgGroup | None = None  # a batch's transaction open at depth 1
-
-
-_SHARED: dict[tuple[str, str, int], _Shared] = {}
-_SHARED_LOCK = threading.Lock()
 
 
 class PgDatabase:
@@ -88,8 +48,12 @@ class PgDatabase:
         self.schema = schema
         self.timeout_seconds = timeout_seconds
         self.display = f"{redact(url)} (schema {schema})"
-        with _SHARED_LOCK:
-            self._shared = _SHARED.setdefault((url, schema, timeout_seconds), _Shared())
+        self._shared = shared_connection(url, schema, timeout_seconds)
+
+    @property
+    def shared(self) -> SharedConnection:
+        """This process's connection to the database, and what its transactions hold."""
+        return self._shared
 
     # --- connecting -------------------------------------------------------------
 
@@ -126,7 +90,7 @@ class PgDatabase:
         conn = shared.conn
         if conn is not None and not conn.closed and not conn.broken:
             if check_schema and not shared.checked:
-                self._check_schema(conn)
+                refuse_without_schema(self, conn)
             return conn
         shared.conn = None
         shared.checked = False
@@ -140,43 +104,15 @@ class PgDatabase:
             shared.failures += 1
             delay = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2 ** (shared.failures - 1))
             shared.retry_at = time.monotonic() + delay
-            shared.last_error = _first_line(exc)
+            shared.last_error = first_line(exc)
             raise StoreUnreachableError(
                 f"store {self.display} unreachable: {shared.last_error}"
             ) from exc
         shared.failures = 0
         shared.conn = conn
         if check_schema:
-            self._check_schema(conn)
+            refuse_without_schema(self, conn)
         return conn
-
-    def _check_schema(self, conn: "psycopg.Connection[Any]") -> None:
-        version = self._version(conn)
-        if version is None:
-            raise StoreSchemaError(
-                f"store {self.display} has no ledger schema; run `ledger init` on one host"
-            )
-        _refuse_newer(version, self.display)
-        if version < SCHEMA_VERSION:
-            # An older schema lacks the tables that keep the chain honest: no host
-            # writes to it until one host's `ledger init` has upgraded it.
-            raise StoreSchemaError(
-                f"store {self.display} has schema version {version}, older than this "
-                f"ledger needs ({SCHEMA_VERSION}); run `ledger init` on one host to upgrade it"
-            )
-        self._shared.checked = True
-
-    def _version(self, conn: "psycopg.Connection[Any]") -> int | None:
-        try:
-            row = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema}.schema_version",)
-            ).fetchone()
-            if not row or not row[0]:
-                return None
-            found = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-        except Exception as exc:
-            raise self.translate(exc) from exc
-        return None if not found or found[0] is None else int(found[0])
 
     def translate(self, exc: BaseException) -> ChainIOError | LockTimeoutError:
         """A database error as the ``LedgerError`` a command reports."""
@@ -191,7 +127,7 @@ class PgDatabase:
         if state in {"55P03", "57014"}:
             return LockTimeoutError(
                 f"store {self.display}: waited longer than {self.timeout_seconds} s "
-                f"({_first_line(exc)})"
+                f"({first_line(exc)})"
             )
         if (
             isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
@@ -199,8 +135,8 @@ class PgDatabase:
             or (conn is not None and (conn.closed or conn.broken))
         ):
             self._forget()
-            return StoreUnreachableError(f"store {self.display} unreachable: {_first_line(exc)}")
-        return ChainIOError(f"store {self.display}: {_first_line(exc)}")
+            return StoreUnreachableError(f"store {self.display} unreachable: {first_line(exc)}")
+        return ChainIOError(f"store {self.display}: {first_line(exc)}")
 
     def _forget(self) -> None:
         shared = self._shared
@@ -229,10 +165,12 @@ class PgDatabase:
         """
         import psycopg
 
+        from ledger.edges.postgres.group import unit
+
         shared = self._shared
         with shared.lock:
             if shared.group is not None and shared.depth == 1:
-                with self._unit(shared.group) as conn:
+                with unit(self, shared.group) as conn:
                     yield conn
                 return
             if shared.depth > 0 and shared.conn is not None:
@@ -259,22 +197,28 @@ class PgDatabase:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (inside the open transaction, if any); its rows.
 
+        Inside a group, the writes its units left pending go first, in the same
+        round trip; a write other than those (a deletion, a checkpoint, a new
+        trust store) makes the group read everything again.
+
         Raises:
             StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
         """
         shared = self._shared
         with shared.lock:
-            if shared.group is not None and shared.depth == 1:
+            group = shared.group
+            if group is not None and shared.depth == 1:
                 # Between a batch's units: a failed statement must not fail the group.
                 with self.transaction():
                     return self.execute(sql, params)
-            if shared.group is not None and sql.lstrip()[:6].upper() != "SELECT":
+            if group is not None and sql.lstrip()[:6].upper() != "SELECT":
                 # (``recover`` also writes, through a function, but never in a batch.)
-                shared.group.wrote = True
+                group.wrote = True
+                group.cache.clear()
             if shared.depth == 0:
                 conn = self._connection()
-            elif shared.group is not None:
-                conn = shared.group.check()
+            elif group is not None:
+                conn = group.check()
             elif shared.conn is None or shared.conn.closed or shared.conn.broken:
                 # Never on a new connection: it would hold neither the lock nor
                 # what the transaction did before.
@@ -284,10 +228,44 @@ class PgDatabase:
             else:
                 conn = shared.conn
             try:
-                cursor = conn.execute(sql, params)
+                if group is not None:
+                    cursor = group.run(conn, sql, params)
+                else:
+                    cursor = conn.execute(sql, params)
                 return cursor.fetchall() if cursor.description is not None else []
             except Exception as exc:
                 raise self.translate(exc) from exc
+
+    def write(self, sql: str, params: Sequence[Any], *, slot: str | None = None) -> None:
+        """Run a write whose outcome nothing reads before the commit.
+
+        Inside a group's unit it waits for the group's next statement or its
+        commit and goes in the same round trip (held under the fleet-wide lock,
+        every round trip counts); ``slot`` names a write that a later one of
+        the same slot replaces (a row rewritten whole). Elsewhere it runs now.
+
+        Raises:
+            StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
+        """
+        shared = self._shared
+        with shared.lock:
+            group = shared.group
+            if group is None or shared.depth < 2:  # noqa: PLR2004 - inside a unit
+                self.execute(sql, params)
+                return
+            group.check()
+            group.wrote = True
+            group.defer(sql, tuple(params), slot)
+
+    def group_cache(self) -> dict[str, Any] | None:
+        """What the running group read or wrote under its hold of the lock (``None``: no group).
+
+        Nobody else writes the chain while the group holds the lock, so a store
+        object keeps here what the next unit would otherwise read again.
+        """
+        with self._shared.lock:
+            group = self._shared.group
+            return None if group is None else group.cache
 
     def memo(self) -> dict[str, Any] | None:
         """Values read once per transaction (``None`` outside one).
@@ -309,49 +287,14 @@ class PgDatabase:
         with self.transaction() as conn:
             self._shared.cursors += 1
             try:
+                if self._shared.group is not None:
+                    self._shared.group.flush(conn)
                 with conn.cursor(name=f"ledger_stream_{self._shared.cursors}") as cursor:
                     cursor.itersize = batch
                     cursor.execute(sql, params)
                     yield from cursor
             except Exception as exc:
                 raise self.translate(exc) from exc
-
-    @contextlib.contextmanager
-    def _unit(self, group: "PgGroup") -> Iterator["psycopg.Connection[Any]"]:
-        """One unit of a group, in the group's transaction.
-
-        No savepoint (two more round trips each, under the fleet-wide lock): a
-        unit that fails after it wrote, or leaves the transaction failed, fails
-        the whole group instead, and the units not yet durable run again one
-        by one, each all or nothing in its own transaction.
-        """
-        import psycopg
-
-        conn = group.check()
-        shared = self._shared
-        outer = shared.memo
-        shared.depth += 1
-        # The trust store is changed only under the chain lock the group holds,
-        # so what one unit read stays true for the next.
-        shared.memo = {key: outer[key] for key in _GROUP_MEMO if key in outer}
-        group.wrote = False
-        kept = False
-        try:
-            yield conn
-            kept = True
-        finally:
-            shared.depth -= 1
-            inner, shared.memo = shared.memo, outer
-            for key in _GROUP_MEMO:
-                if kept and key in inner:
-                    outer[key] = inner[key]
-                else:  # changed inside, or failed: read it again
-                    outer.pop(key, None)
-            failed = conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
-            if failed or (not kept and group.wrote):
-                group.fail(ChainIOError(f"store {self.display}: a decision failed half-way"))
-        if failed:
-            raise ChainIOError(f"store {self.display}: the transaction failed")
 
     def group(self) -> AbstractContextManager["PgGroup | None"]:
         """Run the block's transactions as one group (``ledger.edges.postgres.group``)."""
@@ -379,10 +322,6 @@ class PgDatabase:
         if group is not None:
             group.appended(seq, entry_hash)
 
-    def lock_chain_on(self, conn: "psycopg.Connection[Any]") -> None:
-        """Take the chain's advisory lock on ``conn``, in its open transaction."""
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
-
     def lock_chain(self) -> None:
         """Take the chain's advisory lock until the transaction ends (SPEC §8).
 
@@ -391,64 +330,15 @@ class PgDatabase:
         transaction took it once for all its units.
         """
         if self._shared.group is None:
-            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
+            self.execute(LOCK_SQL, (lock_key(self.schema),))
 
     # --- the schema -------------------------------------------------------------
 
     def ensure_schema(self) -> bool:
         """Create the schema when missing, or upgrade an older one; whether it was created.
 
-        A second call is a no-op; a schema newer than this code knows is refused.
-
         Raises:
             StoreSchemaError: the schema is newer than this code knows.
             StoreUnreachableError, LockTimeoutError, ChainIOError: as ``transaction``.
         """
-        from ledger.edges.postgres.schema import schema_statements
-
-        with self.transaction(check_schema=False) as conn:
-            self.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema, "init"),))
-            version = self._version(conn)
-            if version is not None:
-                _refuse_newer(version, self.display)
-                if version < SCHEMA_VERSION:
-                    for statement in schema_statements(
-                        self.schema, create_schema=False, from_version=version
-                    ):
-                        self.execute(statement)
-                    self.execute(
-                        "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
-                    )
-                self._shared.checked = True
-                return False
-            exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
-            for statement in schema_statements(self.schema, create_schema=not exists):
-                self.execute(statement)
-            self.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
-        self._shared.checked = True
-        return True
-
-
-def close_all() -> None:
-    """Close every connection this process holds (a daemon stopping; tests between cases)."""
-    with _SHARED_LOCK:
-        for shared in _SHARED.values():
-            with shared.lock:
-                if shared.conn is not None and shared.pid == os.getpid():
-                    with contextlib.suppress(Exception):
-                        shared.conn.close()
-                shared.conn, shared.checked, shared.failures = None, False, 0
-        _SHARED.clear()
-
-
-def _refuse_newer(version: int, display: str) -> None:
-    if version > SCHEMA_VERSION:
-        raise StoreSchemaError(
-            f"store {display} has schema version {version}, newer than this ledger "
-            f"knows ({SCHEMA_VERSION}); upgrade ledger on this host"
-        )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+        return ensure_schema(self)

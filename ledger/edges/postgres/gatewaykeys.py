@@ -20,7 +20,8 @@ import secrets
 from collections.abc import Callable
 
 from ledger.core.gateway_keys import GatewayKey
-from ledger.edges.postgres.db import PgDatabase, lock_key
+from ledger.edges.postgres.connection import lock_key
+from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.fleetsecret import FleetSecret, mac
 from ledger.errors import KeyFileError
 

@@ -11,6 +11,18 @@ durable then run again one by one, each in a transaction of its own. Units
 that fail before writing (most refusals are not failures at all: a halt is a
 verdict like any other) cost the group nothing.
 
+The fleet-wide lock is held from its grant to the end of the commit, and every
+round trip in between (each a wake-up of the server and of this process, on a
+loaded host several times the statement itself) keeps every other host
+waiting. So a group spends as few as it can: taking the lock and reading what
+every decision starts from (the head, the derived state, the newest
+checkpoint, the trust store) is one round trip; later units take those from
+what earlier ones read or wrote (``cache``: nobody else writes while the lock
+is held); a unit's writes (its row, the key index, the state, rewritten whole
+once per group) are held and sent with the group's next statement or its
+commit, in the same round trip. A write that fails there fails the group, as
+it would have failed its unit.
+
 A unit that must wait on something slow outside the store (a verdict that runs
 the UsageObserver) lets other hosts in meanwhile (``released``): the group
 commits what it holds so far, which frees the fleet-wide lock, and begins
@@ -25,7 +37,7 @@ its own transaction (a record is spooled and sealed once by its key then).
 """
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import ChainIOError, LedgerError, StoreUnreachableError
@@ -46,11 +58,14 @@ class PgGroup:
     def __init__(self, db: "PgDatabase") -> None:
         self._db = db
         self._conn: psycopg.Connection[Any] | None = None
-        self._tx: Any = None
         self._newest: tuple[int, str] | None = None  # the last row appended since begin
+        self._pending: list[tuple[str, tuple[Any, ...]]] = []
+        self._slots: dict[str, tuple[str, tuple[Any, ...]]] = {}
         self.failure: LedgerError | None = None
         self.wrote = False  # the running unit has written
         self.on_durable: list[Callable[[], None]] = []
+        # What the group read or wrote since it took the lock (``PgDatabase.group_cache``).
+        self.cache: dict[str, Any] = {}
 
     @property
     def conn(self) -> "psycopg.Connection[Any] | None":
@@ -58,21 +73,31 @@ class PgGroup:
         return self._conn
 
     def begin(self) -> None:
-        """Open the group's transaction and take the chain's advisory lock.
+        """Open the group's transaction, take the chain's advisory lock, read what decisions read.
+
+        One round trip: the lock and the rows every decision starts from
+        (``ledger.edges.postgres.reads``), read once the lock is granted.
 
         Raises:
             StoreUnreachableError, LockTimeoutError, ChainIOError: as a transaction would.
         """
+        from ledger.edges.postgres.connection import lock_key
+        from ledger.edges.postgres.db import LOCK_SQL
+        from ledger.edges.postgres.reads import AT_GROUP_START
+
         conn = self._db.connection()
-        tx = conn.transaction()
         try:
-            tx.__enter__()
-            self._conn, self._tx = conn, tx
-            self._db.lock_chain_on(conn)
-            self._newest = None
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(LOCK_SQL, (lock_key(self._db.schema),))
+                cursors = [(sql, conn.execute(sql)) for sql in AT_GROUP_START]
+            read = {sql: cursor.fetchall() for sql, cursor in cursors}
         except Exception as exc:
-            self._abandon(exc)
+            _roll_back(conn)
             raise self._db.translate(exc) from exc
+        self._conn, self._newest = conn, None
+        self._pending, self._slots = [], {}
+        self.cache = {"read": read}
 
     def check(self) -> "psycopg.Connection[Any]":
         """The group's open connection; raises what broke the group, if anything did.
@@ -90,6 +115,51 @@ class PgGroup:
             raise self.failure
         return conn
 
+    def defer(self, sql: str, params: tuple[Any, ...], slot: str | None) -> None:
+        """Hold a unit's write until the next statement or the commit (``PgDatabase.write``)."""
+        if slot is None:
+            self._pending.append((sql, params))
+        else:
+            self._slots[slot] = (sql, params)
+
+    def run(
+        self, conn: "psycopg.Connection[Any]", sql: str, params: Sequence[Any]
+    ) -> "psycopg.Cursor[Any]":
+        """Run ``sql`` after the writes still held, in one round trip; its cursor.
+
+        A failure there fails the group: the held writes were earlier units'.
+        """
+        writes = self._take_writes()
+        if not writes:
+            return conn.execute(sql, params)
+        try:
+            with conn.pipeline():
+                for write in writes:
+                    conn.execute(*write)
+                cursor = conn.execute(sql, params)
+        except Exception as exc:
+            self.fail(self._db.translate(exc))
+            raise
+        return cursor
+
+    def flush(self, conn: "psycopg.Connection[Any]") -> None:
+        """Send the writes still held (before a statement that does not go through ``run``)."""
+        writes = self._take_writes()
+        if not writes:
+            return
+        try:
+            with conn.pipeline():
+                for write in writes:
+                    conn.execute(*write)
+        except Exception as exc:
+            self.fail(self._db.translate(exc))
+            raise
+
+    def _take_writes(self) -> list[tuple[str, tuple[Any, ...]]]:
+        writes = self._pending + list(self._slots.values())
+        self._pending, self._slots = [], {}
+        return writes
+
     def appended(self, seq: int, entry_hash: str) -> None:
         """A unit appended this row (what a failed commit is looked up by)."""
         self._newest = (seq, entry_hash)
@@ -100,21 +170,28 @@ class PgGroup:
             self.failure = why
 
     def commit(self) -> None:
-        """Commit the group's transaction; then every unit of it is durable.
+        """Send the writes still held and commit, in one round trip; then every unit is durable.
 
         Raises:
             GroupCommitError: it did not commit (or that cannot be known).
         """
-        if self.failure is not None or self._tx is None or self._conn is None:
-            self._abandon(self.failure)
+        conn, newest = self._conn, self._newest
+        if self.failure is not None or conn is None:
+            self._abandon()
             raise GroupCommitError(
                 f"the batch was not recorded: {self.failure or 'no transaction open'}"
             )
-        tx, newest = self._tx, self._newest
-        self._conn, self._tx = None, None
+        writes = self._take_writes()
+        self._conn, self.cache = None, {}
         try:
-            tx.__exit__(None, None, None)
+            with conn.pipeline():
+                for write in writes:
+                    conn.execute(*write)
+                done = conn.execute("COMMIT")
+            if done.statusmessage != "COMMIT":  # the server rolled a failed transaction back
+                raise ChainIOError(f"the commit answered {done.statusmessage}")
         except Exception as exc:
+            _roll_back(conn)
             if not self._landed(newest):
                 raise GroupCommitError(
                     f"the batch was not recorded: {self._db.translate(exc)}"
@@ -146,13 +223,13 @@ class PgGroup:
 
     def abort(self) -> None:
         """Roll the group's transaction back (the batch itself raised)."""
-        self._abandon(None)
+        self._abandon()
 
-    def _abandon(self, why: BaseException | None) -> None:
-        tx, self._tx, self._conn = self._tx, None, None
-        if tx is not None:
-            with contextlib.suppress(Exception):
-                tx.__exit__(type(why) if why else ChainIOError, why or ChainIOError("abort"), None)
+    def _abandon(self) -> None:
+        conn, self._conn, self.cache = self._conn, None, {}
+        self._pending, self._slots = [], {}
+        if conn is not None:
+            _roll_back(conn)
 
     def _landed(self, newest: tuple[int, str] | None) -> bool:
         """Whether the group's newest row is in the store after a commit that reported failure."""
@@ -162,6 +239,13 @@ class PgGroup:
             rows = self._db.execute("SELECT entry_hash FROM chain WHERE seq = %s", (newest[0],))
             return bool(rows) and rows[0][0] == newest[1]
         return False
+
+
+def _roll_back(conn: "psycopg.Connection[Any]") -> None:
+    """End a transaction that must not commit (nothing, when the connection is gone)."""
+    if not conn.closed and not conn.broken:
+        with contextlib.suppress(Exception):
+            conn.execute("ROLLBACK")
 
 
 @contextlib.contextmanager
@@ -205,3 +289,35 @@ def released(shared: Any) -> Iterator[None]:
                 yield
         finally:
             shared.group, shared.depth, shared.memo = group, 1, {}
+
+
+@contextlib.contextmanager
+def unit(db: "PgDatabase", group: PgGroup) -> Iterator["psycopg.Connection[Any]"]:
+    """One unit of a group, in the group's transaction.
+
+    No savepoint (two more round trips each, under the fleet-wide lock): a
+    unit that fails after it wrote, or leaves the transaction failed, fails
+    the whole group instead, and the units not yet durable run again one
+    by one, each all or nothing in its own transaction.
+    """
+    import psycopg
+
+    conn = group.check()
+    shared = db.shared
+    outer = shared.memo
+    shared.depth += 1
+    # What the units read in common is kept in the group's cache instead.
+    shared.memo = {}
+    group.wrote = False
+    kept = False
+    try:
+        yield conn
+        kept = True
+    finally:
+        shared.depth -= 1
+        shared.memo = outer
+        failed = conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        if failed or (not kept and group.wrote):
+            group.fail(ChainIOError(f"store {db.display}: a decision failed half-way"))
+    if failed:
+        raise ChainIOError(f"store {db.display}: the transaction failed")

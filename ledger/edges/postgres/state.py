@@ -81,8 +81,11 @@ class PgStateStore:
                 another one.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
+        cache = self.db.group_cache()
         memo = self.db.memo()
-        if memo is not None and "state" in memo:
+        if cache is not None and "state" in cache:
+            row = cache["state"]  # read with the head, or saved, under this hold of the lock
+        elif memo is not None and "state" in memo:
             row = memo.pop("state")  # read with the head, in this transaction
         else:
             rows = self.db.execute("SELECT head_hash, size, body FROM derived_state WHERE id = 1")
@@ -132,13 +135,18 @@ class PgStateStore:
         memo = self.db.memo()
         if memo is not None:
             memo.pop("state", None)
-        self.db.execute(
+        # In a group, only the last unit's state is sent, with the commit.
+        self.db.write(
             "INSERT INTO derived_state (id, head_seq, head_hash, size, body)"
             " VALUES (1, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
             " head_seq = excluded.head_seq, head_hash = excluded.head_hash,"
             " size = excluded.size, body = excluded.body",
             (entries, head_hash, size, body),
+            slot="state",
         )
+        cache = self.db.group_cache()
+        if cache is not None:
+            cache["state"] = (head_hash, size, body)
 
     def delete(self) -> None:
         """Remove the stored state and the key index (rebuilt from the chain on next use)."""
@@ -150,14 +158,21 @@ class PgStateStore:
 
     def load_key(self, key: str) -> dict[str, Any] | None:
         """The index record of ``key``; ``None`` when absent or unreadable."""
-        try:
-            rows = self.db.execute("SELECT record FROM idempotency_keys WHERE key = %s", (key,))
-        except ChainIOError:
+        known = self._keys_known()
+        if known is not None and key in known:
+            sealed = known[key]  # read or written under this group's hold of the lock
+        else:
+            try:
+                rows = self.db.execute("SELECT record FROM idempotency_keys WHERE key = %s", (key,))
+            except ChainIOError:
+                return None
+            sealed = bytes(rows[0][0]) if rows else None
+            if known is not None:
+                known[key] = sealed
+        if sealed is None:
             return None
-        if not rows:
-            return None
         try:
-            body = self._opened(_KEY_LABEL, bytes(rows[0][0]))
+            body = self._opened(_KEY_LABEL, sealed)
             record = None if body is None else json.loads(body)
         except (KeyFileError, ValueError):
             return None
@@ -179,22 +194,41 @@ class PgStateStore:
         with self.db.transaction():
             if replace:
                 self.db.execute("DELETE FROM idempotency_keys")
-            kept: set[str] = set()
+            known = self._keys_known()
+            stored: dict[str, bytes | None] = {}
             if not replace and records:
-                rows = self.db.execute(
-                    "SELECT key, record FROM idempotency_keys WHERE key = ANY(%s)",
-                    ([record["key"] for record in records],),
-                )
-                kept = {key for key, raw in rows if self._genuine(bytes(raw))}
+                wanted = [record["key"] for record in records]
+                unknown = [key for key in wanted if known is None or key not in known]
+                if unknown:
+                    rows = self.db.execute(
+                        "SELECT key, record FROM idempotency_keys WHERE key = ANY(%s)", (unknown,)
+                    )
+                    stored = dict.fromkeys(unknown)
+                    stored.update({key: bytes(raw) for key, raw in rows})
+                if known is not None:
+                    stored.update({key: known[key] for key in wanted if key in known})
+            kept = {key for key, raw in stored.items() if raw is not None and self._genuine(raw)}
             for record in records:
                 if record["key"] in kept:
                     continue
                 kept.add(record["key"])
-                self.db.execute(
+                sealed = self._sealed(_KEY_LABEL, _dumps(record))
+                self.db.write(
                     "INSERT INTO idempotency_keys (key, record) VALUES (%s, %s)"
                     " ON CONFLICT (key) DO UPDATE SET record = excluded.record",
-                    (record["key"], self._sealed(_KEY_LABEL, _dumps(record))),
+                    (record["key"], sealed),
                 )
+                known = self._keys_known()
+                if known is not None:
+                    known[record["key"]] = sealed
+
+    def _keys_known(self) -> dict[str, bytes | None] | None:
+        """Key rows (``None``: no row) read or written in the running group, if any."""
+        cache = self.db.group_cache()
+        if cache is None:
+            return None
+        known: dict[str, bytes | None] = cache.setdefault("keys", {})
+        return known
 
     def _genuine(self, sealed: bytes) -> bool:
         try:

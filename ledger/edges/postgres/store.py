@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
 from ledger.edges.postgres.db import PgDatabase
+from ledger.edges.postgres.reads import HEAD_SQL
 from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
@@ -40,20 +41,6 @@ class PgHead(NamedTuple):
     seq: int
 
 
-# One round trip: the newest row, any note of a changed row, and (kept for the
-# state store and the checkpoints, read in the same transaction right after)
-# the derived-state row and the newest stored checkpoint (``checkpoints.NEWEST_SQL``).
-_HEAD_SQL = (
-    "SELECT c.seq, c.end_pos, c.line, (SELECT min(coalesce(t.seq, 0)) FROM chain_tampered t),"
-    " (SELECT count(*) FROM chain_tampered), s.head_hash, s.size, s.body, k.entries, k.document"
-    " FROM (SELECT 1) AS one"
-    " LEFT JOIN LATERAL (SELECT seq, end_pos, line FROM chain ORDER BY seq DESC LIMIT 1) AS c"
-    " ON true LEFT JOIN derived_state AS s ON s.id = 1 LEFT JOIN LATERAL"
-    " (SELECT entries, document FROM checkpoints ORDER BY entries DESC, id DESC LIMIT 1) AS k"
-    " ON true"
-)
-
-
 def _read_head(db: PgDatabase) -> PgHead | None:
     """The newest row, its hash computed from its bytes (never trusted from a column).
 
@@ -62,13 +49,20 @@ def _read_head(db: PgDatabase) -> PgHead | None:
             not a valid entry.
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
     """
-    rows = db.execute(_HEAD_SQL)
+    cache = db.group_cache()
+    if cache is not None and "head" in cache:
+        # Read or appended by an earlier unit of this group, under the same hold of the lock.
+        found: PgHead | None = cache["head"]
+        return found
+    rows = None if cache is None else cache.get("read", {}).pop(HEAD_SQL, None)
+    if rows is None:
+        rows = db.execute(HEAD_SQL)
     seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0][:8]
     checkpoint_entries, checkpoint_document = rows[0][8:]
-    memo = db.memo()
-    if memo is not None:
-        memo["state"] = None if state_body is None else (state_hash, state_size, state_body)
-        memo["checkpoint"] = (
+    kept = cache if cache is not None else db.memo()
+    if kept is not None:
+        kept["state"] = None if state_body is None else (state_hash, state_size, state_body)
+        kept["checkpoint"] = (
             None
             if checkpoint_document is None
             else (int(checkpoint_entries), bytes(checkpoint_document))
@@ -79,16 +73,20 @@ def _read_head(db: PgDatabase) -> PgHead | None:
             f"store {db.display}: chain rows were changed outside an append ({where}); "
             "run `ledger verify-chain`, then `ledger recover`"
         )
-    if seq is None:
-        return None
-    raw = bytes(line)
-    try:
-        parsed = parse_line(raw.rstrip(b"\n"))
-    except EnvelopeFormatError as exc:
-        raise ChainTamperedError(
-            f"store {db.display}: the newest row is not a valid entry ({exc}); run `ledger recover`"
-        ) from exc
-    return PgHead(parsed.entry_hash, parsed.ts_utc, int(end_pos), parsed.event_type, int(seq))
+    head = None
+    if seq is not None:
+        raw = bytes(line)
+        try:
+            parsed = parse_line(raw.rstrip(b"\n"))
+        except EnvelopeFormatError as exc:
+            raise ChainTamperedError(
+                f"store {db.display}: the newest row is not a valid entry ({exc}); "
+                "run `ledger recover`"
+            ) from exc
+        head = PgHead(parsed.entry_hash, parsed.ts_utc, int(end_pos), parsed.event_type, int(seq))
+    if cache is not None:
+        cache["head"] = head
+    return head
 
 
 class PgChainTx:
@@ -134,7 +132,7 @@ class PgChainTx:
         head = self.head()
         seq = 1 if head is None else head.seq + 1
         end = (0 if head is None else head.size) + len(line)
-        self._db.execute(
+        self._db.write(
             "INSERT INTO chain (seq, end_pos, entry_hash, ts_utc, event_type, line)"
             " VALUES (%s, %s, %s, %s, %s, %s)",
             (seq, end, entry_hash, ts_utc, event_type, line),
@@ -142,6 +140,9 @@ class PgChainTx:
         self._db.appended(seq, entry_hash)
         self._head = PgHead(entry_hash, ts_utc, end, event_type, seq)
         self._head_read = True
+        cache = self._db.group_cache()
+        if cache is not None:
+            cache["head"] = self._head
 
 
 class PgChainStore:

@@ -18,6 +18,7 @@ from ledger.core.signing import Signer
 from ledger.core.trust import TrustStore, TrustStoreError, trust_document, trust_from_document
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.postgres.db import PgDatabase
+from ledger.edges.postgres.reads import TRUST_SQL
 from ledger.errors import KeyFileError
 
 
@@ -31,14 +32,19 @@ class PgKeyDir(KeyDir):
 
     def trust_bytes(self) -> bytes | None:
         """The stored trust document as it is, or ``None`` before the first enrolment."""
-        memo = self.db.memo()
-        if memo is not None and "trust" in memo:
-            cached: bytes | None = memo["trust"]
+        # Changed only under the chain lock: a group's units read it once.
+        kept = self.db.group_cache()
+        if kept is None:
+            kept = self.db.memo()
+        if kept is not None and "trust" in kept:
+            cached: bytes | None = kept["trust"]
             return cached
-        rows = self.db.execute("SELECT document FROM trust_store WHERE id = 1")
+        rows = None if kept is None else kept.get("read", {}).pop(TRUST_SQL, None)
+        if rows is None:
+            rows = self.db.execute(TRUST_SQL)
         data = bytes(rows[0][0]) if rows else None
-        if memo is not None:
-            memo["trust"] = data  # read once per transaction
+        if kept is not None:
+            kept["trust"] = data  # read once per transaction
         return data
 
     def load_trust(self) -> TrustStore:
@@ -94,7 +100,7 @@ class PgKeyDir(KeyDir):
         memo = self.db.memo()
         if memo is not None:
             memo.pop("trust", None)
-        self.db.execute(
+        self.db.execute(  # (inside a group, this makes it read everything again)
             "INSERT INTO trust_store (id, document) VALUES (1, %s) ON CONFLICT (id)"
             " DO UPDATE SET document = excluded.document, updated_at = now()",
             (document,),
