@@ -19,11 +19,14 @@ Bounds = tuple[dt.datetime, dt.datetime, str, str]
 class PeriodsAt:
     """``period_key`` and ``period_bounds`` at one moment, remembered per period."""
 
-    def __init__(self, moment: dt.datetime, zone: dt.tzinfo) -> None:
+    def __init__(
+        self, moment: dt.datetime, zone: dt.tzinfo, moment_text: str | None = None
+    ) -> None:
         self.moment = moment
         self.zone = zone
         self._keys: dict[str, str | None] = {}
         self._bounds: dict[str, Bounds] = {}
+        self._moment_text = moment_text  # ``format_ts(moment)``, when the caller has it
 
     def key(self, budget: Budget) -> str | None:
         """The name of ``budget``'s calendar period (its local start date); rolling: ``None``."""
@@ -41,8 +44,10 @@ class PeriodsAt:
             start, end = period_bounds(budget, self.moment, self.zone)
             if budget.window_seconds is None:
                 found = _calendar_texts(start, end)
-            else:
-                found = (start, end, format_ts(start), format_ts(end))
+            else:  # a window ending at the moment, which every rolling period shares
+                if self._moment_text is None:
+                    self._moment_text = format_ts(end)
+                found = (start, end, format_ts(start), self._moment_text)
             self._bounds[budget.period] = found
             return found
 

@@ -234,7 +234,8 @@ def figures(
     Costs the counter's open reservations and, for a rolling window, the items
     that left the window since the last entry was folded; never a chain scan.
     """
-    return _figures(state, found, PeriodsAt(now, zone), format_ts(now))
+    now_text = format_ts(now)
+    return _figures(state, found, PeriodsAt(now, zone, now_text), now_text)
 
 
 def _figures(
@@ -321,7 +322,7 @@ def budget_checks(
     """
     checks = []
     now_text = format_ts(now)
-    periods = PeriodsAt(now, zone)
+    periods = PeriodsAt(now, zone, now_text)
     for found in budget_index(budgets).applicable(call):
         start, end, start_text, end_text = periods.bounds(found.budget)
         seen = (

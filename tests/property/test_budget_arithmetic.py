@@ -123,11 +123,11 @@ def test_one_index_per_configuration(tables):
 @given(budget_tables(), moments, st.sampled_from(ZONES))
 def test_periods_at_a_moment_are_each_budgets_own(tables, moment, zone):
     budgets = parse_budgets(tables, "budgets")
-    periods = PeriodsAt(moment, zone)
-    for budget in budgets + budgets:
-        start, end = period_bounds(budget, moment, zone)
-        assert periods.bounds(budget) == (start, end, format_ts(start), format_ts(end))
-        assert periods.key(budget) == period_key(budget, moment, zone)
+    for periods in (PeriodsAt(moment, zone), PeriodsAt(moment, zone, format_ts(moment))):
+        for budget in budgets + budgets:
+            start, end = period_bounds(budget, moment, zone)
+            assert periods.bounds(budget) == (start, end, format_ts(start), format_ts(end))
+            assert periods.key(budget) == period_key(budget, moment, zone)
 
 
 amounts = st.integers(-5 * USD, 200 * USD)
