@@ -251,7 +251,8 @@ def _figures(
             counter = table["values"].get(found.per_value or NO_VALUE)
     if counter is None:
         return BudgetFigures(found, start, end, 0, 0, None)
-    reserved = sum(micros for micros, expires in counter["open"].values() if expires > now_text)
+    held = counter["open"]  # most counters hold no reservation when a verdict reads them
+    reserved = sum(micros for micros, expires in held.values() if expires > now_text) if held else 0
     used = counter["used"]
     if budget.window_seconds is not None and counter["items"]:
         for ts, micros in counter["items"]:
