@@ -25,11 +25,13 @@ class PeriodsAt:
         self.moment = moment
         self.zone = zone
         self._keys: dict[str, str | None] = {}
-        self._bounds: dict[str, Bounds] = {}
+        self._bounds: dict[int | str, Bounds] = {}
         self._moment_text = moment_text  # ``format_ts(moment)``, when the caller has it
 
     def key(self, budget: Budget) -> str | None:
         """The name of ``budget``'s calendar period (its local start date); rolling: ``None``."""
+        if budget.window_seconds is not None:
+            return None
         try:
             return self._keys[budget.period]
         except KeyError:
@@ -38,17 +40,20 @@ class PeriodsAt:
 
     def bounds(self, budget: Budget) -> Bounds:
         """The UTC start and end of ``budget``'s period (end excluded), then as text."""
+        window = budget.window_seconds
+        # A window's bounds depend on its length alone, a calendar period's on its name.
+        kind: int | str = window if window is not None else budget.period
         try:
-            return self._bounds[budget.period]
+            return self._bounds[kind]
         except KeyError:
             start, end = period_bounds(budget, self.moment, self.zone)
-            if budget.window_seconds is None:
+            if window is None:
                 found = _calendar_texts(start, end)
             else:  # a window ending at the moment, which every rolling period shares
                 if self._moment_text is None:
                     self._moment_text = format_ts(end)
                 found = (start, end, format_ts(start), self._moment_text)
-            self._bounds[budget.period] = found
+            self._bounds[kind] = found
             return found
 
 
