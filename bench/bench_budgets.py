@@ -8,7 +8,10 @@ Three homes, with 0, 10 and 100 ``[[budgets]]`` that all apply to every call
 holding a few hundred sealed verdicts and records. Warm in-process verdicts
 (each sealed and fsync'd, as ``ledger verdict`` does), the homes taken in turn so
 that drift in the disk's speed falls on all three alike; p50 of each. Goal: 10
-budgets <= 1.3x no budgets.
+budgets <= 1.3x no budgets. Then the same verdicts through the batch runner of a
+resident gate (``ledger serve``, the gateway), whose derived state stays in
+memory: what the budgets' own arithmetic and sealed figures cost, without the
+state file a one-shot verdict reads and rewrites whole.
 
 Homes live on the repository's disk (``bench/out``, or ``--dir``), not a tmpfs.
 """
@@ -23,6 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from common import out_dir
 
@@ -65,6 +69,28 @@ def verdict_and_record(home: Path, env: dict[str, str], n: int) -> float:
     return elapsed
 
 
+def resident_verdict(runner: Any, n: int) -> float:
+    """One verdict through ``runner`` (a ``BatchRunner``), timed; then its record."""
+    from ledger.runtime import Runtime
+    from ledger.services.gate import calls
+
+    def decide(runtime: Runtime) -> dict[str, Any]:
+        document, _ = calls.verdict(
+            runtime, "0.01", "anthropic", cycle_id=f"s{n % 20}", agent="bench-a"
+        )
+        return document
+
+    started = time.perf_counter()
+    document = runner.run(decide, lambda: None)
+    elapsed = time.perf_counter() - started
+
+    def settle(runtime: Runtime) -> None:
+        calls.record(runtime, "0.01", "anthropic", verdict_ref=str(document["verdict_ref"]))
+
+    runner.run(settle, lambda: None)
+    return float(elapsed)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -87,11 +113,28 @@ def main() -> int:
     for n in range(runs):
         for count, (home, env) in homes.items():
             times[count].append(verdict_and_record(home, env, n))
+    from ledger.batching import BatchRunner
+
+    runners = {count: BatchRunner(home, env, print) for count, (home, env) in homes.items()}
+    resident: dict[int, list[float]] = {count: [] for count in homes}
+    for n in range(warmup + runs):
+        for count, runner in runners.items():
+            elapsed = resident_verdict(runner, n)
+            if n >= warmup:
+                resident[count].append(elapsed)
+    for runner in runners.values():
+        runner.close()
     print(f"\n== warm in-process verdicts (sealed, fsync'd), {runs} each, all budgets apply ==")
+    print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     base = statistics.median(times[0])
     for count, found in times.items():
         p50 = statistics.median(found)
         print(f"budgets {count:>3}: verdict p50 {p50 * 1000:8.3f} ms  ({p50 / base:.3f}x)")
+    base = statistics.median(resident[0])
+    for count, found in resident.items():
+        p50 = statistics.median(found)
+        print(f"resident gate, {count:>3} budgets: verdict p50 {p50 * 1000:8.3f} ms  "
+              f"({p50 / base:.3f}x)")  # fmt: skip
     shutil.rmtree(workdir.parent, ignore_errors=True)
     return 0
 

@@ -17,20 +17,13 @@ state folded under other definitions is rebuilt from the chain, never trusted.
 
 import bisect
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from ledger.core.budgets import (
-    Applicable,
-    Budget,
-    CallScope,
-    applicable,
-    fingerprint,
-    period_bounds,
-    period_key,
-    start_key,
-)
+from ledger.core.budget_periods import PeriodsAt
+from ledger.core.budgets import Applicable, Budget, CallScope, budget_index, fingerprint
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import format_ts, parse_ts
 
@@ -48,7 +41,10 @@ def empty_budget_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
 
 def _budget_table(state: dict[str, Any], budget: Budget, key: str | None) -> dict[str, Any]:
     """The budget's table, its counters reset when ``key`` starts a newer period."""
-    table: dict[str, Any] = state["by_name"].setdefault(budget.name, {"period": key, "values": {}})
+    tables: dict[str, dict[str, Any]] = state["by_name"]
+    table = tables.get(budget.name)
+    if table is None:
+        table = tables[budget.name] = {"period": key, "values": {}}
     if key is not None and (table["period"] is None or key > table["period"]):
         table["period"] = key
         table["values"] = {}
@@ -56,9 +52,11 @@ def _budget_table(state: dict[str, Any], budget: Budget, key: str | None) -> dic
 
 
 def _counter(table: dict[str, Any], per_value: str | None) -> dict[str, Any]:
-    counter: dict[str, Any] = table["values"].setdefault(
-        per_value or NO_VALUE, {"used": 0, "items": [], "open": {}, "last": None}
-    )
+    value = per_value or NO_VALUE
+    counters: dict[str, dict[str, Any]] = table["values"]
+    counter = counters.get(value)
+    if counter is None:
+        counter = counters[value] = {"used": 0, "items": [], "open": {}, "last": None}
     return counter
 
 
@@ -154,12 +152,12 @@ def apply_budget_event(
     if not budgets or not event_type.startswith("budget."):
         return
     _expire(state, ts_utc)
-    moment = parse_ts(ts_utc)
-    for budget in budgets:
-        if budget.window_seconds is not None:
-            table = state["by_name"].get(budget.name)
-            if table is not None:
-                _prune_rolling(table, budget, ts_utc)
+    index = budget_index(budgets)
+    periods = PeriodsAt(parse_ts(ts_utc), zone)
+    for budget in index.rolling:
+        table = state["by_name"].get(budget.name)
+        if table is not None:
+            _prune_rolling(table, budget, ts_utc)
     if event_type in VERDICT_EVENTS:
         reservation = payload.get("reservation")
         if not isinstance(reservation, dict):
@@ -168,8 +166,8 @@ def apply_budget_event(
         # A forwarded reservation is held until a record settles it (its own, or
         # the charge at its estimate sealed once it expired): it never lapses.
         expires = FOREVER if reservation.get("forwarded") else reservation["expires_at"]
-        for found in applicable(budgets, CallScope.from_payload(payload)):
-            key = period_key(found.budget, moment, zone)
+        for found in index.applicable(CallScope.from_payload(payload)):
+            key = periods.key(found.budget)
             value = found.per_value or NO_VALUE
             counter = _counter(_budget_table(state, found.budget, key), value or None)
             counter["open"][entry_hash] = [reservation["micros"], expires]
@@ -182,16 +180,15 @@ def apply_budget_event(
         counts = _release(state, ref) if isinstance(ref, str) else []
         if not counts:
             counts = [
-                [found.budget.name, found.per_value or NO_VALUE,
-                 period_key(found.budget, moment, zone)]
-                for found in applicable(budgets, CallScope.from_payload(payload))
-            ]  # fmt: skip
+                [found.budget.name, found.per_value or NO_VALUE, periods.key(found.budget)]
+                for found in index.applicable(CallScope.from_payload(payload))
+            ]
         if not isinstance(actual, int):
             # Unpriced: the gate halts on it until it is priced (rebuild-state seals
             # the price, and ``apply_budget_prices`` counts it here) or re-based.
             state.setdefault("unpriced", {})[entry_hash] = {"ts": ts_utc, "counts": counts}
             return
-        by_name = {b.name: b for b in budgets}
+        by_name = index.by_name
         for name, value, admitted_in in counts:
             if name in by_name:
                 _add_spend(state, by_name[name], value, admitted_in, actual, ts_utc)
@@ -207,7 +204,7 @@ def apply_budget_prices(
     Only a record still unpriced is counted, so nothing is counted twice.
     """
     unpriced = state.get("unpriced") or {}
-    by_name = {b.name: b for b in budgets}
+    by_name = budget_index(budgets).by_name
     for item in priced:
         record = unpriced.pop(item.get("entry_hash"), None)
         if record is None or not isinstance(item.get("actual_micros"), int):
@@ -237,32 +234,39 @@ def figures(
     Costs the counter's open reservations and, for a rolling window, the items
     that left the window since the last entry was folded; never a chain scan.
     """
-    return _figures(state, found, now, format_ts(now), zone)
+    now_text = format_ts(now)
+    return _figures(state, found, PeriodsAt(now, zone, now_text), now_text)
 
 
 def _figures(
-    state: dict[str, Any], found: Applicable, now: dt.datetime, now_text: str, zone: dt.tzinfo
+    state: dict[str, Any], found: Applicable, periods: PeriodsAt, now_text: str
 ) -> BudgetFigures:
     budget = found.budget
-    start, end = period_bounds(budget, now, zone)
+    start, end, start_text, _end_text = periods.bounds(budget)
     table = state["by_name"].get(budget.name)
     counter = None
     if table is not None:
-        key = None if budget.window_seconds is not None else start_key(budget, now, zone)
+        key = periods.key(budget)
         if key is None or table["period"] == key:
             counter = table["values"].get(found.per_value or NO_VALUE)
     if counter is None:
         return BudgetFigures(found, start, end, 0, 0, None)
-    reserved = sum(micros for micros, expires in counter["open"].values() if expires > now_text)
+    held = counter["open"]  # most counters hold no reservation when a verdict reads them
+    reserved = sum(micros for micros, expires in held.values() if expires > now_text) if held else 0
     used = counter["used"]
     if budget.window_seconds is not None and counter["items"]:
-        cutoff = format_ts(start)
         for ts, micros in counter["items"]:
-            if ts > cutoff:
+            if ts > start_text:
                 break
             used -= micros
     last = counter["last"]
-    return BudgetFigures(found, start, end, used, reserved, parse_ts(last) if last else None)
+    return BudgetFigures(found, start, end, used, reserved, _last_spend(last) if last else None)
+
+
+@functools.lru_cache(maxsize=256)
+def _last_spend(text: str) -> dt.datetime:
+    # The counters a record touched all hold its time: it is parsed once, not per budget.
+    return parse_ts(text)
 
 
 def window_frees(state: dict[str, Any], found: BudgetFigures, micros: int) -> dt.datetime | None:
@@ -300,6 +304,8 @@ class BudgetCheck(NamedTuple):
     figures: BudgetFigures
     scope: ScopeState
     warn_pct: Fraction
+    # The period's start and end as the chain writes times (sealed and shown alike).
+    period_texts: tuple[str, str]
 
 
 def budget_checks(
@@ -317,18 +323,20 @@ def budget_checks(
     """
     checks = []
     now_text = format_ts(now)
-    for found in applicable(budgets, call):
+    periods = PeriodsAt(now, zone, now_text)
+    for found in budget_index(budgets).applicable(call):
+        start, end, start_text, end_text = periods.bounds(found.budget)
         seen = (
-            _figures(state, found, now, now_text, zone)
+            _figures(state, found, periods, now_text)
             if state is not None
-            else BudgetFigures(found, *period_bounds(found.budget, now, zone), 0, 0, None)
+            else BudgetFigures(found, start, end, 0, 0, None)
         )
+        # In field order (key, cap, local, billing, reserved, last spend, reading,
+        # reconcile blocking, drift): built for every budget of every verdict.
         scope = ScopeState(
-            key=found.scope_key, cap_micros=found.budget.cap_micros,
-            local_micros=max(seen.used_micros, 0), billing_micros=None,
-            reserved_micros=seen.reserved_micros, last_spend_ts=seen.last_spend_ts,
-            reading=None, reconcile_blocking=False, reconcile_drift_pct=None,
+            found.scope_key, found.budget.cap_micros, max(seen.used_micros, 0), None,
+            seen.reserved_micros, seen.last_spend_ts, None, False, None,
         )  # fmt: skip
         warn = found.budget.warn_pct if found.budget.warn_pct is not None else default_warn_pct
-        checks.append(BudgetCheck(seen, scope, warn))
+        checks.append(BudgetCheck(seen, scope, warn, (start_text, end_text)))
     return checks

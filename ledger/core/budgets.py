@@ -12,8 +12,8 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fnmatch import translate
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -212,18 +212,6 @@ def _fingerprint(budgets: tuple[Budget, ...]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _matches(budget: Budget, scope: CallScope) -> bool:
-    for key, glob in budget.match:
-        if key == "tag":
-            if not any(fnmatchcase(tag, glob) for tag in scope.tags):
-                return False
-            continue
-        value = scope.value(key)
-        if value is None or not fnmatchcase(value, glob):
-            return False
-    return True
-
-
 class Applicable(NamedTuple):
     """A budget that applies to a call, with the call's value of its ``per`` key."""
 
@@ -238,6 +226,89 @@ class Applicable(NamedTuple):
         return f"budget:{self.budget.name}[{self.per_value}]"
 
 
+# A glob as ``fnmatchcase`` reads it: its translation, matched from the start.
+_Glob = Callable[[str], object]
+# Scopes whose applicable budgets an index remembers; past that it starts over
+# (an agent picks sessions freely: what is remembered stays bounded).
+_SCOPES_KEPT = 4096
+_INDEXES_KEPT = 8
+
+
+class BudgetIndex:
+    """What depends only on the definitions, worked out once per configuration.
+
+    Every verdict and every fold asks which budgets apply to a call and looks
+    budgets up by name; the globs are compiled once, and the answer for a call
+    scope is remembered, so checking a call costs what its applicable budgets
+    cost, not a match of every glob of every budget.
+    """
+
+    def __init__(self, budgets: tuple[Budget, ...]) -> None:
+        self.budgets = budgets
+        self.by_name = {budget.name: budget for budget in budgets}
+        self.rolling = tuple(budget for budget in budgets if budget.window_seconds is not None)
+        self._globs = tuple(
+            (budget, tuple((key, _compiled_glob(glob)) for key, glob in budget.match))
+            for budget in budgets
+        )
+        self._found: dict[CallScope, tuple[Applicable, ...]] = {}
+
+    def applicable(self, scope: CallScope) -> tuple[Applicable, ...]:
+        """The budgets that apply to a call (see ``applicable``)."""
+        try:
+            found = self._found.get(scope)
+        except TypeError:  # a scope holding a list: answered, not remembered
+            return tuple(self._applicable(scope))
+        if found is None:
+            found = tuple(self._applicable(scope))
+            if len(self._found) >= _SCOPES_KEPT:
+                self._found.clear()
+            self._found[scope] = found
+        return found
+
+    def _applicable(self, scope: CallScope) -> Iterable[Applicable]:
+        for budget, globs in self._globs:
+            per_value = scope.value(budget.per) if budget.per is not None else None
+            if budget.per is not None and per_value is None:
+                continue
+            if _matches(globs, scope):
+                yield Applicable(budget, per_value)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_glob(glob: str) -> _Glob:
+    # The same test ``fnmatchcase`` makes: the whole value against the translated glob.
+    return re.compile(translate(glob)).match
+
+
+def _matches(globs: tuple[tuple[str, _Glob], ...], scope: CallScope) -> bool:
+    for key, matches in globs:
+        if key == "tag":
+            if not any(matches(tag) is not None for tag in scope.tags):
+                return False
+            continue
+        value = scope.value(key)
+        if value is None or matches(value) is None:
+            return False
+    return True
+
+
+_INDEXES: dict[int, BudgetIndex] = {}
+
+
+def budget_index(budgets: Sequence[Budget]) -> BudgetIndex:
+    """The index of ``budgets``: the one built before for the same (immutable) tuple."""
+    if type(budgets) is not tuple:
+        return BudgetIndex(tuple(budgets))
+    index = _INDEXES.get(id(budgets))
+    if index is None or index.budgets is not budgets:
+        # The index holds its tuple, so an id in this table is never reused by another.
+        if len(_INDEXES) >= _INDEXES_KEPT:
+            _INDEXES.clear()
+        index = _INDEXES[id(budgets)] = BudgetIndex(budgets)
+    return index
+
+
 def applicable(budgets: Sequence[Budget], scope: CallScope) -> list[Applicable]:
     """The budgets that apply to a call, in the order they are defined.
 
@@ -245,14 +316,7 @@ def applicable(budgets: Sequence[Budget], scope: CallScope) -> list[Applicable]:
     does not match it); a budget with ``per`` applies only to calls carrying
     a value for that key.
     """
-    found = []
-    for budget in budgets:
-        per_value = scope.value(budget.per) if budget.per is not None else None
-        if budget.per is not None and per_value is None:
-            continue
-        if _matches(budget, scope):
-            found.append(Applicable(budget, per_value))
-    return found
+    return list(budget_index(budgets).applicable(scope))
 
 
 def _local_midnight(day: dt.date, zone: dt.tzinfo) -> dt.datetime:

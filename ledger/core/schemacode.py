@@ -114,8 +114,10 @@ class _Writer:
     def _string(self, schema: dict[str, Any], v: str, depth: int) -> None:
         tests = self._bounds(schema, "minLength", "maxLength", f"len({v})")
         if "pattern" in schema:
-            search = self.bind("search", json_regex(schema["pattern"]).search)
-            tests.append(f"{search}({v}) is not None")
+            seen, matches = _remembering(json_regex(schema["pattern"]))
+            tests.append(
+                f"({v} in {self.bind('seen', seen)} or {self.bind('matches', matches)}({v}))"
+            )
         if tests:
             self.emit(depth, f"if isinstance({v}, str):")
             self.fail_unless(depth + 1, " and ".join(tests))
@@ -165,6 +167,28 @@ class _Writer:
             self.emit(inner, f"if {item} is not _MISSING:")
             self.emit(inner + 1, "pass")
             self.node(item_schema, item, inner + 1)
+
+
+# Strings a pattern has matched, per compiled predicate: payloads repeat the same
+# names, periods and period bounds, and a set lookup costs a fraction of a search.
+_SEEN_KEPT = 256
+
+
+def _remembering(regex: re.Pattern[str]) -> tuple[set[str], Predicate]:
+    """A set of strings ``regex`` matched, and a test that searches and remembers."""
+    seen: set[str] = set()
+    search = regex.search
+
+    def matches(value: str) -> bool:
+        if search(value) is None:
+            return False
+        if type(value) is str:  # a subclass may compare in its own way: never remembered
+            if len(seen) >= _SEEN_KEPT:
+                seen.clear()
+            seen.add(value)
+        return True
+
+    return seen, matches
 
 
 class _Missing:

@@ -52,17 +52,25 @@ def usage_pct(scope: ScopeState, extra_micros: int = 0) -> Fraction | None:
     )
 
 
-def _rank(scope: ScopeState, estimate: int) -> Fraction:
-    pct = usage_pct(scope, estimate)
-    return Fraction(10**30) if pct is None else pct
+def _rank(scope: ScopeState, estimate: int) -> tuple[int, int]:
+    """The projected % as numerator and positive denominator; a zero cap as 10^30."""
+    cap = scope.cap_micros
+    if cap == 0:
+        return 10**30, 1
+    over = 100 * (scope.used_micros + scope.reserved_micros + estimate)
+    return (over, cap) if cap > 0 else (-over, -cap)
 
 
 def deciding_scope(scopes: list[ScopeState], estimate_micros: int) -> ScopeState:
     """The scope with the highest projected % (a zero cap outranks all; ties keep order)."""
+    # Compared as integers, crossed over: exactly as the fractions compare, with
+    # no Fraction built for each of a verdict's budgets.
     best = scopes[0]
+    best_over, best_under = _rank(best, estimate_micros)
     for scope in scopes[1:]:
-        if _rank(scope, estimate_micros) > _rank(best, estimate_micros):
-            best = scope
+        over, under = _rank(scope, estimate_micros)
+        if over * best_under > best_over * under:
+            best, best_over, best_under = scope, over, under
     return best
 
 
@@ -207,10 +215,11 @@ def decide(
         )
     verdict = Verdict.ALLOW
     for scope, warn_pct in capped:
-        pct = usage_pct(scope, estimate_micros)
-        if pct is None or pct >= 100:  # noqa: PLR2004
+        # ``usage_pct`` against 100 and ``warn_pct`` as integers, crossed over.
+        over, under = _rank(scope, estimate_micros)
+        if scope.cap_micros == 0 or over >= 100 * under:
             verdict = Verdict.HALT_100
             break
-        if pct >= warn_pct:
+        if over * warn_pct.denominator >= warn_pct.numerator * under:
             verdict = Verdict.WARN_90
     return Decision(verdict, None, None, deciding, estimate_micros, projected)

@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 from ledger.core.ids import printable
+from ledger.core.spend import ScopeState
 from ledger.core.timefmt import format_ts
 from ledger.core.units import MICROS_PER_USD
-from ledger.core.verdict import usage_pct
 from ledger.errors import UsageError
 
 TAG_RE = re.compile(r"^[A-Za-z0-9._:/@+-]{1,64}$")
@@ -63,21 +63,32 @@ def budgets_document(checks: Any, estimate_micros: int) -> list[dict[str, Any]]:
     shown = []
     for check in checks:
         figures, scope = check.figures, check.scope
-        projected = usage_pct(scope, estimate_micros)
         entry: dict[str, Any] = {
             "name": figures.found.budget.name,
             "period": figures.found.budget.period,
-            "period_start": format_ts(figures.period_start),
-            "period_end": format_ts(figures.period_end),
+            "period_start": check.period_texts[0],
+            "period_end": check.period_texts[1],
             "used": usd(scope.used_micros),
             "reserved": usd(scope.reserved_micros),
             "cap": usd(scope.cap_micros),
-            "usage_pct": None if projected is None else round(float(projected), 4),
+            "usage_pct": _projected_pct(scope, estimate_micros),
         }
         if figures.found.budget.per is not None:
             entry["per_value"] = figures.found.per_value
         shown.append(entry)
     return shown
+
+
+def _projected_pct(scope: ScopeState, estimate_micros: int) -> float | None:
+    """``usage_pct`` as the document shows it, to 4 places.
+
+    An int quotient is correctly rounded, as the float of the exact fraction
+    is: the same figure, without building a Fraction per budget.
+    """
+    if scope.cap_micros == 0:
+        return None
+    projected = 100 * (scope.used_micros + scope.reserved_micros + estimate_micros)
+    return round(projected / scope.cap_micros, 4)
 
 
 def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.core import events
+from ledger.core import events, schemacode
 from ledger.core.events import SUPPORTED_KEYWORDS, schema_errors, validate_payload
 from ledger.core.schemacode import predicate
 from ledger.edges.schemas import load_schema, schema_dir
@@ -284,6 +284,23 @@ class TestPredicate:
         }
         assert predicate(schema)({name: "'"}) is True
         assert predicate(schema)({name: "x"}) is False
+
+    def test_a_pattern_remembers_what_it_matched_and_still_refuses_the_rest(self):
+        """Strings a pattern matched are remembered (a set lookup, not a search), and
+        only those: a near miss, a string past what is kept, a subclass all answer right."""
+
+        class Text(str):
+            __slots__ = ()
+
+        conforms = predicate({"type": "string", "pattern": "^a[0-9]+$"})
+        for n in range(3 * schemacode._SEEN_KEPT):
+            assert conforms(f"a{n}") is True
+            assert conforms(f"a{n}") is True
+            assert conforms(f"a{n}\n") is False
+            assert conforms(f"b{n}") is False
+        assert conforms(Text("a1")) is True
+        assert conforms(Text("a")) is False
+        assert conforms("a") is False
 
     def test_warm_schema_still_names_the_field(self):
         """Once a schema is checked often enough to use its predicate, a bad payload
