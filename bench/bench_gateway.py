@@ -203,17 +203,22 @@ def interleaved(bases: list[str], count: int, one: Any, warm: int = 20) -> list[
 
 
 async def _concurrent(base: str, clients: int, calls_each: int) -> float:
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, headers=ANTHROPIC, limits=limits) as client:
-
-        async def loop() -> None:
+    # One client (one connection) each: httpx's pool walks all its connections
+    # for every request, so one pool of 64 spends more than the proxies measured.
+    async def loop() -> None:
+        async with httpx.AsyncClient(base_url=base, headers=ANTHROPIC) as client:
+            await client.post("/v1/messages", content=body(stream=False))  # connected
+            await connected.wait()  # all start together
             for _ in range(calls_each):
                 response = await client.post("/v1/messages", content=body(stream=False))
                 check(response.status_code == 200, response.text)
 
-        began = time.perf_counter()
-        await asyncio.gather(*(loop() for _ in range(clients)))
-        return clients * calls_each / (time.perf_counter() - began)
+    connected = asyncio.Barrier(clients + 1)
+    tasks = [asyncio.ensure_future(loop()) for _ in range(clients)]
+    await connected.wait()
+    began = time.perf_counter()
+    await asyncio.gather(*tasks)
+    return clients * calls_each / (time.perf_counter() - began)
 
 
 def calls(base: str, count: int) -> None:
