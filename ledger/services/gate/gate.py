@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.budget_state import BudgetCheck, budget_checks
-from ledger.core.budgets import CallScope
+from ledger.core.budgets import CallScope, applicable
 from ledger.core.config import Config
 from ledger.core.output_fit import (
     OutputFit,
@@ -353,7 +353,7 @@ def _gate_once(
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
         local_now = deps.clock.now()
-        counter = load_counter(tx, deps)
+        counter = load_counter(tx, deps, applicable(config.budgets, call))
         now = chain_time(local_now, _head_ts_text(counter))
         problem = counter_problem(counter, config)
         for result in refresh:
@@ -449,7 +449,8 @@ def usage(
     try:
         with deps.chain.read_transaction() as tx:
             local_now = deps.clock.now()
-            counter = load_counter(tx, deps)
+            touching = applicable(config.budgets, call) if call is not None else []
+            counter = load_counter(tx, deps, touching)
     except StoreUnreachableError as exc:
         # SPEC §8: a store that cannot be reached is an untrusted counter, as a
         # chain that cannot be read is; spooled spend still shows.
