@@ -38,7 +38,13 @@ from typing import Any
 from ledger.edges.fileio import open_regular
 from ledger.errors import ChainIOError
 
-BucketSizes = dict[str, list[int]]  # bucket: [generation, size, size when last written whole]
+BUCKETS = 256
+# Each bucket's [generation, size, size when last written whole] in the state
+# file: one string of fixed-width hex slots, so loading and saving it costs the
+# same however many buckets are in use (a verdict uses one or two of them).
+_WIDTHS = (6, 9, 9)
+SLOT = sum(_WIDTHS)
+_EMPTY_SLOT = "0" * SLOT
 Record = dict[str, Any]
 # A bucket is written whole again once it is this long and twice what it was then.
 COMPACT_FLOOR = 64 * 1024
@@ -71,15 +77,56 @@ class CounterBuckets:
     asked goes on, and its caller decides before trusting or saving anything.
     """
 
-    def __init__(self, directory: Path, mac_key: bytes | None, sizes: BucketSizes) -> None:
+    def __init__(self, directory: Path, mac_key: bytes | None, table: str = "") -> None:
         self.directory = directory
         self.mac_key = mac_key
-        self.sizes = sizes
+        self._table = table  # as the state file holds it ("" when no bucket was written)
+        self._changed: dict[str, tuple[int, int, int]] = {}
         self.damage: tuple[str, bool] | None = None
         self.bytes_read = 0
         # Generations replaced by the last save, removed once a state naming
         # their successors is on disk.
         self.obsolete: list[Path] = []
+
+    def entry(self, bucket: str) -> tuple[int, int, int]:
+        """A bucket's generation, size, and size when last written whole (zeros: none yet).
+
+        Checked here, when the bucket is used, not when the state is loaded:
+        a load costs the same however many buckets there are.
+
+        Raises:
+            CountersLostError: the state's record of the bucket is malformed.
+        """
+        if bucket in self._changed:
+            return self._changed[bucket]
+        try:
+            at = int(bucket, 16) * SLOT
+            if len(bucket) != len("00") or not self._table:
+                raise ValueError(bucket)
+            slot = self._table[at : at + SLOT]
+            generation, size = int(slot[:6], 16), int(slot[6:15], 16)
+            return generation, size, int(slot[15:], 16)
+        except ValueError:
+            if not self._table and len(bucket) == len("00"):
+                return 0, 0, 0
+            raise CountersLostError(f"counter bucket {bucket} is not recorded well") from None
+
+    def _set(self, bucket: str, generation: int, size: int, whole: int) -> None:
+        self._changed[bucket] = (generation, size, whole)
+
+    def in_use(self) -> list[str]:
+        """The buckets that hold records."""
+        return [f"{n:02x}" for n in range(BUCKETS) if self.entry(f"{n:02x}")[1]]
+
+    def table(self) -> str:
+        """Every bucket's generation and sizes, as the state file records them."""
+        if self._changed:
+            slots = [self._table[n * SLOT : (n + 1) * SLOT] or _EMPTY_SLOT for n in range(BUCKETS)]
+            for bucket, (generation, size, whole) in self._changed.items():
+                slots[int(bucket, 16)] = f"{generation:06x}{size:09x}{whole:09x}"
+            self._table = "".join(slots)
+            self._changed = {}
+        return self._table
 
     def path(self, bucket: str, generation: int) -> Path:
         """The file of one generation of a bucket."""
@@ -96,7 +143,11 @@ class CounterBuckets:
 
     def read(self, bucket: str) -> bytes | None:
         """The bucket's bytes the state accounts for; ``None`` when it lost some (noted)."""
-        generation, size, _ = self.sizes.get(bucket, (0, 0, 0))
+        try:
+            generation, size, _ = self.entry(bucket)
+        except CountersLostError as exc:
+            self._note(str(exc), lost=True)
+            return None
         if size == 0:
             return b""
         try:
@@ -124,7 +175,7 @@ class CounterBuckets:
         """The record of the line at ``at``, its MAC checked; ``None`` when edited (noted)."""
         end = raw.find(b"\n", at)
         body, _, mac = raw[at : end if end >= 0 else len(raw)].rpartition(b" ")
-        generation = self.sizes[bucket][0]
+        generation = self.entry(bucket)[0]
         if end < 0 or not hmac.compare_digest(self._mac(bucket, generation, at, body), mac):
             self._note(f"counter bucket {bucket} does not match its MAC (edited?)", lost=False)
             return None
@@ -153,7 +204,7 @@ class CounterBuckets:
         """Every counter of budget ``name`` in epoch ``epoch`` (``None``: removed)."""
         prefix = record_prefix(name, epoch, "")[: -len(b'"","c":')]
         newest: dict[str, Any] = {}
-        for bucket in sorted(self.sizes):
+        for bucket in self.in_use():
             raw = self.read(bucket)
             for at, line in _lines(raw or b""):
                 if line.startswith(prefix):
@@ -183,7 +234,7 @@ class CounterBuckets:
     def _save_bucket(
         self, bucket: str, bodies: list[bytes], live: Callable[[Record], bool]
     ) -> None:
-        generation, size, whole = self.sizes.get(bucket, [0, 0, 0])
+        generation, size, whole = self.entry(bucket)
         path = self.path(bucket, generation)
         try:
             actual = path.stat().st_size
@@ -197,7 +248,7 @@ class CounterBuckets:
         if actual > size or size + adding > max(COMPACT_FLOOR, 2 * whole):
             self._rewrite(bucket, bodies, live)
             return
-        self.sizes[bucket] = [generation, self._write(bucket, generation, size, bodies), whole]
+        self._set(bucket, generation, self._write(bucket, generation, size, bodies), whole)
 
     def _write(self, bucket: str, generation: int, offset: int, bodies: list[bytes]) -> int:
         """Append MAC'd lines to a generation at ``offset`` (its end); the new size."""
@@ -234,13 +285,13 @@ class CounterBuckets:
             else:
                 newest.pop((record["b"], record["e"], record["v"]), None)
         kept = list(newest.values())
-        generation = self.sizes.get(bucket, [0])[0] + 1
+        generation = self.entry(bucket)[0] + 1
         fresh = self.path(bucket, generation)
         with contextlib.suppress(FileNotFoundError):
             fresh.unlink()  # left by a save that never finished
         size = self._write(bucket, generation, 0, kept + bodies)
         self.obsolete.append(self.path(bucket, generation - 1))
-        self.sizes[bucket] = [generation, size, size]
+        self._set(bucket, generation, size, size)
 
     def replace(self, changes: Iterable[tuple[str, int, str, Any]]) -> None:
         """Make the buckets exactly these counters (a state folded afresh), in new generations.
@@ -261,10 +312,10 @@ class CounterBuckets:
                 by_bucket.setdefault(bucket_of(name, value), []).append(
                     _body(name, epoch, value, counter)
                 )
-        self.sizes = {}
+        self._table, self._changed = "", {}
         for bucket, bodies in sorted(by_bucket.items()):
             size = self._write(bucket, generation, 0, bodies)
-            self.sizes[bucket] = [generation, size, size]
+            self._set(bucket, generation, size, size)
         self.obsolete = existing
 
     def remove_obsolete(self) -> None:

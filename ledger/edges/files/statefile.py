@@ -29,7 +29,7 @@ from ledger.edges.fileio import (
     read_regular,
 )
 from ledger.edges.files import keptstate
-from ledger.edges.files.counterbuckets import CounterBuckets, CountersLostError
+from ledger.edges.files.counterbuckets import BUCKETS, SLOT, CounterBuckets, CountersLostError
 from ledger.edges.files.keyindex import (
     IndexDamagedError,
     KeyIndex,
@@ -141,9 +141,10 @@ class StateFile:
             self._index_sizes = dict(index) if isinstance(index, dict) else {}
             counters = document.get("counters")
             if counters is not None:  # absent: kept inline, by an older version
-                sizes = {bucket: [int(n) for n in each] for bucket, each in counters.items()}
+                if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
+                    raise StateMismatchError("derived state malformed: counters")
                 directory = Path(keptstate.absolute(self.counters))
-                bind_counters(document["data"], CounterBuckets(directory, key, sizes))
+                bind_counters(document["data"], CounterBuckets(directory, key, counters))
             return StoredState(
                 document["head_hash"], int(document["size"]), document["data"], index is not None
             )
@@ -169,9 +170,19 @@ class StateFile:
         if kept is not None:
             # Encoded when the file is written, not per save: a save costs the
             # same whatever the size of the state.
+            encoded: list[CounterBuckets] = []
+
+            def encode(held: dict[str, Any]) -> bytes:
+                raw, buckets = self._encode(held, key)
+                encoded[:] = [buckets]
+                return raw
+
+            def written() -> None:
+                for buckets in encoded:
+                    buckets.remove_obsolete()
+
             kept.keep(
-                keptstate.absolute(self.path),
-                keptstate.KeptDocument(document, lambda held: self._encode(held, key)[0]),
+                keptstate.absolute(self.path), keptstate.KeptDocument(document, encode, written)
             )
             return
         raw, buckets = self._encode(document, key)
@@ -185,13 +196,13 @@ class StateFile:
             ChainIOError: the counters cannot be written; when a bucket lost
                 records, the state is dropped too, so it is rebuilt from the chain.
         """
-        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)), key, {})
+        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)), key)
         try:
             buckets = write_counters(document["data"], fresh)
         except CountersLostError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
-        document["counters"] = buckets.sizes
+        document["counters"] = buckets.table()
         return _sealed(document, key), buckets
 
     def delete(self) -> None:
