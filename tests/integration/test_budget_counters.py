@@ -256,3 +256,16 @@ def test_the_resident_gate_writes_only_what_a_batch_changed(home: Path):
     runner.run(lambda runtime: _seal(runtime, ["s-2"], "0.01"), lambda: None)
     runner.close()
     assert 0 < total() - before < 2048
+
+
+def test_a_rolling_window_lists_only_sessions_with_spend_inside_it(home, monkeypatch):
+    """Sessions whose spend left the window are not shown; their counters are not read."""
+    monkeypatch.setitem(BUDGET[0], "period", "rolling:1h")
+    seed(home, ["a", "b"], usd="4")
+    later = 2 * 3600.0
+    assert verdict(home, "a", "4", seconds=later)["verdict"] == "allow"  # a's $4 left the window
+    rows = budget_rows(Runtime(home, _env(later + 1)))
+    shown = [
+        (row["per_value"], row["used_micros"], row["reserved_micros"]) for row in rows["budgets"]
+    ]
+    assert shown == [("a", 0, 4_000_000)]
