@@ -103,15 +103,20 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
     with deps.chain.read_transaction() as tx:
         local_now = deps.clock.now()
         counter = load_counter(tx, deps)
+        problem = counter_problem(counter, config)
+        state = counter.data.get("budgets") if problem is None else None
+        # Every value's counter is read under the lock: a writer may rewrite a
+        # counter file, and remove the one the loaded state names, once it is let in.
+        listed = {
+            budget.name: all_counters(state, budget)
+            for budget in budgets
+            if budget.per is not None and state is not None
+        }
     head = counter.head.ts_utc if counter.head is not None else None
     now = chain_time(local_now, head)
-    problem = counter_problem(counter, config)
-    state = counter.data.get("budgets") if problem is None else None
     rows = []
     for budget in budgets:
-        values: list[str | None] = [None]
-        if budget.per is not None and state is not None:
-            values = list(all_counters(state, budget)) or [None]
+        values: list[str | None] = list(listed.get(budget.name, [])) or [None]
         for value in values:
             found = Applicable(budget, value)
             if state is not None and (value is not None or budget.per is None):
