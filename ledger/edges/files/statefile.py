@@ -144,7 +144,7 @@ class StateFile:
                 if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
                     raise StateMismatchError("derived state malformed: counters")
                 directory = Path(keptstate.absolute(self.counters))
-                bind_counters(document["data"], CounterBuckets(directory, key, counters))
+                bind_counters(document["data"], CounterBuckets(directory, counters))
             return StoredState(
                 document["head_hash"], int(document["size"]), document["data"], index is not None
             )
@@ -196,7 +196,7 @@ class StateFile:
             ChainIOError: the counters cannot be written; when a bucket lost
                 records, the state is dropped too, so it is rebuilt from the chain.
         """
-        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)), key)
+        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)))
         try:
             buckets = write_counters(document["data"], fresh)
         except CountersLostError as exc:
