@@ -1,4 +1,4 @@
-"""Budgets' counters on disk: MAC'd records in bucket files beside ``derived.json``.
+"""Budgets' counters on disk: records in bucket files beside ``derived.json``, checked whole.
 
 A budget with ``per`` keeps one counter for each value it has seen (sessions,
 agents, keys: an agent picks them freely), so its counters live here, not in
