@@ -9,9 +9,9 @@ commits through the batch runner the gateway uses). Then warm verdicts (sealed,
 fsync'd) on both, taken in turns; p50 of each, two ways: through the batch
 runner of a resident gate (``ledger serve``, the gateway: the derived state
 kept in memory, its file written now and then, that write's time included),
-and one-shot (each verdict reads and writes the state file, as a ``ledger
-verdict`` command does). Goal: the resident verdict at N sessions within 1.2x
-of the one at a single session.
+and one-shot (each verdict reads and writes the state file and the counters it
+touches, as a ``ledger verdict`` command does). Goal: both verdicts at N
+sessions within 1.2x of the same at a single session.
 
     python bench/bench_sessions.py --sessions 20000   # any number
 """

@@ -36,9 +36,9 @@ itself, beside the scripts, as a cross-check). Goals (from the issues):
   RSS after 10k calls <= 1.25x after 1k; the runaway loop (8 agent loops against a $1
   cap) halts with the spend between 90 % and 100 % of the cap;
 * budgets: a warm verdict with 10 budgets that all apply p50 <= 1.3x with none (100 beside);
-* sessions: a warm verdict of a resident gate (the gateway's batch runner) under a
-  per-session budget that has seen 100,000 sessions (2,000 with --quick) p50 <= 1.2x one
-  that has seen one (the one-shot command's figures are printed beside, not judged).
+* sessions: a warm verdict under a per-session budget that has seen 100,000 sessions
+  (2,000 with --quick) p50 <= 1.2x one that has seen one, both through a resident gate
+  (the gateway's batch runner) and one-shot (as a `ledger verdict` command).
 
 The parsers of the scripts' output are in ``run_all_figures.py``; the table's rows and
 its printer are in ``run_all_table.py``.

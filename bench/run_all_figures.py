@@ -179,6 +179,8 @@ def parse_sessions(f: Figures) -> None:
     f.grab("sessions_one_ms", rf"sessions 1: verdict p50\s+{NUM} ms")
     f.grab("sessions_many", r"sessions ([\d,]+): verdict p50[^\n]*x one session")
     f.grab("sessions_many_ms", rf"sessions [\d,]+: verdict p50\s+{NUM} ms[^\n]*x one session")
+    f.grab("oneshot_one_ms", rf"one-shot[^\n]*sessions 1: verdict p50\s+{NUM} ms")
+    f.grab("oneshot_many_ms", rf"one-shot[^\n]*sessions [\d,]+: verdict p50\s+{NUM} ms[^\n]*x one")
 
 
 PARSERS: dict[str, Callable[[Figures], None]] = {

@@ -13,6 +13,14 @@ counters of the budgets that apply to it.
 
 The state remembers the fingerprint of the definitions it was folded under; a
 state folded under other definitions is rebuilt from the chain, never trusted.
+
+A budget's counters (``table["values"]``) are a mapping from value to counter:
+a plain dict in memory, or a store that reads a counter only when it is asked
+for (a budget with ``per`` may count a hundred thousand sessions, and a verdict
+touches one of them). So the fold asks only for the counters an event touches:
+a rolling window's old items are dropped from each counter it touches, and
+counters left empty are dropped by the store (``counter_is_live``); only a
+plain dict is swept whole, once a minute.
 """
 
 import bisect
@@ -57,7 +65,25 @@ def _counter(table: dict[str, Any], per_value: str | None) -> dict[str, Any]:
     counter = counters.get(value)
     if counter is None:
         counter = counters[value] = {"used": 0, "items": [], "open": {}, "last": None}
+    cutoff = table.get("cutoff")
+    if cutoff is not None:
+        _drop_old_items(counter, cutoff)
     return counter
+
+
+def counter_is_live(table: dict[str, Any], counter: dict[str, Any]) -> bool:
+    """Whether a counter still counts: it holds a reservation, or spend its window holds.
+
+    A calendar period's counters live as long as the period (a newer one
+    starts them afresh).
+    """
+    if counter["open"]:
+        return True
+    cutoff = table.get("cutoff")
+    if cutoff is None:
+        return True
+    items = counter["items"]
+    return bool(items) and items[-1][0] > cutoff
 
 
 def _drop_old_items(counter: dict[str, Any], cutoff: str) -> None:
@@ -78,6 +104,9 @@ def _prune_rolling(table: dict[str, Any], budget: Budget, ts_utc: str) -> None:
         return  # a verdict reads its own cutoff: sweeping more often only costs time
     table["swept"] = ts_utc[:16]
     cutoff = format_ts(parse_ts(ts_utc) - dt.timedelta(seconds=window))
+    table["cutoff"] = cutoff
+    if type(table["values"]) is not dict:
+        return  # a store: each counter is pruned when touched, and dropped when empty
     for value in list(table["values"]):
         counter = table["values"][value]
         _drop_old_items(counter, cutoff)
@@ -293,9 +322,40 @@ def window_frees(state: dict[str, Any], found: BudgetFigures, micros: int) -> dt
 
 
 def all_counters(state: dict[str, Any], budget: Budget) -> list[str]:
-    """The ``per`` values a budget has counters for (``NO_VALUE`` without ``per``)."""
+    """The ``per`` values a budget has live counters for (``NO_VALUE`` without ``per``).
+
+    Reads every counter of the budget: for views, never for a verdict.
+    """
     table = state["by_name"].get(budget.name)
-    return sorted(table["values"]) if table is not None else []
+    if table is None:
+        return []
+    return sorted(v for v, counter in table["values"].items() if counter_is_live(table, counter))
+
+
+def read_counters(state: dict[str, Any] | None, found: Sequence[Applicable]) -> None:
+    """Ask for the counters of these applicable budgets now (a store reads them here).
+
+    Damage the store finds is then known before anything is decided
+    (``counters_damage``).
+    """
+    if not state:
+        return
+    for each in found:
+        table = state["by_name"].get(each.budget.name)
+        if table is not None:
+            table["values"].get(each.per_value or NO_VALUE)
+
+
+def counters_damage(state: dict[str, Any] | None) -> tuple[str, bool] | None:
+    """What a store of counters found wrong while reading, and whether records were lost.
+
+    ``None`` for plain dicts and for stores that found nothing wrong.
+    """
+    for table in (state or {}).get("by_name", {}).values():
+        damage: tuple[str, bool] | None = getattr(table["values"], "damage", None)
+        if damage is not None:
+            return damage
+    return None
 
 
 class BudgetCheck(NamedTuple):

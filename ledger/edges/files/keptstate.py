@@ -49,12 +49,19 @@ MISSING = object()
 class KeptDocument:
     """A state document held in memory, and how to encode it for its file."""
 
-    __slots__ = ("document", "encode", "lent")
+    __slots__ = ("document", "encode", "lent", "written")
 
-    def __init__(self, document: Any, encode: Callable[[Any], bytes]) -> None:
+    def __init__(
+        self,
+        document: Any,
+        encode: Callable[[Any], bytes],
+        written: Callable[[], None] | None = None,
+    ) -> None:
         self.document = document
         self.encode = encode
         self.lent = False
+        # Called once the encoded file is in place (files it superseded can go).
+        self.written = written
 
 
 class KeptStates:
@@ -153,16 +160,18 @@ class KeptStates:
             if file_identity(name) != self._supersedes[name]:
                 self._drop(name)
                 continue
-            if isinstance(raw, KeptDocument):
-                raw = raw.encode(raw.document)
+            kept_document = raw if isinstance(raw, KeptDocument) else None
+            encoded = raw.encode(raw.document) if isinstance(raw, KeptDocument) else raw
             try:
-                if raw is None:
+                if encoded is None:
                     _remove(Path(name))
                 else:
-                    atomic_write(Path(name), raw, 0o600, durable=False)
+                    atomic_write(Path(name), encoded, 0o600, durable=False)
             except ChainIOError:
                 self._drop(name)
                 raise
+            if kept_document is not None and kept_document.written is not None:
+                kept_document.written()
             self._supersedes[name] = file_identity(name)
             self._dirty.discard(name)
 

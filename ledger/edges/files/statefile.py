@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,6 +29,7 @@ from ledger.edges.fileio import (
     read_regular,
 )
 from ledger.edges.files import keptstate
+from ledger.edges.files.counterbuckets import BUCKETS, SLOT, CounterBuckets, CountersLostError
 from ledger.edges.files.keyindex import (
     IndexDamagedError,
     KeyIndex,
@@ -36,6 +38,7 @@ from ledger.edges.files.keyindex import (
     find_in,
     lines_by_bucket,
 )
+from ledger.edges.files.storedcounters import StoredCounters, bind_counters, write_counters
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
@@ -61,6 +64,8 @@ class StateFile:
         self.path = directory / "derived.json"
         self.mac_key_path = mac_key_path
         self.index = KeyIndex(directory / "index")
+        # The budgets' counters (``ledger.edges.files.counterbuckets``).
+        self.counters = directory / "counters"
         # The key index's bucket sizes, as the state last loaded or saved records them.
         self._index_sizes: Sizes | None = None
 
@@ -134,10 +139,16 @@ class StateFile:
                 raise StateMismatchError("derived state has an unknown format")
             index = document.get("index")
             self._index_sizes = dict(index) if isinstance(index, dict) else {}
+            counters = document.get("counters")
+            if counters is not None:  # absent: kept inline, by an older version
+                if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
+                    raise StateMismatchError("derived state malformed: counters")
+                directory = Path(keptstate.absolute(self.counters))
+                bind_counters(document["data"], CounterBuckets(directory, counters))
             return StoredState(
                 document["head_hash"], int(document["size"]), document["data"], index is not None
             )
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
 
     def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
@@ -159,12 +170,40 @@ class StateFile:
         if kept is not None:
             # Encoded when the file is written, not per save: a save costs the
             # same whatever the size of the state.
+            encoded: list[CounterBuckets] = []
+
+            def encode(held: dict[str, Any]) -> bytes:
+                raw, buckets = self._encode(held, key)
+                encoded[:] = [buckets]
+                return raw
+
+            def written() -> None:
+                for buckets in encoded:
+                    buckets.remove_obsolete()
+
             kept.keep(
-                keptstate.absolute(self.path),
-                keptstate.KeptDocument(document, lambda kept_document: _sealed(kept_document, key)),
+                keptstate.absolute(self.path), keptstate.KeptDocument(document, encode, written)
             )
             return
-        atomic_write(self.path, _sealed(document, key), 0o600, durable=False)
+        raw, buckets = self._encode(document, key)
+        atomic_write(self.path, raw, 0o600, durable=False)
+        buckets.remove_obsolete()
+
+    def _encode(self, document: dict[str, Any], key: bytes) -> tuple[bytes, CounterBuckets]:
+        """The state file's bytes, the counters it names written first.
+
+        Raises:
+            ChainIOError: the counters cannot be written; when a bucket lost
+                records, the state is dropped too, so it is rebuilt from the chain.
+        """
+        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)))
+        try:
+            buckets = write_counters(document["data"], fresh)
+        except CountersLostError as exc:
+            self.delete()
+            raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
+        document["counters"] = buckets.table()
+        return _sealed(document, key), buckets
 
     def delete(self) -> None:
         """Remove the stored state (it is rebuilt from the chain on next use).
@@ -175,6 +214,7 @@ class StateFile:
         self._index_sizes = {}
         try:
             self.index.remove()
+            _remove_tree(self.counters)
         except OSError as exc:
             raise ChainIOError(f"cannot remove the key index: {exc.strerror}") from exc
         kept = keptstate.current()
@@ -254,8 +294,24 @@ class StateFile:
                 raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
 
 
+def _remove_tree(directory: Path) -> None:
+    doomed = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        directory.replace(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _in_buckets(value: object) -> None:
+    # Counters kept in their buckets are named by the buckets' sizes, not inlined.
+    if isinstance(value, StoredCounters):
+        return
+    raise TypeError(f"cannot store {type(value).__name__} in the derived state")
+
+
 def _sealed(document: dict[str, Any], mac_key: bytes) -> bytes:
     """A state document as its file holds it: canonical JSON, then its MAC, a line each."""
-    body = json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    body = json.dumps(document, sort_keys=True, separators=(",", ":"), default=_in_buckets).encode(
+        "utf-8"
+    )
     mac = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
     return body + b"\n" + mac + b"\n"

@@ -6,12 +6,13 @@ else means the counter cannot be trusted (SPEC §4 row 1). A missing state is
 rebuilt from the verified chain.
 """
 
+import contextlib
 import copy
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from ledger.core.budget_state import empty_budget_state
-from ledger.core.budgets import Budget
+from ledger.core.budget_state import counters_damage, empty_budget_state, read_counters
+from ledger.core.budgets import Applicable, Budget
 from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
@@ -34,6 +35,8 @@ from ledger.services.chain.requests import (
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.config import Config
     from ledger.core.envelope import ParsedEntry
@@ -144,8 +147,14 @@ def schema_lookup(deps: "CounterDeps") -> "SchemaFor":
     return schema_for
 
 
-def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
+def load_counter(tx: ChainTx, deps: CounterDeps, touching: "Sequence[Applicable]" = ()) -> Counter:
     """The counter state matching the chain head, or one marked untrustworthy.
+
+    ``touching`` are the budgets (and ``per`` values) the caller will read: their
+    counters are read here, so damage to them is found before anything is decided.
+    A budget's counters that lost records (a power loss cut their bucket) are
+    rebuilt from the chain; one whose record was edited halts until
+    ``rebuild-state``, as an edited state file does.
 
     Never raises for a damaged chain or state: the damage becomes ``problem``.
     A missing state is rebuilt from the chain, which must verify and must still
@@ -166,12 +175,28 @@ def load_counter(tx: ChainTx, deps: CounterDeps) -> Counter:
     """
     config = deps.config
     counter = _load_counter(tx, deps, config.day_zone, config.day_timezone, config.budgets)
+    damage = _counters_damage(counter, touching)
+    if damage is not None and damage[1]:
+        counter = _load_counter(
+            tx, deps, config.day_zone, config.day_timezone, config.budgets, afresh=True
+        )
+    elif damage is not None:
+        counter = Counter(empty_state(), counter.head, f"{damage[0]}; run `ledger rebuild-state`")
     counter.zone = config.day_zone
     counter.budgets = config.budgets
     request = current_request()
     if request is not None and request.stop_when_answered:
         _stop_if_answered(counter, deps, request)
     return counter
+
+
+def _counters_damage(counter: Counter, touching: "Sequence[Applicable]") -> tuple[str, bool] | None:
+    """What the budgets' stored counters this load read (and those ``touching``) found wrong."""
+    if counter.problem is not None:
+        return None
+    budgets = counter.data.get("budgets")
+    read_counters(budgets, touching)
+    return counters_damage(budgets)
 
 
 def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope) -> None:
@@ -188,7 +213,13 @@ def _stop_if_answered(counter: Counter, deps: CounterDeps, request: RequestScope
 
 
 def _load_counter(
-    tx: ChainTx, deps: CounterDeps, zone: dt.tzinfo, zone_name: str, budgets: tuple[Budget, ...]
+    tx: ChainTx,
+    deps: CounterDeps,
+    zone: dt.tzinfo,
+    zone_name: str,
+    budgets: tuple[Budget, ...],
+    *,
+    afresh: bool = False,
 ) -> Counter:
     store, states, trust = deps.chain, deps.states, deps.keys.load_trust
     try:
@@ -212,6 +243,9 @@ def _load_counter(
             stored = None
         if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
             # Folded with its days in another zone: every day is keyed afresh.
+            stored = None
+        if afresh:
+            # Its counters lost records: the whole state is folded again.
             stored = None
         if stored is not None and "budgets" not in stored.data and not budgets:
             # Kept before budgets existed, and none are defined: nothing to count.
@@ -404,6 +438,12 @@ def save_counter(counter: Counter, states: StateStore) -> None:
     appended is what counts, so the caller's call still succeeded.
     """
     if counter.problem is None and counter.dirty:
+        if counters_damage(counter.data.get("budgets")) is not None:
+            # A counter read after the decision was damaged: nothing is saved,
+            # and the state is dropped, so the next use folds the chain afresh.
+            with contextlib.suppress(LedgerError):
+                states.delete()
+            return
         head = counter.head
         try:
             if counter.new_keys or counter.rebuilt:

@@ -102,7 +102,7 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
         UsageError: ``name`` is not a defined budget.
         ConfigError: the configuration is invalid.
     """
-    from ledger.core.budget_state import BudgetFigures, figures
+    from ledger.core.budget_state import BudgetFigures, all_counters, counters_damage, figures
     from ledger.core.budgets import Applicable, period_bounds
     from ledger.core.seal import chain_time
     from ledger.services.chain.state import counter_problem, load_counter
@@ -114,16 +114,20 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
     with deps.chain.read_transaction() as tx:
         local_now = deps.clock.now()
         counter = load_counter(tx, deps)
+        problem = counter_problem(counter, config)
+        state = counter.data.get("budgets") if problem is None else None
+        # Every value's counter is read under the lock: a writer may rewrite a
+        # counter file, and remove the one the loaded state names, once it is let in.
+        listed = {
+            budget.name: all_counters(state, budget)
+            for budget in budgets
+            if budget.per is not None and state is not None
+        }
     head = counter.head.ts_utc if counter.head is not None else None
     now = chain_time(local_now, head)
-    problem = counter_problem(counter, config)
-    state = counter.data.get("budgets") if problem is None else None
     rows = []
     for budget in budgets:
-        values: list[str | None] = [None]
-        if budget.per is not None:
-            table = (state or {}).get("by_name", {}).get(budget.name) or {"values": {}}
-            values = sorted(table["values"]) or [None]
+        values: list[str | None] = list(listed.get(budget.name, [])) or [None]
         for value in values:
             found = Applicable(budget, value)
             if state is not None and (value is not None or budget.per is None):
@@ -132,7 +136,29 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
                 start, end = period_bounds(budget, now, config.day_zone)
                 seen = BudgetFigures(found, start, end, 0, 0, None)
             rows.append(_row(budget, value, seen))
+    damage = counters_damage(state)
+    if damage is not None:
+        # A counter store found damage while listing: no figure of it is trusted.
+        return budget_rows_untrusted(budgets, now, config.day_zone, damage[0])
     return {"budgets": rows, "now": format_ts(now), "diagnostic": problem}
+
+
+def budget_rows_untrusted(budgets: Any, now: Any, zone: Any, problem: str) -> dict[str, Any]:
+    """Budget rows when the counters cannot be trusted: one empty row each, and why."""
+    from ledger.core.budget_state import BudgetFigures
+    from ledger.core.budgets import Applicable, period_bounds
+
+    rows = []
+    for budget in budgets:
+        start, end = period_bounds(budget, now, zone)
+        rows.append(
+            _row(budget, None, BudgetFigures(Applicable(budget, None), start, end, 0, 0, None))
+        )
+    return {
+        "budgets": rows,
+        "now": format_ts(now),
+        "diagnostic": f"{problem}; run `ledger rebuild-state`",
+    }
 
 
 def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.budget_state import BudgetCheck, budget_checks
-from ledger.core.budgets import CallScope
+from ledger.core.budgets import Applicable, CallScope, applicable
 from ledger.core.config import Config
 from ledger.core.output_fit import (
     OutputFit,
@@ -353,7 +353,7 @@ def _gate_once(
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
         local_now = deps.clock.now()
-        counter = load_counter(tx, deps)
+        counter = load_counter(tx, deps, _stored_apart(config, call))
         now = chain_time(local_now, _head_ts_text(counter))
         problem = counter_problem(counter, config)
         for result in refresh:
@@ -411,6 +411,12 @@ def _gate_once(
     )  # fmt: skip
 
 
+def _stored_apart(config: Config, call: CallScope) -> list[Applicable]:
+    """The budgets with ``per`` that apply to ``call``: their counters are read while loading."""
+    per_value = [budget for budget in config.budgets if budget.per is not None]
+    return applicable(per_value, call) if per_value else []
+
+
 class UsageOutcome(NamedTuple):
     """A read-only view of today's spend."""
 
@@ -450,7 +456,8 @@ def usage(
     try:
         with deps.chain.read_transaction() as tx:
             local_now = deps.clock.now()
-            counter = load_counter(tx, deps)
+            touching = _stored_apart(config, call) if call is not None else []
+            counter = load_counter(tx, deps, touching)
     except StoreUnreachableError as exc:
         # SPEC §8: a store that cannot be reached is an untrusted counter, as a
         # chain that cannot be read is; spooled spend still shows.
