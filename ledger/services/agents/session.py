@@ -22,13 +22,8 @@ from ledger.errors import LedgerError
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
 
-from ledger.services.chain.state import (
-    Counter,
-    counter_problem,
-    fold_sealed,
-    load_counter,
-    save_counter,
-)
+from ledger.services.chain.counter import Counter, counter_problem
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import ChainTx, StateStore
 

@@ -10,8 +10,9 @@ from ledger.core.spend import scope_state
 from ledger.core.timefmt import budget_day, utc_day
 from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
 from ledger.services.billing.poll import PollDeps, billing_lock
+from ledger.services.chain.counter import Counter
 from ledger.services.chain.findings import describe_finding, stored_finding
-from ledger.services.chain.state import Counter, fold_sealed, load_counter, save_counter
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 from ledger.services.gate.gate import GateDeps
 

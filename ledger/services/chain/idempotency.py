@@ -8,7 +8,8 @@ when that counter cannot be trusted, against the chain itself.
 from typing import Any, Protocol
 
 from ledger.errors import ChainIOError, InputDataError, StateMismatchError
-from ledger.services.chain.state import Counter, index_records
+from ledger.services.chain.counter import Counter
+from ledger.services.chain.state import index_records
 from ledger.services.ports import ChainStore, StateStore
 
 

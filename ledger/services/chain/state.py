@@ -21,11 +21,16 @@ from ledger.core.state import (
     apply_parsed,
     empty_state,
     idempotency_record,
-    unfoldable_problem,
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
-from ledger.services.chain.findings import FINDING_KEY, finding_problem
+from ledger.services.chain.counter import (
+    Counter,
+    checkpoint_problem,
+    held_against_checkpoint,
+    mismatch,
+)
+from ledger.services.chain.findings import FINDING_KEY
 from ledger.services.chain.requests import (
     AlreadyAnsweredError,
     RequestScope,
@@ -37,42 +42,9 @@ from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ledger.core.checkpoint import Checkpoint
-    from ledger.core.config import Config
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
-
-
-class Counter:
-    """The folded state and the head it reflects; ``problem`` when untrustworthy."""
-
-    __slots__ = ("budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
-
-    def __init__(
-        self,
-        data: dict[str, Any],
-        head: Head | None,
-        problem: str | None = None,
-        *,
-        dirty: bool = False,
-        new_keys: list[dict[str, Any]] | None = None,
-        rebuilt: bool = False,
-        zone: dt.tzinfo = dt.UTC,
-    ) -> None:
-        self.data = data
-        self.head = head
-        self.problem = problem
-        self.dirty = dirty
-        # Idempotency keys folded since the state was stored; the key index
-        # receives them before the state is saved, so an index that lags the
-        # state can only happen with a state that lags the chain (caught up).
-        self.new_keys = new_keys if new_keys is not None else []
-        self.rebuilt = rebuilt
-        # The budget day's zone the state is folded in (``usd.day_timezone``).
-        self.zone = zone
-        # The ``[[budgets]]`` definitions the budgets' counters are kept for.
-        self.budgets: tuple[Budget, ...] = ()
 
 
 def _fold_range(
@@ -280,9 +252,9 @@ def _load_counter(
         if head is None:
             if stored.head_hash is None:
                 return Counter(stored.data, None)
-            return Counter(empty_state(), None, _mismatch())
+            return Counter(empty_state(), None, mismatch())
         if stored.size == head.size and stored.head_hash == head.entry_hash:
-            return _held_against_checkpoint(Counter(stored.data, head), deps)
+            return held_against_checkpoint(Counter(stored.data, head), deps)
         if stored.size < head.size and stored.head_hash is not None:
             data = copy.deepcopy(stored.data)
             # Line numbers count from the top of the chain, as verify-chain's do
@@ -295,117 +267,12 @@ def _load_counter(
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
-            return _held_against_checkpoint(
+            return held_against_checkpoint(
                 Counter(data, head, None, dirty=True, new_keys=keys), deps
             )
     except (InputDataError, ChainIOError) as exc:
         return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
-    return Counter(empty_state(), head, _mismatch())
-
-
-def _held_against_checkpoint(counter: Counter, deps: CounterDeps) -> Counter:
-    """The counter, or the same marked untrustworthy if the newest checkpoint disowns it.
-
-    SPEC §4: a stored state is trusted only while the chain is at least as long
-    as the newest checkpoint and agrees with it. A state restored beside a cut
-    chain matches that chain's head, so the head alone proves nothing. The
-    checkpoint last found in agreement is remembered in the state; a new one
-    is checked once (a scan for its entry when it is not the head).
-
-    Raises:
-        InputDataError: the newest checkpoint is unreadable.
-        ChainIOError: the chain cannot be read.
-    """
-    checkpoint = deps.newest_checkpoint()
-    if checkpoint is None:
-        return counter
-    meta = counter.data["meta"]
-    if meta.get("checkpoint") == [checkpoint.entries, checkpoint.head_hash]:
-        return counter
-    from ledger.core.checkpoint import checkpoint_signature_problem
-
-    problem = checkpoint_signature_problem(checkpoint, deps.keys.load_trust())
-    entries = int(meta["entries"])
-    if problem is None and entries < checkpoint.entries:
-        problem = (
-            f"chain has {entries} entries but its newest checkpoint vouches for "
-            f"{checkpoint.entries} (truncated or deleted)"
-        )
-    if problem is None:
-        head = counter.head
-        if entries == checkpoint.entries and head is not None:
-            found: str | None = head.entry_hash
-        else:
-            found = deps.chain.hash_of_entry(checkpoint.entries)
-        if found != checkpoint.head_hash:
-            problem = f"entry {checkpoint.entries} differs from the newest checkpoint's head"
-    if problem is not None:
-        return Counter(counter.data, counter.head, problem + "; run `ledger recover`")
-    meta["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
-    counter.dirty = True
-    return counter
-
-
-def counter_problem(counter: Counter, config: "Config") -> str | None:
-    """Why the counter cannot be trusted (SPEC §4 row 1), or ``None``.
-
-    Beyond damage found while loading: a negative amount, or a timestamp more
-    than ``clock_tolerance_seconds`` earlier than the entry before it.
-    """
-    if counter.problem is not None:
-        return counter.problem
-    finding = finding_problem(counter.data)
-    if finding is not None:
-        return finding
-    unfoldable = unfoldable_problem(counter.data)
-    if unfoldable is not None:
-        return unfoldable
-    meta = counter.data["meta"]
-    if meta.get("negative"):
-        return f"{meta['negative']}; run `ledger rebuild-state` after checking the chain"
-    if meta.get("max_backstep_us", 0) > config.clock_tolerance_seconds * 1_000_000:
-        return (
-            f"a recorded timestamp is {meta['max_backstep_us'] // 1_000_000} s earlier than "
-            "the entry before it"
-        )
-    return None
-
-
-def checkpoint_problem(
-    data: dict[str, Any],
-    head: Head | None,
-    checkpoint: "Checkpoint",
-    hashes: dict[int, str],
-    trust: "TrustStore",
-) -> str | None:
-    """Why a folded chain does not hold what its newest checkpoint vouches for, or ``None``.
-
-    ``data`` is the fold's state, ``hashes`` the entry hashes it remembered by
-    position; the checkpoint's signature is checked against ``trust`` first.
-    """
-    from ledger.core.checkpoint import checkpoint_signature_problem
-
-    signature = checkpoint_signature_problem(checkpoint, trust)
-    if signature is not None:
-        return signature
-    entries = int(data["meta"]["entries"]) if head is not None else 0
-    if entries < checkpoint.entries:
-        return (
-            f"chain has {entries} entries but its newest checkpoint vouches for "
-            f"{checkpoint.entries} (truncated or deleted)"
-        )
-    if hashes.get(checkpoint.entries) != checkpoint.head_hash:
-        return f"entry {checkpoint.entries} differs from the newest checkpoint's head"
-    return None
-
-
-def _mismatch() -> str:
-    # The state was saved at a head the chain no longer has: the chain was
-    # changed or cut behind the gate's back. recover keeps it as evidence and
-    # restores what verifies (on a chain that verifies, it rebuilds the state).
-    return (
-        "derived state does not match the chain head (the chain was changed); run `ledger recover`"
-    )
+    return Counter(empty_state(), head, mismatch())
 
 
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:

@@ -105,7 +105,8 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
     from ledger.core.budget_state import BudgetFigures, all_counters, counters_damage, figures
     from ledger.core.budgets import Applicable, period_bounds
     from ledger.core.seal import chain_time
-    from ledger.services.chain.state import counter_problem, load_counter
+    from ledger.services.chain.counter import counter_problem
+    from ledger.services.chain.state import load_counter
 
     config = deps.config
     budgets = [b for b in config.budgets if name is None or b.name == name]

@@ -14,8 +14,9 @@ import datetime as dt
 from typing import Any
 
 from ledger.core.spend import expired_forwarded
+from ledger.services.chain.counter import Counter
 from ledger.services.chain.idempotency import find_indexed
-from ledger.services.chain.state import Counter, fold_sealed
+from ledger.services.chain.state import fold_sealed
 from ledger.services.chain.writer import Writer
 
 CHARGE_KEY_PREFIX = "expired:"

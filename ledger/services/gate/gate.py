@@ -40,13 +40,8 @@ from ledger.errors import (
     SchemaValidationError,
     StoreUnreachableError,
 )
-from ledger.services.chain.state import (
-    Counter,
-    counter_problem,
-    fold_sealed,
-    load_counter,
-    save_counter,
-)
+from ledger.services.chain.counter import Counter, counter_problem
+from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.gate.forwarded import charge_expired_forwarded
 from ledger.services.gate.spool import with_spooled

@@ -24,7 +24,8 @@ from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
-from ledger.services.chain.state import Counter, counter_problem, schema_lookup
+from ledger.services.chain.counter import Counter, counter_problem
+from ledger.services.chain.state import schema_lookup
 from ledger.services.gate.gate import _scopes
 from ledger.services.ports import CounterDeps
 

@@ -33,7 +33,8 @@ from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
-from ledger.services.chain.state import Counter, checkpoint_problem, counter_problem, schema_lookup
+from ledger.services.chain.counter import Counter, checkpoint_problem, counter_problem
+from ledger.services.chain.state import schema_lookup
 from ledger.services.ports import CounterDeps
 from ledger.services.views.metrics import VERDICT_EVENTS
 from ledger.services.views.report_budgets import DayBudgets
