@@ -32,7 +32,8 @@ from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
 from ledger.services.chain.verify import verify_store
-from ledger.services.gate.gate import check_verdict, usage
+from ledger.services.gate.figures import usage
+from ledger.services.gate.gate import check_verdict
 from tests.batteries.common import pct, sized, summary
 from tests.conftest import REPO, clean_env
 

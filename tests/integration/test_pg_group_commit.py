@@ -18,7 +18,8 @@ from ledger.batching import BatchRunner
 from ledger.core.envelope import parse_line
 from ledger.edges.postgres.connection import lock_key
 from ledger.runtime import Runtime
-from ledger.services.gate.gate import check_verdict, usage
+from ledger.services.gate.figures import usage
+from ledger.services.gate.gate import check_verdict
 from tests.gateway.helpers import NOW
 from tests.integration.test_pg_faults import init_host
 

@@ -39,7 +39,7 @@ def _cap_row(scope: str, cap: int | None, outcome: Any, scope_state: Any) -> dic
 
 def _usd_view(runtime: Any) -> dict[str, Any]:
     from ledger.core.units import micros_to_usd, pct_for_display, percent
-    from ledger.services.gate.gate import usage
+    from ledger.services.gate.figures import usage
 
     outcome = usage(runtime)
     scope = outcome.aggregate

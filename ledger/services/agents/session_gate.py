@@ -23,7 +23,7 @@ from ledger.core.transcript import MAX_PENDING, cursor_from, estimate_micros
 from ledger.core.verdict_kind import Verdict
 from ledger.errors import ConfigError, LedgerError
 from ledger.services.agents.claude_spend import PROVIDER, SpendDeps
-from ledger.services.gate import calls, gate
+from ledger.services.gate import calls, figures
 from ledger.services.gate.call_args import Micros
 
 GATING_OFF = (
@@ -206,7 +206,7 @@ def session_halt(
     try:
         if deps.config.daily_cap_micros is None:
             return None
-        outcome = gate.usage(deps, PROVIDER, call)
+        outcome = figures.usage(deps, PROVIDER, call)
     except LedgerError as exc:
         return f"ledger: the USD budget cannot be read ({exc}); {refused} (fail-closed)"
     if outcome.verdict is None or not outcome.verdict.halts:

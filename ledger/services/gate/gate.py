@@ -1,4 +1,4 @@
-"""The USD gate: ``verdict`` and ``usage`` (SPEC §3–4).
+"""The USD gate: ``verdict`` (SPEC §3–4); ``usage`` is in ``services.gate.figures``.
 
 Check and reserve are one step under the chain lock, so two processes can
 never both be admitted into the same last dollar. Every verdict is sealed in
@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.budget_state import BudgetCheck, budget_checks
-from ledger.core.budgets import Applicable, CallScope, applicable
+from ledger.core.budgets import CallScope
 from ledger.core.config import Config
 from ledger.core.output_fit import (
     OutputFit,
@@ -24,11 +24,9 @@ from ledger.core.spend import (
     empty_usd_state,
     scope_state,
     unpriced_problem,
-    unsettled,
 )
-from ledger.core.state import empty_state
-from ledger.core.timefmt import budget_day, format_ts, parse_ts, utc_day
-from ledger.core.verdict import Decision, Uncertainty, Verdict, decide, usage_pct
+from ledger.core.timefmt import budget_day, format_ts, utc_day
+from ledger.core.verdict import Decision, decide, usage_pct
 from ledger.errors import (
     CanonicalizationError,
     ChainIOError,
@@ -38,11 +36,11 @@ from ledger.errors import (
     LedgerError,
     LockTimeoutError,
     SchemaValidationError,
-    StoreUnreachableError,
 )
-from ledger.services.chain.counter import Counter, counter_problem
+from ledger.services.chain.counter import counter_problem
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer, WriterDeps
+from ledger.services.gate.figures import head_time, head_ts_text, stored_apart
 from ledger.services.gate.forwarded import charge_expired_forwarded
 from ledger.services.gate.spool import with_spooled
 from ledger.services.ports import StateStore
@@ -122,17 +120,6 @@ def _day_at(moment: dt.datetime, config: Config) -> str:
         return budget_day(moment, config.day_zone)
     except OverflowError:  # only a clock outside what the chain can hold gets here
         return utc_day(moment)
-
-
-def _head_ts_text(counter: Counter) -> str | None:
-    return counter.head.ts_utc if counter.head is not None else None
-
-
-def _head_time(counter: Counter) -> dt.datetime | None:
-    try:
-        return parse_ts(counter.head.ts_utc) if counter.head is not None else None
-    except ValueError:
-        return None
 
 
 def _needs_reading(scopes: list[ScopeState], config: Config, now: dt.datetime) -> list[str]:
@@ -348,8 +335,8 @@ def _gate_once(
         from ledger.core.observation import Deferred, reading_payload
     with deps.chain.transaction() as tx:
         local_now = deps.clock.now()
-        counter = load_counter(tx, deps, _stored_apart(config, call))
-        now = chain_time(local_now, _head_ts_text(counter))
+        counter = load_counter(tx, deps, stored_apart(config, call))
+        now = chain_time(local_now, head_ts_text(counter))
         problem = counter_problem(counter, config)
         for result in refresh:
             if isinstance(result, Deferred):
@@ -384,7 +371,7 @@ def _gate_once(
                 estimate_micros = fit_estimate_micros(fit, fitting)
         decision = decide(
             scopes, estimate_micros, config, now,
-            head_ts=_head_time(counter), counter_problem=halting, local_now=local_now,
+            head_ts=head_time(counter), counter_problem=halting, local_now=local_now,
             budget_scopes=[(check.scope, check.warn_pct) for check in checks],
         )  # fmt: skip
         payload = _verdict_payload(
@@ -403,86 +390,4 @@ def _gate_once(
     return VerdictOutcome(
         decision, sealed.entry_hash, provider, utc_day(now), now, budget_day=day,
         budgets=tuple(checks), clamped_output_tokens=clamped,
-    )  # fmt: skip
-
-
-def _stored_apart(config: Config, call: CallScope) -> list[Applicable]:
-    """The budgets with ``per`` that apply to ``call``: their counters are read while loading."""
-    per_value = [budget for budget in config.budgets if budget.per is not None]
-    return applicable(per_value, call) if per_value else []
-
-
-class UsageOutcome(NamedTuple):
-    """A read-only view of today's spend."""
-
-    aggregate: ScopeState
-    provider_scope: ScopeState | None
-    provider: str | None
-    provider_cap_micros: int | None
-    daily_cap_micros: int | None
-    utc_day: str
-    now: dt.datetime
-    uncertainty: Uncertainty | None
-    diagnostic: str | None
-    budget_day: str | None = None
-    verdict: Verdict | None = None  # what a verdict for $0 more would say
-    # The scope that verdict is decided by, and the budgets that apply to ``call``.
-    deciding: ScopeState | None = None
-    budgets: tuple[BudgetCheck, ...] = ()
-    # The budgets' derived state the figures were read from (``None`` when unknown).
-    budget_state: dict[str, Any] | None = None
-    # Forwarded calls not recorded yet: how many, and their estimates (micro-USD).
-    unsettled: tuple[int, int] = (0, 0)
-
-
-def usage(
-    deps: GateDeps, provider: str | None = None, call: CallScope | None = None
-) -> UsageOutcome:
-    """Today's figures for the aggregate and, if asked, one provider; writes nothing.
-
-    With ``call``, the verdict for $0 more also checks every budget that applies
-    to that call, as a verdict for it would (the same matching and figures).
-
-    Raises:
-        ConfigError: the configuration is invalid.
-        LockTimeoutError: the chain lock stayed busy.
-    """
-    config = deps.config
-    try:
-        with deps.chain.read_transaction() as tx:
-            local_now = deps.clock.now()
-            touching = _stored_apart(config, call) if call is not None else []
-            counter = load_counter(tx, deps, touching)
-    except StoreUnreachableError as exc:
-        # SPEC §8: a store that cannot be reached is an untrusted counter, as a
-        # chain that cannot be read is; spooled spend still shows.
-        local_now = deps.clock.now()
-        counter = Counter(empty_state(), None, str(exc))
-    now = chain_time(local_now, _head_ts_text(counter))
-    day, zone = budget_day(now, config.day_zone), config.day_zone
-    usd = with_spooled(deps, counter.data, now)
-    aggregate = scope_state(usd, None, config.daily_cap_micros or 0, day, now, zone)
-    provider_cap = config.provider_caps_micros.get(provider) if provider else None
-    provider_scope = None
-    if provider is not None:
-        provider_scope = scope_state(usd, provider, provider_cap or 0, day, now, zone)
-    scopes = [aggregate]
-    if provider_scope is not None and provider_cap is not None:
-        scopes.append(provider_scope)
-    problem = counter_problem(counter, config) or unpriced_problem(usd, day)
-    checks: list[BudgetCheck] = []
-    state = counter.data.get("budgets")
-    if call is not None and config.budgets:
-        checks = budget_checks(state, config.budgets, call, now, zone, config.warn_pct)
-    decision = decide(
-        scopes, 0, config, now, head_ts=_head_time(counter),
-        counter_problem=problem, local_now=local_now,
-        budget_scopes=[(check.scope, check.warn_pct) for check in checks],
-    )  # fmt: skip
-    reason = decision.reason
-    return UsageOutcome(
-        aggregate, provider_scope, provider, provider_cap, config.daily_cap_micros,
-        utc_day(now), now, reason, decision.diagnostic, budget_day=day,
-        verdict=decision.verdict, deciding=decision.deciding, budgets=tuple(checks),
-        budget_state=state if checks else None, unsettled=unsettled(usd),
     )  # fmt: skip
