@@ -7,6 +7,7 @@ counter that lives in it: cut short, the state is folded afresh from the chain;
 edited, the gate halts ``counter_inconsistent`` until ``rebuild-state``.
 """
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ NAME = "per-session"
 
 
 def _env(seconds: float = 0, **extra: str) -> dict[str, str]:
-    return env_at(seconds, LEDGER_BUDGETS=json.dumps(BUDGET), **extra)
+    env: dict[str, str] = env_at(seconds, LEDGER_BUDGETS=json.dumps(BUDGET), **extra)
+    return env
 
 
 def _seal(runtime: Runtime, sessions: list[str], usd: str) -> None:
@@ -34,12 +36,16 @@ def _seal(runtime: Runtime, sessions: list[str], usd: str) -> None:
                      cycle_id=session)  # fmt: skip
 
 
+def _batch(runtime: Runtime, *, some: list[str], usd: str) -> None:
+    _seal(runtime, some, usd)
+
+
 def seed(home: Path, sessions: list[str], usd: str = "0.01") -> None:
     """A verdict and its record for each session, in group commits (as the gateway seals)."""
     runner = BatchRunner(home, _env(), lambda _line: None)
     for start in range(0, len(sessions), 200):
         some = sessions[start : start + 200]
-        runner.run(lambda runtime, some=some: _seal(runtime, some, usd), lambda: None)
+        runner.run(functools.partial(_batch, some=some, usd=usd), lambda: None)
     runner.close()
 
 

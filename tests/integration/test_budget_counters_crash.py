@@ -57,7 +57,10 @@ for n in itertools.count():
 
 
 def _env() -> dict[str, str]:
-    return env_at(0, LEDGER_BUDGETS=json.dumps(BUDGET), LEDGER_USD_DAILY_CAP="1000000")
+    env: dict[str, str] = env_at(
+        0, LEDGER_BUDGETS=json.dumps(BUDGET), LEDGER_USD_DAILY_CAP="1000000"
+    )
+    return env
 
 
 def _rows(home: Path) -> tuple[Any, list[tuple[Any, int, int]]]:

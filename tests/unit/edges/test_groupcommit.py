@@ -204,7 +204,9 @@ def test_the_trust_store_is_read_once_per_hold_and_again_after_it_is_saved(home:
     keys = runtime.keys
     trust_path = keys.trust_path
     original = trust_path.read_bytes()
-    with group_commit(runtime.chain) as group:
+    chain = runtime.chain
+    assert isinstance(chain, ChainFile)
+    with group_commit(chain) as group:
         first = keys.load_trust()
         trust_path.write_bytes(b"not json\n")  # an edit outside the lock's rules...
         assert keys.load_trust() is first  # ...is not read again during the hold

@@ -179,11 +179,11 @@ def test_under_load_a_batch_waits_for_more_jobs_before_its_fsync(
     def verdict(runtime: Runtime) -> str:
         return str(calls.verdict(runtime, "1")[0]["verdict"])
 
-    async def scenario() -> list[Any]:
+    async def scenario() -> list[str]:
         first = asyncio.ensure_future(committer.run(verdict))
         await asyncio.sleep(0.3)  # long enough for the worker to run a batch of one
         assert not first.done()  # it waits for company instead
-        return await asyncio.gather(first, committer.run(verdict))
+        return list(await asyncio.gather(first, committer.run(verdict)))
 
     committer.start()
     try:
