@@ -39,6 +39,7 @@ from ledger.daemon.jobs import (
     alerts_job,
     log_line,
     poll_job,
+    prime_alerts_job,
     reconcile_job,
     snapshot_job,
     spool_job,
@@ -206,6 +207,8 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         if listen is not None:
             # A gateway that would listen where it must not is refused before anything starts.
             open_listen(listen, "proxy.listen", config.proxy)
+        if config.alert_rules:
+            prime_alerts_job(home_runtime)
         scheduler.start()
         server = gateway = None
         try:

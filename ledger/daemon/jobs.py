@@ -90,6 +90,20 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
         log_line(f"alerts: error: {exc}")
 
 
+def prime_alerts_job(runtime: Runtime) -> None:
+    """Where alerts start, fixed before the daemon says it has started; failures are logged."""
+    from ledger.edges.alertfiles import AlertStateFile
+    from ledger.services.billing.alerts import prime_alerts
+
+    try:
+        line = prime_alerts(runtime.chain, runtime.config, AlertStateFile(runtime.home))
+    except LedgerError as exc:
+        log_line(f"alerts: error: {exc}")
+        return
+    if line is not None:
+        log_line(f"alerts: following the chain after line {line}")
+
+
 def verify_job(runtime_factory: Callable[[], Runtime]) -> None:
     """One full verification; a BROKEN finding is kept for the gate. Never raises."""
     from ledger.services.chain.findings import verify_and_remember

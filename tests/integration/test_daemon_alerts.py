@@ -245,3 +245,22 @@ def test_a_line_edited_in_place_is_sealed_and_sent_as_broken(home: Path):
         assert "line 1 (" in bodies[0]["text"]
         tail = json.loads(chain.read_text().splitlines()[-1])
         assert (tail["event_type"], tail["payload"]["line"]) == ("chain.finding", 1)
+
+
+def test_where_alerts_start_is_fixed_before_the_daemon_says_it_started(home: Path):
+    """A verdict sealed right after "started" is news even if the first check runs late."""
+    with webhook() as hook:
+        env = alert_env(hook.url)
+        assert verdict(home, env, "1") == 0  # before the daemon: not news
+        with daemon(home, env) as lines:
+            assert lines.wait_for("started")
+            started = next(i for i, line in enumerate(lines.lines) if "started:" in line)
+            primed = [i for i, line in enumerate(lines.lines) if "following the chain" in line]
+            assert primed
+            assert primed[0] < started
+            assert "after line 1" in lines.lines[primed[0]]
+            assert verdict(home, env, "8.5") == 0  # 95 %: warn-90
+            assert hook.wait_for(1)[0]["event"] == "warn"
+        with daemon(home, env) as lines:  # a saved position is kept, not moved to the end
+            assert lines.wait_for("started")
+            assert not any("following the chain" in line for line in lines.lines)

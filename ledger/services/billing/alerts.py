@@ -84,6 +84,25 @@ def run_alerts(
     return run
 
 
+def prime_alerts(chain: ChainStore, config: Config, store: AlertState) -> int | None:
+    """Fix where alerts start before the daemon says it has started; the line they follow from.
+
+    What the chain holds now is not news, and everything sealed after it is:
+    taken at the first scheduled check instead, a verdict sealed between the
+    start and a late first check (a busy machine) would count as old and its
+    alert would never be sent. A position saved by an earlier run is kept
+    (``None``), so what that run had not yet sent still goes out.
+    """
+    if not config.alert_rules:
+        return None
+    state = store.load()
+    if "position" in state and _still_there(chain, state):
+        return None
+    state = _start_at_head(chain, state)
+    store.save(state)
+    return int(state["line"])
+
+
 def _start_at_head(chain: ChainStore, old: dict[str, Any]) -> dict[str, Any]:
     """A position at the chain's end (counting its lines once); sent keys kept."""
     state: dict[str, Any] = {
