@@ -40,6 +40,16 @@ def env_at(seconds=0, *, cap_only=True, **extra):
     return env
 
 
+def use_observer(home: Path, argv: list[str]) -> None:
+    """Set ``observer.command`` to ``argv`` in the home's ``ledger.toml`` (as ``init`` wrote it)."""
+    config = home / "ledger.toml"
+    text = config.read_text()
+    assert "[observer]\n" in text, "the home's ledger.toml has no [observer] table"
+    config.write_text(
+        text.replace("[observer]\n", f"[observer]\ncommand = {json.dumps(argv)}\n", 1)
+    )
+
+
 def chain_path(home: Path) -> Path:
     return home / "events.jsonl"
 

@@ -20,6 +20,7 @@ from ledger.edges.postgres.connection import lock_key
 from ledger.runtime import Runtime
 from ledger.services.gate.figures import usage
 from ledger.services.gate.gate import check_verdict
+from tests.gate_helpers import use_observer
 from tests.gateway.helpers import NOW
 from tests.integration.test_pg_faults import init_host
 
@@ -122,11 +123,7 @@ def test_the_billing_observer_runs_outside_the_fleet_lock_after_the_batch_so_far
     script, seen = tmp_path / "observer.py", tmp_path / "seen.json"
     script.write_text(OBSERVER)
     argv = [sys.executable, str(script), pg_server.url, schema, str(lock_key(schema)), str(seen)]
-    config = host / "ledger.toml"
-    text = config.read_text().replace(
-        "[observer]\n", f"[observer]\ncommand = {json.dumps(argv)}\n", 1
-    )
-    config.write_text(text)
+    use_observer(host, argv)
     before = pg_server.sql(f'SELECT count(*) FROM "{schema}".chain')[0][0]
     # Above 1 % of the cap, a verdict wants a fresh reading from the observer.
     runner, _ = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="1")
@@ -186,11 +183,7 @@ def test_a_failure_after_the_observer_runs_again_only_what_was_not_yet_durable(
     script, seen = tmp_path / "observer.py", tmp_path / "seen.json"
     script.write_text(OBSERVER)
     argv = [sys.executable, str(script), pg_server.url, schema, str(lock_key(schema)), str(seen)]
-    config = host / "ledger.toml"
-    text = config.read_text()
-    config.write_text(
-        text.replace("[observer]\n", f"[observer]\ncommand = {json.dumps(argv)}\n", 1)
-    )
+    use_observer(host, argv)
     runner, logged = _runner(host, LEDGER_BILLING_STALE_HALT_PCT="1")
     # What the gateway and the resident gate do: a unit durable is never run again.
     amounts = [5_000_000, 1_000_000, 2_000_000]

@@ -1,7 +1,6 @@
 """The gateway's committer: batches through the shared runner, one hand-off per batch."""
 
 import asyncio
-import json
 import sys
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ from ledger.gateway import committer as committer_module
 from ledger.gateway.committer import Committer
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
+from tests.gate_helpers import chain_entries, use_observer
 
 NOW = {"LEDGER_NOW": "2026-06-01T12:00:00Z"}
 
@@ -97,8 +97,7 @@ def test_a_job_whose_request_is_the_only_one_runs_on_the_event_loop_thread(home:
     seen = _threads_of(committer, 3)
     assert seen == [threading.current_thread().name] * 3
     assert (committer.inline, committer.jobs, committer.batches) == (3, 3, 3)
-    entries = (home / "events.jsonl").read_text().splitlines()
-    assert [json.loads(line)["event_type"] for line in entries[-3:]] == ["budget.allow"] * 3
+    assert [entry["event_type"] for entry in chain_entries(home)[-3:]] == ["budget.allow"] * 3
 
 
 def test_a_job_beside_other_requests_goes_to_the_worker(home: Path):
@@ -132,11 +131,7 @@ def test_a_job_that_would_start_the_observer_is_run_by_the_worker(home: Path, tm
     """The observer (a process) never runs on the event loop: the worker runs the job, once."""
     script = tmp_path / "observer.py"
     script.write_text(OBSERVER)
-    config = home / "ledger.toml"
-    command = json.dumps([sys.executable, str(script)])
-    config.write_text(
-        config.read_text().replace("[observer]\n", f"[observer]\ncommand = {command}\n", 1)
-    )
+    use_observer(home, [sys.executable, str(script)])
     # Above 0 % of the cap a verdict wants a reading: the first does not, the second does.
     committer = Committer(home, {**NOW, "LEDGER_BILLING_STALE_HALT_PCT": "0"}, lambda _: None)
     committer.requests = 1
@@ -158,8 +153,7 @@ def test_a_job_that_would_start_the_observer_is_run_by_the_worker(home: Path, tm
     # The second was tried here first, stopped before the observer started, and run by the worker.
     assert seen == [here, here, "ledger-proxy-commit"]
     assert committer.inline == 1
-    lines = config.with_name("events.jsonl").read_text().splitlines()
-    events = [json.loads(line)["event_type"] for line in lines]
+    events = [entry["event_type"] for entry in chain_entries(home)]
     assert events[-3:] == [
         "budget.allow",
         "budget.observation",
