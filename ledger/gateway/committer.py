@@ -91,7 +91,7 @@ class Committer:
         self._thread.join()
 
     async def run(self, job: Callable[[Runtime], T]) -> T:
-        """Run ``job`` with a fresh runtime in the next batch; its result once it is durable.
+        """Run ``job`` in a batch (at once when nothing else is going on); its result once durable.
 
         Raises:
             LedgerError: whatever ``job`` raised.
@@ -148,27 +148,15 @@ class Committer:
 
         With ``GATHER_FROM_REQUESTS`` or more requests being answered, the
         batch waits up to ``GATHER_SECONDS`` for a quarter of them to queue a
-        job (PostgreSQL's ``commit_delay``, for the same reason): a disk whose
-        fsync is quicker than the event loop makes the next job would otherwise
-        see a batch of one per fsync at any load. The wait costs no CPU, so the
+        job (PostgreSQL's ``commit_delay``, for the same reason): where fsync is
+        quicker than the event loop makes jobs, batches would otherwise stay at
+        one job per fsync at any load. The wait costs no CPU, so the
         calls/s a busy gateway manages do not drop, and each fsync carries many
         decisions.
         """
         many = self.requests >= GATHER_FROM_REQUESTS
         wanted = max(1, self.requests // 4) if many else 1
-        deadline = monotonic() + GATHER_SECONDS
-        while len(batch) < BATCH_LIMIT and not self._stopping:
-            try:
-                if len(batch) >= wanted:
-                    item = self._queue.get_nowait()
-                else:
-                    item = self._queue.get(timeout=max(0.0, deadline - monotonic()))
-            except queue.Empty:
-                return
-            if item is None:
-                self._stopping = True
-                return
-            batch.append(item)
+        self._take(batch, wanted, monotonic() + GATHER_SECONDS)
 
     def _run_batch(self, batch: list[_Pending], *, joining: bool) -> None:
         """Run ``batch``; ``joining``: jobs queued meanwhile join it (the worker's batches)."""
@@ -198,12 +186,19 @@ class Committer:
             if joining and index == len(batch):
                 # Jobs that arrived meanwhile join the batch: on a fleet's store it
                 # waited for the fleet-wide lock, and they would wait for it again.
-                self._take_arrived(batch)
+                self._take(batch)
 
-    def _take_arrived(self, batch: list[_Pending]) -> None:
+    def _take(self, batch: list[_Pending], wanted: int = 0, deadline: float = 0.0) -> None:
+        """Add queued jobs to ``batch``; below ``wanted`` jobs, wait for more until ``deadline``.
+
+        The stop marker ends the taking and the worker's loop.
+        """
         while len(batch) < BATCH_LIMIT and not self._stopping:
             try:
-                item = self._queue.get_nowait()
+                if len(batch) >= wanted:
+                    item = self._queue.get_nowait()
+                else:
+                    item = self._queue.get(timeout=max(0.0, deadline - monotonic()))
             except queue.Empty:
                 return
             if item is None:
