@@ -133,14 +133,18 @@ def calls_rows(f: Figures) -> list[Row]:
     ]  # fmt: skip
 
 
+def _against_pgbench(name: str, rate: float | None, tps: float | None) -> Row:
+    """A rate of durable decisions beside ``pgbench -N`` on the same server; goal half of it."""
+    ratio = rate / tps if rate and tps else None
+    return Row(name, fmt(rate, " /s"), f"pgbench -c 8 -N {fmt(tps, ' tps')}",
+               fmt(None if ratio is None else 100 * ratio, " %", 1), ">= 50 %",
+               status(None if ratio is None else ratio >= 0.5))  # fmt: skip
+
+
 def pg_rows(f: Figures) -> list[Row]:
     v = f.values
-    rate, tps = v.get("pg_rate"), v.get("pgbench_tps")
-    ratio = rate / tps if rate and tps else None
     return [
-        Row("PG store: verdicts/s, 8 processes", fmt(rate, " /s"),
-            f"pgbench -c 8 -N {fmt(tps, ' tps')}", fmt(None if ratio is None else 100 * ratio, " %", 1),
-            ">= 50 %", status(None if ratio is None else ratio >= 0.5)),
+        _against_pgbench("PG store: verdicts/s, 8 processes", v.get("pg_rate"), v.get("pgbench_tps")),
         Row("  PG verdict in-process (warm) p50 / p99",
             f"{fmt(v.get('pg_p50_ms'), ' ms', 3)} / {fmt(v.get('pg_p99_ms'), ' ms', 3)}",
             "", "", "", ""),
@@ -150,12 +154,10 @@ def pg_rows(f: Figures) -> list[Row]:
 
 def pg_fleet_rows(f: Figures) -> list[Row]:
     v = f.values
-    rate, tps = v.get("fleet_decisions"), v.get("fleet_tps")
-    ratio = rate / tps if rate and tps else None
     return [
-        Row("PG fleet, 4 gateway hosts: decisions/s", fmt(rate, " /s"),
-            f"pgbench -c 8 -N {fmt(tps, ' tps')}", fmt(None if ratio is None else 100 * ratio, " %", 1),
-            ">= 50 %", status(None if ratio is None else ratio >= 0.5)),
+        _against_pgbench(
+            "PG fleet, 4 gateway hosts: decisions/s", v.get("fleet_decisions"), v.get("fleet_tps")
+        ),
         Row("  calls/s (verdict + record each); load average",
             f"{fmt(v.get('fleet_calls'), ' /s')}; {fmt(v.get('fleet_load'), '', 2)}", "", "", "", ""),
         Row("  decisions per commit", fmt(v.get("fleet_per_commit"), "", 2), "", "", "", ""),
