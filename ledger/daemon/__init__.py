@@ -207,8 +207,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         if listen is not None:
             # A gateway that would listen where it must not is refused before anything starts.
             open_listen(listen, "proxy.listen", config.proxy)
-        if config.alert_rules:
-            prime_alerts_job(home_runtime)
+        prime_alerts_job(home_runtime)
         scheduler.start()
         server = gateway = None
         try:

@@ -95,6 +95,8 @@ def prime_alerts_job(runtime: Runtime) -> None:
     from ledger.edges.alertfiles import AlertStateFile
     from ledger.services.billing.alerts import prime_alerts
 
+    if not runtime.config.alert_rules:
+        return  # no alerts: the chain (a fleet's database) is not even opened
     try:
         line = prime_alerts(runtime.chain, runtime.config, AlertStateFile(runtime.home))
     except LedgerError as exc:

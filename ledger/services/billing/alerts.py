@@ -72,7 +72,7 @@ def run_alerts(
     if not config.alert_rules:
         return run
     state = store.load()
-    if "position" not in state or not _still_there(chain, state):
+    if _lost_place(chain, state):
         state = _start_at_head(chain, state)
     else:
         for alert in _follow(chain, state, now, config):
@@ -96,11 +96,16 @@ def prime_alerts(chain: ChainStore, config: Config, store: AlertState) -> int | 
     if not config.alert_rules:
         return None
     state = store.load()
-    if "position" in state and _still_there(chain, state):
+    if not _lost_place(chain, state):
         return None
     state = _start_at_head(chain, state)
     store.save(state)
     return int(state["line"])
+
+
+def _lost_place(chain: ChainStore, state: dict[str, Any]) -> bool:
+    """Whether no saved position names a place the chain still has (alerts start at its end)."""
+    return "position" not in state or not _still_there(chain, state)
 
 
 def _start_at_head(chain: ChainStore, old: dict[str, Any]) -> dict[str, Any]:
