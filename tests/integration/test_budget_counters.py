@@ -8,11 +8,15 @@ edited, the gate halts ``counter_inconsistent`` until ``rebuild-state``.
 """
 
 import functools
+import hashlib
+import hmac
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from ledger.batching import BatchRunner
+from ledger.edges import fileio
 from ledger.edges.files import counterbuckets
 from ledger.edges.files.counterbuckets import CounterBuckets, bucket_of
 from ledger.runtime import Runtime
@@ -62,21 +66,21 @@ def sessions(count: int) -> list[str]:
 def bucket_file(home: Path, session: str) -> Path:
     """The current generation of the bucket holding ``session``'s counter."""
     document = json.loads(state_path(home).read_text().splitlines()[0])
-    bucket = bucket_of(NAME, session)
-    generation = CounterBuckets(Path(), document["counters"]).entry(bucket).generation
+    bucket = bucket_of(session)
+    generation = CounterBuckets(Path(), document["value_buckets"]).entry(bucket).generation
     return home / "state" / "counters" / f"{bucket}.{generation}.log"
 
 
 def neighbour(session: str, among: list[str]) -> str:
     """Another session whose counter shares ``session``'s bucket."""
-    return next(s for s in among if s != session and bucket_of(NAME, s) == bucket_of(NAME, session))
+    return next(s for s in among if s != session and bucket_of(s) == bucket_of(session))
 
 
 def pair(among: list[str]) -> tuple[str, str]:
     """Two sessions whose counters share a bucket."""
     seen: dict[str, str] = {}
     for session in among:
-        bucket = bucket_of(NAME, session)
+        bucket = bucket_of(session)
         if bucket in seen:
             return seen[bucket], session
         seen[bucket] = session
@@ -106,7 +110,7 @@ def test_a_verdict_reads_only_its_own_counters_bucket(home: Path, monkeypatch):
 
     monkeypatch.setattr(CounterBuckets, "read", counting)
     assert verdict(home, "s-7", seconds=62)["verdict"] == "allow"
-    assert set(read) == {bucket_of(NAME, "s-7")}
+    assert set(read) == {bucket_of("s-7")}
 
 
 def test_every_value_is_still_seen_by_the_views(home: Path):
@@ -141,7 +145,7 @@ def test_an_edited_bucket_halts_only_the_verdicts_that_read_it(home: Path):
     names = sessions(300)
     seed(home, names)
     victim, neighbour_in_bucket = pair(names)
-    elsewhere = next(s for s in names if bucket_of(NAME, s) != bucket_of(NAME, victim))
+    elsewhere = next(s for s in names if bucket_of(s) != bucket_of(victim))
     _edit_counter(bucket_file(home, victim), victim)
     assert verdict(home, elsewhere)["verdict"] == "allow"
     for n, session in enumerate((victim, neighbour_in_bucket)):
@@ -223,9 +227,9 @@ def test_a_bucket_is_rewritten_once_it_doubles(home: Path, monkeypatch):
         seed(home, ["s-1"], usd="0.1")
         verdict(home, "s-1", "0.01", seconds=60 + n)
     path = bucket_file(home, "s-1")
-    assert path.name != f"{bucket_of(NAME, 's-1')}.1.log"
+    assert path.name != f"{bucket_of('s-1')}.1.log"
     assert len(path.read_bytes().splitlines()) < 6  # 24 saves: the newest record, and a few since
-    assert len(list(path.parent.glob(f"{bucket_of(NAME, 's-1')}.*.log"))) == 1
+    assert len(list(path.parent.glob(f"{bucket_of('s-1')}.*.log"))) == 1
     rows = budget_rows(Runtime(home, _env(200)))
     assert rows["budgets"][0]["used_micros"] == 1_200_000
 
@@ -268,3 +272,45 @@ def test_a_rolling_window_lists_only_sessions_with_spend_inside_it(home, monkeyp
         (row["per_value"], row["used_micros"], row["reserved_micros"]) for row in rows["budgets"]
     ]
     assert shown == [("a", 0, 4_000_000)]
+
+
+def test_ten_budgets_per_session_read_one_bucket(home: Path, monkeypatch):
+    """Every budget's counter of one session lives in that session's bucket: one file read."""
+    many = [{"name": f"b{n}", "usd": 5, "period": "day", "per": "session"} for n in range(10)]
+    env = env_at(0, LEDGER_BUDGETS=json.dumps(many))
+    runner = BatchRunner(home, env, lambda _line: None)
+    runner.run(functools.partial(_batch, some=sessions(50), usd="0.01"), lambda: None)
+    runner.close()
+    opened: list[tuple[str, bool]] = []
+    original = fileio.open_regular
+
+    def counting(path: Path, flags: int = os.O_RDONLY, **kwargs: Any) -> int:
+        opened.append((path.name.split(".")[0], flags == os.O_RDONLY))
+        return original(path, flags, **kwargs)
+
+    monkeypatch.setattr(counterbuckets, "open_regular", counting)
+    runtime = Runtime(home, env_at(60, LEDGER_BUDGETS=json.dumps(many)))
+    document, _ = calls.verdict(runtime, "1", "anthropic", cycle_id="s-7")
+    assert document["verdict"] == "allow"
+    assert opened == [(bucket_of("s-7"), True), (bucket_of("s-7"), False)]  # one read, one append
+    rows = budget_rows(Runtime(home, env_at(90, LEDGER_BUDGETS=json.dumps(many))))["budgets"]
+    spent = {row["name"]: row["used_micros"] for row in rows if row["per_value"] == "s-7"}
+    assert spent == {f"b{n}": 10_000 for n in range(10)}
+
+
+def test_a_state_from_buckets_by_budget_is_rebuilt_not_misread(home: Path):
+    """A state naming buckets an older version chose by budget and value is folded afresh.
+
+    Read with today's choice, its counters would be looked for in other buckets
+    and missed: the session would look unspent. Its spend is found again in the chain.
+    """
+    seed(home, ["s-1"], usd="4.5")
+    path = state_path(home)
+    body, _mac = path.read_bytes().rstrip(b"\n").split(b"\n")
+    document = json.loads(body)
+    document["counters"] = document.pop("value_buckets")
+    old = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    key = (home / "keys" / "state-mac.key").read_bytes()
+    signed = hmac.new(key, old, hashlib.sha256).hexdigest().encode()
+    path.write_bytes(old + b"\n" + signed + b"\n")
+    assert verdict(home, "s-1", usd="1")["verdict"] == "halt-100"

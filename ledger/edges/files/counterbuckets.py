@@ -7,7 +7,7 @@ save appends a record for each counter it changed. Nothing here grows the
 work of a verdict with the number of values.
 
 Records go to 256 buckets (``state/counters/<2 hex>.<generation>.log``, by the
-first byte of the SHA-256 of the budget's name and the value), one line each:
+first byte of the SHA-256 of the value alone), one line each:
 ``{"b": name, "e": epoch, "v": value, "c": counter}``. The newest record of a
 counter is the one that counts; ``c`` is ``null`` for a counter removed. A
 budget's epoch grows when its counters start afresh (a new period): older
@@ -53,9 +53,9 @@ class CountersLostError(ChainIOError):
     """A bucket is shorter than the state says, or cannot be read: rebuilt from the chain."""
 
 
-def bucket_of(name: str, value: str) -> str:
-    """The bucket a counter's records go in."""
-    return hashlib.sha256(f"{name}\0{value}".encode()).hexdigest()[:2]
+def bucket_of(value: str) -> str:
+    """The bucket the records of every counter of ``value`` go in, whatever its budget."""
+    return hashlib.sha256(value.encode()).hexdigest()[:2]
 
 
 def record_prefix(name: str, epoch: int, value: str) -> bytes:
@@ -93,6 +93,9 @@ class CounterBuckets:
         self._changed: dict[str, _Entry] = {}
         # The running digest of each bucket read or written, to extend on append.
         self._hashed: dict[str, hashlib._Hash] = {}
+        # Each bucket's bytes as read and checked, until it is written: the
+        # budgets kept per one value all look in one bucket.
+        self._read: dict[str, bytes] = {}
         self.damage: tuple[str, bool] | None = None
         # Generations replaced by the last save, removed once a state naming
         # their successors is on disk.
@@ -158,6 +161,14 @@ class CounterBuckets:
 
     def read(self, bucket: str) -> bytes | None:
         """The bucket's bytes the state accounts for, checked; ``None`` when damaged (noted)."""
+        if bucket in self._read:
+            return self._read[bucket]
+        raw = self._read_checked(bucket)
+        if raw is not None:
+            self._read[bucket] = raw
+        return raw
+
+    def _read_checked(self, bucket: str) -> bytes | None:
         try:
             entry = self.entry(bucket)
         except CountersLostError as exc:
@@ -194,7 +205,7 @@ class CounterBuckets:
 
     def find(self, name: str, epoch: int, value: str) -> Any:
         """The newest counter of ``value`` in epoch ``epoch`` of budget ``name``, or ``None``."""
-        raw = self.read(bucket_of(name, value))
+        raw = self.read(bucket_of(value))
         if not raw:
             return None
         needle = record_prefix(name, epoch, value)
@@ -229,9 +240,7 @@ class CounterBuckets:
         """
         by_bucket: dict[str, list[bytes]] = {}
         for name, epoch, value, counter in changes:
-            by_bucket.setdefault(bucket_of(name, value), []).append(
-                _line(name, epoch, value, counter)
-            )
+            by_bucket.setdefault(bucket_of(value), []).append(_line(name, epoch, value, counter))
         for bucket, lines in sorted(by_bucket.items()):
             self._save_bucket(bucket, b"".join(lines), live)
 
@@ -262,6 +271,7 @@ class CounterBuckets:
 
     def _write(self, bucket: str, generation: int, data: bytes) -> None:
         """Append ``data`` to a generation of a bucket."""
+        self._read.pop(bucket, None)
         path = self.path(bucket, generation)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -318,10 +328,10 @@ class CounterBuckets:
         by_bucket: dict[str, list[bytes]] = {}
         for name, epoch, value, counter in changes:
             if counter is not None:
-                by_bucket.setdefault(bucket_of(name, value), []).append(
+                by_bucket.setdefault(bucket_of(value), []).append(
                     _line(name, epoch, value, counter)
                 )
-        self._table, self._changed, self._hashed = "", {}, {}
+        self._table, self._changed, self._hashed, self._read = "", {}, {}, {}
         for bucket, lines in sorted(by_bucket.items()):
             self._write_whole(bucket, generation, b"".join(lines))
         self.obsolete = existing

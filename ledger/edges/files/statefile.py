@@ -42,6 +42,10 @@ from ledger.edges.files.storedcounters import StoredCounters, bind_counters, wri
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
+# Where the state file names its counter buckets (``counterbuckets``), chosen
+# by value. An older version's key, "counters", named buckets chosen by
+# budget and value.
+_BUCKETS_KEY = "value_buckets"
 # MAC keys this process has read, by the identity of their file.
 _MAC_KEYS_SEEN: ByIdentity[bytes] = ByIdentity()
 
@@ -139,7 +143,13 @@ class StateFile:
                 raise StateMismatchError("derived state has an unknown format")
             index = document.get("index")
             self._index_sizes = dict(index) if isinstance(index, dict) else {}
-            counters = document.get("counters")
+            if "counters" in document:
+                # Buckets chosen by budget and value, by an older version: the
+                # counters are not where this one looks, so the state is
+                # rebuilt from the chain.
+                self._index_sizes = {}
+                return None
+            counters = document.get(_BUCKETS_KEY)
             if counters is not None:  # absent: kept inline, by an older version
                 if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
                     raise StateMismatchError("derived state malformed: counters")
@@ -202,7 +212,7 @@ class StateFile:
         except CountersLostError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
-        document["counters"] = buckets.table()
+        document[_BUCKETS_KEY] = buckets.table()
         return _sealed(document, key), buckets
 
     def delete(self) -> None:
