@@ -27,6 +27,7 @@ old generation is removed after the state naming the new one is saved.
 """
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -58,13 +59,18 @@ def bucket_of(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:2]
 
 
+# One encoder for every record: ``json.dumps`` with options builds a new one per call.
+_COUNTER_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=4096)
 def record_prefix(name: str, epoch: int, value: str) -> bytes:
-    """How every record of one counter begins."""
+    """How every record of one counter begins (a verdict asks for the same few again and again)."""
     return f'{{"b":{json.dumps(name)},"e":{epoch},"v":{json.dumps(value)},"c":'.encode()
 
 
 def _line(name: str, epoch: int, value: str, counter: Any) -> bytes:
-    counter_text = json.dumps(counter, sort_keys=True, separators=(",", ":"))
+    counter_text = _COUNTER_ENCODER.encode(counter)
     return record_prefix(name, epoch, value) + counter_text.encode() + b"}\n"
 
 
@@ -142,12 +148,13 @@ class CounterBuckets:
     def table(self) -> str:
         """Every bucket's generation, sizes and digest, as the state file records them."""
         if self._changed:
-            slots = [self._table[n * SLOT : (n + 1) * SLOT] or _EMPTY_SLOT for n in range(BUCKETS)]
-            for bucket, entry in self._changed.items():
-                slots[int(bucket, 16)] = (
-                    f"{entry.generation:06x}{entry.size:09x}{entry.whole:09x}{entry.digest:>32}"
-                )
-            self._table = "".join(slots)
+            table = self._table or _EMPTY_SLOT * BUCKETS
+            # A save changes a bucket or two: those slots are replaced in place.
+            for bucket, entry in sorted(self._changed.items()):
+                at = int(bucket, 16) * SLOT
+                slot = f"{entry.generation:06x}{entry.size:09x}{entry.whole:09x}{entry.digest:>32}"
+                table = table[:at] + slot + table[at + SLOT :]
+            self._table = table
             self._changed = {}
         return self._table
 
@@ -273,9 +280,13 @@ class CounterBuckets:
         """Append ``data`` to a generation of a bucket."""
         self._read.pop(bucket, None)
         path = self.path(bucket, generation)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                fd = open_regular(path, flags)
+            except FileNotFoundError:  # the first bucket of a home: its folder too
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = open_regular(path, flags)
             try:
                 view = memoryview(data)
                 while view:
