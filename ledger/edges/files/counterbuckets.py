@@ -48,6 +48,8 @@ _EMPTY_SLOT = "0" * SLOT
 Record = dict[str, Any]
 # A bucket is written whole again once it is this long and half as long again as then.
 COMPACT_FLOOR = 32 * 1024
+# Buckets whose bytes are kept once read: a verdict reads one or two.
+_READS_KEPT = 8
 
 
 class CountersLostError(ChainIOError):
@@ -172,6 +174,8 @@ class CounterBuckets:
             return self._read[bucket]
         raw = self._read_checked(bucket)
         if raw is not None:
+            if len(self._read) >= _READS_KEPT:
+                self._read.clear()  # a long-lived gate reads many buckets over time
             self._read[bucket] = raw
         return raw
 
