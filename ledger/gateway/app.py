@@ -13,6 +13,7 @@ import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator, Callable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -104,9 +105,13 @@ class Gateway:
         transport = httpx.AsyncHTTPTransport(
             limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         )
+        # One client carries every caller's calls: a cookie an upstream sets
+        # for one of them (a CDN's, say) must never go out with another's, so
+        # the client keeps none. Each caller still receives its own Set-Cookie.
         self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), transport=transport, follow_redirects=False
-        )
+            timeout=httpx.Timeout(timeout), transport=transport, follow_redirects=False,
+            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ entry
 

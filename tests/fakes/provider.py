@@ -24,7 +24,8 @@ else the next one a test queued on ``FakeProvider.scenarios``:
 - ``search:N``: the answer reports N server-side web searches (Anthropic
   ``usage.server_tool_use``, OpenAI Responses ``web_search_call`` output items);
 - ``gzip``: a JSON answer compressed with gzip; ``bad-usage``: an Anthropic
-  answer whose usage has a negative count.
+  answer whose usage has a negative count;
+- ``cookie``: a JSON answer that sets a cookie (as providers behind a CDN do).
 
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
@@ -257,6 +258,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.scenario == "gzip":
             data = gzip.compress(data)
             self.send_header("Content-Encoding", "gzip")
+        if self.scenario == "cookie":
+            self.send_header("Set-Cookie", "__cf_bm=one-callers; Path=/; HttpOnly")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.scenario == "cut":

@@ -112,6 +112,19 @@ class TestAnthropicThroughTheGateway:
         assert "proxy-authorization" not in sent["headers"]
         assert "keep-alive" not in sent["headers"]
 
+    def test_a_cookie_set_for_one_call_never_goes_upstream_with_another(self, proxy, upstream):
+        """The gateway keeps no cookies: a provider's Set-Cookie reaches its own caller only."""
+        first = httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(),
+                           headers={**ANTHROPIC_HEADERS, "x-test-scenario": "cookie"})  # fmt: skip
+        assert first.status_code == 200
+        assert "__cf_bm=one-callers" in first.headers.get("set-cookie", "")
+        httpx.get(f"{proxy.url}/v1/models", headers=ANTHROPIC_HEADERS)  # a free endpoint too
+        httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(), headers=ANTHROPIC_HEADERS)
+        own = {**ANTHROPIC_HEADERS, "cookie": "mine=1"}  # a caller's own cookie goes with its call
+        httpx.post(f"{proxy.url}/v1/messages", content=anthropic_body(), headers=own)
+        sent = [request["headers"].get("cookie") for request in upstream.requests()]
+        assert sent == [None, None, None, "mine=1"]
+
 
 class TestOpenAIThroughTheGateway:
     def test_chat_completions_json_and_stream_are_recorded(self, proxy, gateway_home):
