@@ -16,9 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import out_dir, payload
+from common import out_dir, payload, settle
 
-from ledger.edges.fileio import SETTLED_NS
 from ledger.runtime import Runtime
 from ledger.services.chain.home import init_home
 from ledger.services.chain.writer import Writer
@@ -63,16 +62,6 @@ class WriterLoop:
             self.writer.append_one("budget.record_call", payload(self.index))
             self.index += 1
         return time.perf_counter() - began
-
-
-def settle() -> None:
-    """Wait until the home's key files count as settled, as in a home in service.
-
-    A process remembers the trust store and keys by file identity only once
-    they have gone unchanged for ``SETTLED_NS`` (``ledger.edges.fileio``);
-    before that every append reads them again.
-    """
-    time.sleep(SETTLED_NS / 1e9 + 0.1)
 
 
 def cpu_cost(count: int) -> float | None:

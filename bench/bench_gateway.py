@@ -4,11 +4,10 @@
 
 Everything runs on loopback: the local upstream of the gateway tests
 (``tests/fakes/provider.py``, Anthropic-shaped answers), a real ``ledger proxy``
-process, and the clients here. Figures printed:
-
-Each gateway is measured once the files its decisions read have settled
-(``SETTLE_SECONDS`` after its first calls): a gateway in service is long past
-that point, and before it every decision reads them again.
+process, and the clients here. Each gateway is measured once the files its
+decisions read have settled (``common.settle``, after its first calls): a gateway
+in service is long past that point, and before it every decision reads them
+again. Figures printed:
 
 * non-streaming call latency, direct to the upstream, through the floor (a bare
   starlette + uvicorn + httpx pass-through, ``floor_proxy.py``: the same web stack
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import REPO, ledger_script, out_dir
+from common import REPO, ledger_script, out_dir, settle
 
 ANTHROPIC = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
 _LISTENING = re.compile(r"listening on http://([^\s]+) ")
@@ -121,18 +120,10 @@ class Gateway:
         return 0, 0
 
 
-# What a gateway reads from the home's files (trust store, keys, ledger.toml,
-# the state's MAC key) it remembers by their identity only once they have gone
-# unchanged for two seconds (ledger.edges.fileio.SETTLED_NS); until then every
-# decision reads them again. A gateway in service is long past that, so each
-# measurement starts once the files made by `init` and by the first calls have settled.
-SETTLE_SECONDS = 2.2
-
-
 def settled(gateway: "Gateway") -> "Gateway":
-    """``gateway`` after a few calls (making the files its decisions need) and the settling time."""
-    calls(gateway.url, 5)
-    time.sleep(SETTLE_SECONDS)
+    """``gateway`` once the files made by ``init`` and by its first calls have settled."""
+    calls(gateway.url, 5)  # the first calls make the state's MAC key and the lock
+    settle()
     return gateway
 
 

@@ -21,10 +21,22 @@ from ledger.core.envelope import GENESIS, render_line
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustedKey, TrustStore
+from ledger.edges.fileio import SETTLED_NS
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = bytes.fromhex("5e" * 32)
 START = dt.datetime(2026, 11, 22, 0, 0, tzinfo=dt.UTC)
+
+
+def settle() -> None:
+    """Wait until a home's files count as settled, as in a home in service.
+
+    A process remembers the trust store, keys, ``ledger.toml`` and the state's
+    MAC key by file identity only once they have gone unchanged for
+    ``SETTLED_NS`` (``ledger.edges.fileio``); before that every decision reads
+    them again.
+    """
+    time.sleep(SETTLED_NS / 1e9 + 0.1)
 
 
 def signer() -> Signer:

@@ -152,7 +152,7 @@ class CounterBuckets:
         if self._changed:
             table = self._table or _EMPTY_SLOT * BUCKETS
             # A save changes a bucket or two: those slots are replaced in place.
-            for bucket, entry in sorted(self._changed.items()):
+            for bucket, entry in self._changed.items():
                 at = int(bucket, 16) * SLOT
                 slot = f"{entry.generation:06x}{entry.size:09x}{entry.whole:09x}{entry.digest:>32}"
                 table = table[:at] + slot + table[at + SLOT :]

@@ -141,14 +141,14 @@ class StateFile:
             document = json.loads(body)
             if document["format"] != STATE_FORMAT:
                 raise StateMismatchError("derived state has an unknown format")
-            index = document.get("index")
-            self._index_sizes = dict(index) if isinstance(index, dict) else {}
             if "counters" in document:
                 # Buckets chosen by budget and value, by an older version: the
                 # counters are not where this one looks, so the state is
                 # rebuilt from the chain.
                 self._index_sizes = {}
                 return None
+            index = document.get("index")
+            self._index_sizes = dict(index) if isinstance(index, dict) else {}
             counters = document.get(_BUCKETS_KEY)
             if counters is not None:  # absent: kept inline, by an older version
                 if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
