@@ -10,32 +10,13 @@ call the same service functions and print through ``ledger.cli.output``.
 import os
 import sys
 
+from ledger.cli.arguments import FAST_COMMANDS, split_global_options
+
 # typing is not imported at run time: it costs a hook several milliseconds
 # before the server is even asked (see ``ledger/__init__.py``).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
-
-FAST_COMMANDS = frozenset(
-    {"verdict", "record", "usage", "hook", "tokens", "turns", "tools", "time"}
-)
-
-
-def split_global_options(args: list[str]) -> tuple[str | None, list[str]]:
-    """Take ``--home DIR`` (or ``--home=DIR``) from before the command."""
-    home = None
-    rest = list(args)
-    while rest:
-        if rest[0] == "--home" and len(rest) > 1:
-            home = rest[1]
-            rest = rest[2:]
-        elif rest[0].startswith("--home="):
-            home = rest[0].split("=", 1)[1]
-            rest = rest[1:]
-        else:
-            break
-    return home, rest
-
 
 def _leave_served(code: int) -> "NoReturn":
     """Exit the ``ledger`` process with a served command's code, skipping the teardown.

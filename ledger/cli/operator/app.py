@@ -15,6 +15,7 @@ try:  # typer ≥ 0.28 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
+from ledger.cli.operator.shared import State
 from ledger.cli.operator.shared import exit_with as _exit
 from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
@@ -40,12 +41,6 @@ HomeOption = Annotated[
     str | None,
     typer.Option("--home", help="The ledger home (default $LEDGER_HOME, else ./.ledger)."),
 ]
-
-
-class State:
-    """Options given before the command."""
-
-    home: str | None = None
 
 
 def _print_version(wanted: bool) -> None:
@@ -148,7 +143,7 @@ def checkpoint() -> None:
 
 def _register_fast_commands() -> None:
     """List the per-call commands in ``--help``; ``ledger.cli.main`` routes them."""
-    from ledger.cli import FAST_COMMANDS
+    from ledger.cli.arguments import FAST_COMMANDS
 
     helps = {
         "verdict": "Pre-call gate: allow, warn-90, halt-100 or halt-uncertainty.",

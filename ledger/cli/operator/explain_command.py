@@ -95,7 +95,7 @@ def explain_command(
     """
 
     def body() -> int:
-        from ledger.cli.operator.app import State
+        from ledger.cli.operator.shared import State
         from ledger.runtime import build_runtime
         from ledger.services.views.explain import explain
 

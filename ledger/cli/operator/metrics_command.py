@@ -129,7 +129,7 @@ def metrics_command(
             raise LedgerError(
                 "metrics needs prometheus-client: pip install 'spend-ledger[metrics]'"
             ) from exc
-        from ledger.cli.operator.app import State
+        from ledger.cli.operator.shared import State
         from ledger.runtime import build_runtime
         from ledger.services.views.metrics import gather
 

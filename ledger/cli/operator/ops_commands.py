@@ -15,7 +15,7 @@ def _runtime(ctx_home: str | None) -> Any:
 
 
 def _home() -> str | None:
-    from ledger.cli.operator.app import State
+    from ledger.cli.operator.shared import State
 
     return State.home
 

@@ -41,7 +41,7 @@ def proxy_command(
 
 
 def _home() -> str | None:
-    from ledger.cli.operator.app import State
+    from ledger.cli.operator.shared import State
 
     return State.home
 

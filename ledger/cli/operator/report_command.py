@@ -255,7 +255,7 @@ def report_command(
     """
 
     def body() -> int:
-        from ledger.cli.operator.app import State
+        from ledger.cli.operator.shared import State
         from ledger.cli.operator.status_command import agent_view
         from ledger.runtime import build_runtime
         from ledger.services.views.report import gather

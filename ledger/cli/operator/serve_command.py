@@ -30,7 +30,7 @@ def serve_command() -> None:
 
 
 def _home() -> str | None:
-    from ledger.cli.operator.app import State
+    from ledger.cli.operator.shared import State
 
     return State.home
 

@@ -5,13 +5,18 @@ from typing import Any
 import typer
 
 
+class State:
+    """Options given before the command (``--home``), set by the app's callback."""
+
+    home: str | None = None
+
+
 def runtime(*, must_exist: bool = True) -> Any:
     """The composition root for the home given before the command.
 
     Raises:
         NoHomeError: ``must_exist`` and there is no such home.
     """
-    from ledger.cli.operator.app import State
     from ledger.runtime import build_runtime
 
     return build_runtime(State.home, must_exist=must_exist)

@@ -66,7 +66,7 @@ def export(
 
     Example: ledger export > fleet-chain.jsonl && ledger verify-chain fleet-chain.jsonl --key K.pem
     """
-    from ledger.cli.operator.app import State
+    from ledger.cli.operator.shared import State
 
     def body() -> int:
         from ledger.runtime import build_runtime
@@ -120,8 +120,8 @@ def keys_enroll(
 
     Example: ledger keys enroll --root-key /media/offline/root.pem
     """
-    from ledger.cli.operator.app import State
     from ledger.cli.operator.keys_commands import backfill_strict_after, load_root
+    from ledger.cli.operator.shared import State
 
     def body() -> int:
         from ledger.core.signing import public_pem

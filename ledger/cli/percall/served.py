@@ -21,7 +21,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ledger.cli import split_global_options
+from ledger.cli.arguments import split_global_options
 from ledger.server.protocol import STATUS_DECLINED, STATUS_OK, Reply, Request
 
 if TYPE_CHECKING:
