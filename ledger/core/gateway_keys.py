@@ -38,6 +38,15 @@ class GatewayKey(NamedTuple):
     revoked_at: str | None
     digest: str
 
+    @property
+    def bound_agent(self) -> str:
+        """The agent every request with this key is scoped by: its own, else the key's name.
+
+        A key never leaves the agent open for its holder to choose (a key from
+        before this rule, issued without one, is bound to its name too).
+        """
+        return self.agent if self.agent is not None else self.name
+
     def as_json(self) -> dict[str, Any]:
         """The key as the key file holds it."""
         return {
@@ -113,7 +122,7 @@ def new_key(
     keys: Sequence[GatewayKey], name: str, secret: str, agent: str | None,
     tags: Sequence[str], expires: dt.datetime | None, now: dt.datetime,
 ) -> GatewayKey:  # fmt: skip
-    """A key to add for ``secret``.
+    """A key to add for ``secret``; without ``agent``, its agent is its ``name``.
 
     Raises:
         UsageError: a bad name, a name already issued (revoked ones included),
@@ -126,7 +135,7 @@ def new_key(
     if expires is not None and expires <= now:
         raise UsageError("--expires: must be in the future")
     return GatewayKey(
-        name, agent, tuple(dict.fromkeys(tags)),
+        name, name if agent is None else agent, tuple(dict.fromkeys(tags)),
         None if expires is None else format_ts(expires), format_ts(now), None, digest_of(secret),
     )  # fmt: skip
 
