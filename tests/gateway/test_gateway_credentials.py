@@ -178,3 +178,26 @@ def test_every_key_reaches_only_its_own_providers_upstream(gateway, upstreams):
     assert number == len(ROUTES) * 96
     wrong = {n: (arrived.get(n), want) for n, want in expected.items() if arrived.get(n) != want}
     assert not wrong, f"{len(wrong)} of {number} cases: {list(wrong.items())[:5]}"
+
+
+def test_a_gateway_key_in_the_query_on_gemini_routes_never_reaches_google(gateway, upstreams):
+    """?key=lk_… (Gemini's REST convention) is a gateway key: recognised, removed, the
+    gateway's own key sent in x-goog-api-key instead, and absent from the gateway's log."""
+    proxy, secret = gateway
+    paths = [
+        ("POST", "/v1beta/models/gemini-test:generateContent", GEMINI),
+        ("POST", "/v1beta/models/gemini-test:streamGenerateContent", GEMINI),
+        ("POST", "/v1beta/models/gemini-test:countTokens", GEMINI),
+        ("GET", "/v1beta/models", None),
+    ]
+    for method, path, body in paths:
+        answer = httpx.request(
+            method, f"{proxy.url}{path}", params={"alt": "sse", "key": secret},
+            content=None if body is None else json.dumps(body).encode(),
+        )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+    sent = upstreams["google"].requests()
+    assert [request["query"] for request in sent] == ["alt=sse"] * len(paths)
+    assert {request["headers"]["x-goog-api-key"] for request in sent} == {"gw-google"}
+    assert not any(server.requests() for name, server in upstreams.items() if name != "google")
+    assert not any(secret in line for line in proxy.lines)
