@@ -67,9 +67,13 @@ class GatewayKey(NamedTuple):
         }  # fmt: skip
 
     def shown(self, now: dt.datetime) -> dict[str, Any]:
-        """The key as ``keys list`` prints it: everything but the digest, and its state."""
+        """The key as ``keys list`` prints it: everything but the digest, and its state.
+
+        The agent is the one its requests are made as (its name, for a key kept
+        from before keys were bound to one).
+        """
         return {
-            "name": self.name, "agent": self.agent, "tags": list(self.tags),
+            "name": self.name, "agent": self.bound_agent, "tags": list(self.tags),
             "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
             "state": self.state(now),
         }  # fmt: skip
