@@ -105,7 +105,7 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # google = "https://generativelanguage.googleapis.com"
 # An OpenAI-compatible provider, served at /deepseek/v1/chat/completions and /deepseek/v1/responses:
 # [proxy.providers.deepseek]
-# url = "https://api.deepseek.com"
+# url = "https://api.deepseek.com/v1"  # its OpenAI SDK base_url; /chat/completions is added
 # key_env = "DEEPSEEK_API_KEY"     # the gateway's own key, used with gateway keys
 
 # Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).

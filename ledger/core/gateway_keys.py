@@ -38,6 +38,15 @@ class GatewayKey(NamedTuple):
     revoked_at: str | None
     digest: str
 
+    @property
+    def bound_agent(self) -> str:
+        """The agent every request with this key is scoped by: its own, else the key's name.
+
+        A key never leaves the agent open for its holder to choose (a key from
+        before this rule, issued without one, is bound to its name too).
+        """
+        return self.agent if self.agent is not None else self.name
+
     def as_json(self) -> dict[str, Any]:
         """The key as the key file holds it."""
         return {
@@ -58,9 +67,13 @@ class GatewayKey(NamedTuple):
         }  # fmt: skip
 
     def shown(self, now: dt.datetime) -> dict[str, Any]:
-        """The key as ``keys list`` prints it: everything but the digest, and its state."""
+        """The key as ``keys list`` prints it: everything but the digest, and its state.
+
+        The agent is the one its requests are made as (its name, for a key kept
+        from before keys were bound to one).
+        """
         return {
-            "name": self.name, "agent": self.agent, "tags": list(self.tags),
+            "name": self.name, "agent": self.bound_agent, "tags": list(self.tags),
             "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
             "state": self.state(now),
         }  # fmt: skip
@@ -113,7 +126,7 @@ def new_key(
     keys: Sequence[GatewayKey], name: str, secret: str, agent: str | None,
     tags: Sequence[str], expires: dt.datetime | None, now: dt.datetime,
 ) -> GatewayKey:  # fmt: skip
-    """A key to add for ``secret``.
+    """A key to add for ``secret``; without ``agent``, its agent is its ``name``.
 
     Raises:
         UsageError: a bad name, a name already issued (revoked ones included),
@@ -126,7 +139,7 @@ def new_key(
     if expires is not None and expires <= now:
         raise UsageError("--expires: must be in the future")
     return GatewayKey(
-        name, agent, tuple(dict.fromkeys(tags)),
+        name, name if agent is None else agent, tuple(dict.fromkeys(tags)),
         None if expires is None else format_ts(expires), format_ts(now), None, digest_of(secret),
     )  # fmt: skip
 

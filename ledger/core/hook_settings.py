@@ -54,6 +54,8 @@ class Merged(NamedTuple):
     changed: bool
     commands: dict[str, str]
     replaced: list[str]
+    # The env.ANTHROPIC_BASE_URL the gateway took the place of (another URL was there).
+    replaced_base_url: str | None = None
 
 
 def hook_command(launcher: list[str], home: str, action: str) -> str:
@@ -158,4 +160,9 @@ def merge_hooks(
         changed = changed or event_changed
     routed = _merge_env(settings, gateway)
     changed = changed or routed.get("env") != settings.get("env")
-    return Merged({**routed, "hooks": merged_hooks}, changed, commands, replaced)
+    env = settings.get("env")
+    previous = env.get(BASE_URL_VARIABLE) if isinstance(env, dict) else None
+    elsewhere = None
+    if gateway is not None and previous is not None and str(previous).rstrip("/") != gateway:
+        elsewhere = str(previous)
+    return Merged({**routed, "hooks": merged_hooks}, changed, commands, replaced, elsewhere)

@@ -15,7 +15,6 @@ import socket
 from collections.abc import AsyncIterator, Callable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import httpx
@@ -29,13 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.core.verdict import Verdict
-from ledger.errors import GatewayKeyError, LedgerError, UsageError
-from ledger.gateway.caller import (
-    CallerRefusedError,
-    presented_key,
-    provider_credentials,
-    resolve_caller,
-)
+from ledger.errors import UsageError
+from ledger.gateway.caller import CallerRefusedError
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
 from ledger.gateway.relay import (
@@ -43,10 +37,10 @@ from ledger.gateway.relay import (
     error_response,
     halt_message,
     shape_for,
-    upstream_for,
     upstream_headers,
     verdict_headers,
 )
+from ledger.gateway.routing import identify, upstream_provider, upstream_url
 from ledger.providers import (
     RequestRefused,
     UsageReader,
@@ -59,7 +53,6 @@ from ledger.providers.limits import limited_body
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate.request_verdict import RequestVerdict, request_verdict
-from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -129,17 +122,19 @@ class Gateway:
                 426,
                 f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused",
             )
+        provider = upstream_provider(found, path, request.headers, self.settings)
+        if provider is None:
+            return error_response(
+                shape_for(path, request.headers),
+                404,
+                f"ledger: {request.method} {path} is not served by this gateway "
+                "(only model calls it can account for, and the paths in proxy.passthrough)",
+            )
         try:
-            caller = await self._caller(request, found)
+            caller = await identify(request, provider, self.settings, self.committer)
             if found is not None and found.kind != "free":
                 return await self._gated(request, found, caller)
-            if found is not None:
-                provider: str = found.provider
-                if path == "/v1/models" and "anthropic-version" not in request.headers:
-                    provider = "openai"
-                return await self._forward_free(request, provider, caller)
-            if path in self.settings.passthrough:
-                return await self._forward_free(request, shape_for(path, request.headers), caller)
+            return await self._forward_free(request, provider, found, caller)
         except CallerRefusedError as exc:
             shape = found.provider if found else shape_for(path, request.headers)
             return error_response(shape, exc.status, f"ledger: {exc}")
@@ -149,39 +144,6 @@ class Gateway:
             return error_response(
                 shape, 413, f"ledger: the request body is over {limit} bytes; it was not sent"
             )
-        return error_response(
-            shape_for(path, request.headers),
-            404,
-            f"ledger: {request.method} {path} is not served by this gateway "
-            "(only model calls it can account for, and the paths in proxy.passthrough)",
-        )
-
-    async def _caller(self, request: Request, found: Any) -> Any:
-        """The request's caller; a presented gateway key is checked first (401 if refused)."""
-        secret = presented_key(request.headers)
-        if secret is None:
-            return resolve_caller(request.headers, self.settings)
-        if found is not None and found.kind != "free":
-            provider = found.provider
-        elif found is not None and "anthropic-version" in request.headers:
-            provider = "anthropic"
-        else:
-            provider = shape_for(request.url.path, request.headers)
-        runtime = Runtime(self.committer.home, self.committer.environ)
-        try:
-            key = await anyio.to_thread.run_sync(resolve_gateway_key, runtime, secret)
-        except GatewayKeyError as exc:
-            raise CallerRefusedError(401, str(exc)) from exc
-        except LedgerError as exc:  # an unreadable key file: refuse, never pass through
-            raise CallerRefusedError(503, f"gateway keys cannot be read: {exc}") from exc
-        compatible = self.settings.providers.get(provider)
-        if compatible is None:
-            credentials = provider_credentials(provider, self.committer.environ)
-        elif compatible.key_env is None:
-            credentials = {}  # an upstream that takes no key (a local vLLM or Ollama)
-        else:
-            credentials = provider_credentials(provider, self.committer.environ, compatible.key_env)
-        return resolve_caller(request.headers, self.settings, key, credentials)
 
     async def _body(self, request: Request) -> bytes:
         limit = self.settings.max_request_bytes
@@ -197,26 +159,15 @@ class Gateway:
             parts.append(part)
         return b"".join(parts)
 
-    def _url(self, provider: str, request: Request, caller: Any) -> str:
-        query = request.url.query
-        if caller.key_name is not None and "key=" in query:
-            # A caller with a gateway key never sends a provider key of its own
-            # (Gemini takes one as ?key=): the gateway's own goes in its header.
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(name, value) for name, value in pairs if name != "key"])
-        base = upstream_for(self.settings, provider)
-        path = request.url.path
-        if provider in self.settings.providers:
-            path = path.removeprefix(f"/{provider}")  # /<name>/v1/... is the upstream's /v1/...
-        return f"{base}{path}" + (f"?{query}" if query else "")
-
     # ------------------------------------------------------------------ free endpoints
 
-    async def _forward_free(self, request: Request, provider: str, caller: Any) -> Response:
+    async def _forward_free(
+        self, request: Request, provider: str, found: Any, caller: Any
+    ) -> Response:
         body = await self._body(request)
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request, caller),
+            upstream_url(self.settings, provider, found, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )
@@ -289,7 +240,7 @@ class Gateway:
         }  # fmt: skip
         outgoing = self.client.build_request(
             request.method,
-            self._url(provider, request, caller),
+            upstream_url(self.settings, provider, found, request, caller),
             headers=upstream_headers(request.headers.items(), caller),
             content=body,
         )

@@ -1,13 +1,17 @@
 """Who is calling: the one place that turns a request's headers into its budget identity.
 
-Without a gateway key the caller's own provider credentials (``x-api-key``,
-``Authorization``, or Gemini's ``x-goog-api-key``) are forwarded as they came,
-and the caller names itself with ``x-ledger-agent``, ``x-ledger-session`` and
+Which key crosses to the upstream is the route's alone: the credential row of
+the provider whose upstream the route goes to (``ledger.providers.credentials``).
+Without a gateway key the caller's own key is forwarded, but only from the
+headers (and, for Gemini, the ``?key=``) that provider's clients use; the
+caller names itself with ``x-ledger-agent``, ``x-ledger-session`` and
 ``x-ledger-tags``. A request presenting a gateway key (``lk_…``, in any
-credential header) is scoped by the key: its agent and tags are the key's (a
-request cannot claim others), the key names the call for budgets, and the
-gateway's own provider key (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` /
-``GEMINI_API_KEY``) is forwarded instead, so agents never hold it.
+credential header or ``?key=``) is scoped by the key: its agent and tags are
+the key's (a claim of another is refused), the key names the call for
+budgets, and the gateway's own key for the route's provider
+(``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` / ``GEMINI_API_KEY``, or a
+compatible provider's ``key_env``) is attached instead, so agents never hold
+it. A gateway key itself never crosses.
 """
 
 import re
@@ -16,18 +20,20 @@ from dataclasses import dataclass
 
 from ledger.core.gateway_keys import GatewayKey
 from ledger.core.proxy_config import ProxySettings
+from ledger.providers.credentials import (
+    CREDENTIAL_HEADERS,
+    CREDENTIALS,
+    Credential,
+    compatible_credential,
+    presented_keys,
+)
 
-CREDENTIAL_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
+__all__ = ["CREDENTIAL_HEADERS", "Caller", "CallerRefusedError", "resolve_caller"]
+
 LEDGER_HEADER_PREFIX = "x-ledger-"
 _TEXT_MAX = 256
 _TAG_RE = re.compile(r"^[A-Za-z0-9._:/@-]{1,64}$")
 _TAGS_MAX = 16
-GATEWAY_KEY_PREFIX = "lk_"
-PROVIDER_KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "google": "GEMINI_API_KEY",
-}
 
 
 class CallerRefusedError(Exception):
@@ -73,47 +79,49 @@ def _tags(headers: Mapping[str, str]) -> tuple[str, ...]:
     return tags
 
 
-def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The gateway key a request presents (``lk_…`` as an API key header, or ``Bearer lk_…``)."""
-    for name in ("x-api-key", "x-goog-api-key"):
-        direct = headers.get(name, "").strip()
-        if direct.startswith(GATEWAY_KEY_PREFIX):
-            return direct
-    scheme, _, token = headers.get("authorization", "").strip().partition(" ")
-    if scheme.lower() == "bearer" and token.strip().startswith(GATEWAY_KEY_PREFIX):
-        return token.strip()
-    return None
+def presented_key(headers: Mapping[str, str], query: list[tuple[str, str]]) -> str | None:
+    """The gateway key a request presents, in any header or ``?key=``; ``None`` for none.
+
+    Raises:
+        CallerRefusedError: 401 when it presents two different gateway keys.
+    """
+    found = presented_keys(headers, query)
+    if len(found) > 1:
+        raise CallerRefusedError(401, "the request presents more than one gateway key")
+    return next(iter(found), None)
 
 
-def provider_credentials(
-    provider: str, environ: Mapping[str, str], variable: str | None = None
+def credential_for(provider: str, settings: ProxySettings) -> Credential:
+    """The credential row of the upstream ``provider`` (built in, or OpenAI-compatible)."""
+    compatible = settings.providers.get(provider)
+    if compatible is not None:
+        return compatible_credential(compatible.key_env)
+    return CREDENTIALS[provider]
+
+
+def gateway_credentials(
+    provider: str, credential: Credential, environ: Mapping[str, str]
 ) -> dict[str, str]:
-    """The gateway's own credentials for ``provider``, from its environment.
-
-    ``variable`` names the environment variable holding the key (an
-    OpenAI-compatible provider's ``key_env``); by default the provider's own.
+    """The gateway's own key for ``provider``'s upstream, as that upstream takes it.
 
     Raises:
         CallerRefusedError: 503 when the environment has no key for the provider.
     """
-    variable = variable or PROVIDER_KEY_VARIABLES.get(provider)
-    secret = environ.get(variable, "").strip() if variable else ""
+    if credential.variable is None:
+        return {}  # an upstream that takes no key (a local vLLM or Ollama)
+    secret = environ.get(credential.variable, "").strip()
     if not secret:
         raise CallerRefusedError(
-            503, f"the gateway has no {variable or provider + ' key'} to call {provider} with"
+            503, f"the gateway has no {credential.variable} to call {provider} with"
         )
-    if provider == "anthropic":
-        return {"x-api-key": secret}
-    if provider == "google":
-        return {"x-goog-api-key": secret}
-    return {"authorization": f"Bearer {secret}"}
+    return credential.attached(secret)
 
 
 def _keyed(headers: Mapping[str, str], key: GatewayKey, credentials: dict[str, str]) -> Caller:
     claimed = _text(headers, "x-ledger-agent")
-    if claimed is not None and key.agent is not None and claimed != key.agent:
+    if claimed is not None and claimed != key.bound_agent:
         raise CallerRefusedError(
-            403, f"gateway key {key.name!r} is for agent {key.agent!r}, not {claimed!r}"
+            403, f"gateway key {key.name!r} is for agent {key.bound_agent!r}, not {claimed!r}"
         )
     tags = _tags(headers)
     foreign = [tag for tag in tags if tag not in key.tags]
@@ -122,7 +130,7 @@ def _keyed(headers: Mapping[str, str], key: GatewayKey, credentials: dict[str, s
             403, f"gateway key {key.name!r} does not carry the tag(s) {', '.join(foreign)}"
         )
     return Caller(
-        agent=key.agent if key.agent is not None else claimed,
+        agent=key.bound_agent,
         session=_text(headers, "x-ledger-session"),
         tags=key.tags,
         key_name=key.name,
@@ -133,13 +141,15 @@ def _keyed(headers: Mapping[str, str], key: GatewayKey, credentials: dict[str, s
 def resolve_caller(
     headers: Mapping[str, str],
     settings: ProxySettings,
+    credential: Credential,
     key: GatewayKey | None = None,
-    credentials: dict[str, str] | None = None,
+    attached: dict[str, str] | None = None,
 ) -> Caller:
     """The caller of a request, from its (lower-case) headers and the key it presented.
 
-    ``key`` is the resolved gateway key the request presented, and
-    ``credentials`` the gateway's own provider credentials to use with it.
+    ``credential`` is the row of the route's upstream; ``key`` the resolved
+    gateway key the request presented, and ``attached`` the gateway's own
+    credentials to send with it.
 
     Raises:
         CallerRefusedError: 401 when ``proxy.require_keys`` is set and no key
@@ -147,18 +157,18 @@ def resolve_caller(
             malformed ``x-ledger-*`` header.
     """
     if key is not None:
-        return _keyed(headers, key, credentials or {})
+        return _keyed(headers, key, attached or {})
     if settings.require_keys:
         raise CallerRefusedError(
             401,
             "this gateway requires a gateway key (proxy.require_keys): present one as "
-            "x-api-key or Authorization: Bearer lk_...",
+            "x-api-key, Authorization: Bearer, x-goog-api-key or ?key=lk_...",
         )
-    credentials = {name: headers[name] for name in CREDENTIAL_HEADERS if name in headers}
+    own = {name: headers[name] for name in credential.accepts if name in headers}
     return Caller(
         agent=_text(headers, "x-ledger-agent"),
         session=_text(headers, "x-ledger-session"),
         tags=_tags(headers),
         key_name=None,
-        credentials=credentials,
+        credentials=own,
     )

@@ -7,7 +7,6 @@ import httpx
 from starlette.responses import JSONResponse
 
 from ledger.core.halt_text import halt_message as halt_text
-from ledger.core.proxy_config import ProxySettings
 from ledger.gateway.caller import CREDENTIAL_HEADERS, LEDGER_HEADER_PREFIX, Caller
 from ledger.providers import error_body
 
@@ -77,12 +76,6 @@ def client_headers(response: httpx.Response) -> dict[str, str]:
         for name, value in response.headers.items()
         if name not in HOP_BY_HOP and name not in listed and name not in OWN_RESPONSE_HEADERS
     }
-
-
-def upstream_for(settings: ProxySettings, provider: str) -> str:
-    """The configured base URL of ``provider`` (built in, or OpenAI-compatible)."""
-    compatible = settings.providers.get(provider)
-    return compatible.url if compatible is not None else settings.upstreams[provider]
 
 
 def shape_for(path: str, headers: Mapping[str, str]) -> str:

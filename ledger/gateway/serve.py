@@ -21,6 +21,7 @@ from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, open_listen
 from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
+from ledger.gateway.routing import resolved_upstreams
 from ledger.runtime import Runtime, check_home
 
 
@@ -116,6 +117,8 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
     )
     server = _Server(config)
     committer.start()
+    for provider, upstream in resolved_upstreams(settings).items():
+        log(f"upstream {provider}: {upstream}")
     log(f"listening on http://{bound} for {home} (pid {os.getpid()})")
     try:
         server.run(sockets=[sock])

@@ -166,7 +166,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"input_tokens": 12})
         elif parts.path == "/v1/messages":
             self._anthropic(model, f"msg_{number:06d}", stream=request.get("stream") is True)
-        elif parts.path == "/v1/chat/completions":
+        elif parts.path.endswith("/chat/completions"):
+            # /v1/chat/completions, or an OpenAI-compatible base URL's own
+            # (Google's /v1beta/openai/chat/completions).
             completion_id = f"chatcmpl-{number:06d}"
             usage = self.server.usage["chat"]
             if request.get("stream"):

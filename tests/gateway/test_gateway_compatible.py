@@ -27,7 +27,7 @@ CHAT = {
 
 def _config(upstream: Upstream) -> str:
     return (
-        f'[proxy.providers.deepseek]\nurl = "{upstream.url}"\n\n'
+        f'[proxy.providers.deepseek]\nurl = "{upstream.url}/v1"\n\n'
         '[prices."deepseek/deepseek-test"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n'
     )
 
@@ -102,3 +102,39 @@ def test_other_paths_under_the_prefix_and_unknown_names_are_404(proxy, upstream)
     unknown = httpx.post(f"{proxy.url}/mistral/v1/chat/completions", json=CHAT, headers=HEADERS)
     assert (embeddings.status_code, unknown.status_code) == (404, 404)
     assert upstream.requests() == []
+
+
+def test_the_url_is_the_sdks_base_url_with_its_version_path(home, upstream):
+    """Google's OpenAI endpoint: url .../v1beta/openai gets /chat/completions only, not /v1.
+
+    A url without a version path is used as given, and the start-up log names
+    each provider's resolved upstream.
+    """
+    extra = (
+        f'[proxy.providers.gemini]\nurl = "{upstream.url}/v1beta/openai"\n'
+        'key_env = "GOOGLE_OPENAI_KEY"\n\n'
+        f'[proxy.providers.bare]\nurl = "{upstream.url}"\n\n'
+        '[prices."gemini/deepseek-test"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n\n'
+        '[prices."bare/deepseek-test"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n'
+    )
+    write_config(home, upstream.url, extra=extra)
+    running = start_proxy(home, "--listen", "127.0.0.1:0")
+    try:
+        gemini = httpx.post(f"{running.url}/gemini/v1/chat/completions", json=CHAT, headers=HEADERS)
+        bare = httpx.post(f"{running.url}/bare/v1/chat/completions", json=CHAT, headers=HEADERS)
+        started = [line for line in running.lines if "upstream " in line]
+    finally:
+        assert running.stop() == 0, running.lines
+    assert gemini.status_code == 200, gemini.text
+    assert gemini.json()["usage"]["prompt_tokens"] > 0
+    assert bare.status_code == 200, bare.text
+    assert [sent["path"] for sent in upstream.requests()] == [
+        "/v1beta/openai/chat/completions",
+        "/chat/completions",
+    ]
+    assert [r["provider"] for r in records(home)] == ["gemini", "bare"]
+    assert any(
+        f"upstream gemini: {upstream.url}/v1beta/openai/chat/completions" in line
+        for line in started
+    ), started
+    assert any(f"upstream bare: {upstream.url}/chat/completions" in line for line in started)

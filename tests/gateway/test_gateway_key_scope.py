@@ -91,3 +91,39 @@ def test_a_key_cannot_claim_another_agent_or_tag(keyed, upstream):
     assert _post(proxy, **{"x-api-key": secret, "x-ledger-tags": "admin"}).status_code == 403
     assert _post(proxy, **{"x-api-key": secret, "x-ledger-agent": "ci-bot"}).status_code == 200
     assert len(upstream.requests()) == 1
+
+
+PER_AGENT = (
+    "\n[proxy]\nrequire_keys = true\n\n"
+    '[[budgets]]\nname = "per-agent"\nusd = 0.05\nperiod = "day"\nper = "agent"\n'
+)
+
+
+def test_a_key_issued_without_an_agent_is_bound_to_its_name(home, upstream):
+    """No --agent: the key's name is its agent, so its holder cannot spread spend over
+    agents it names itself; each claim of another agent is 403 in the provider's shape,
+    and the per-agent budget halts the key at its cap."""
+    write_config(home, upstream.url, extra=PER_AGENT)
+    issued = run_process(["--home", str(home), "keys", "issue", "loose"], clean_env(LEDGER_NOW=NOW))
+    assert issued.code == 0, issued.stderr
+    assert issued.json()["agent"] == "loose"
+    secret = issued.json()["key"]
+    env = clean_env(LEDGER_NOW=NOW, ANTHROPIC_API_KEY="sk-ant-gateway")
+    proxy = start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+    try:
+        claims = [
+            _post(proxy, **{"x-api-key": secret, "x-ledger-agent": f"a{n}"}) for n in range(3)
+        ]
+        spent = [_post(proxy, **{"x-api-key": secret}) for _ in range(8)]
+    finally:
+        assert proxy.stop() == 0, proxy.lines
+    for refused in claims:
+        assert refused.status_code == 403
+        assert refused.json()["type"] == "error"
+        assert "is for agent 'loose'" in refused.json()["error"]["message"]
+    statuses = [answer.status_code for answer in spent]
+    assert 402 in statuses
+    assert "budget:per-agent[loose]" in spent[statuses.index(402)].text
+    total = sum(record["actual_micros"] for record in records(home))
+    assert total <= 50_000
+    assert {record["agent"] for record in records(home)} == {"loose"}

@@ -17,7 +17,10 @@ def keys_issue(
     name: Annotated[str, typer.Argument(help="The key's name (^[a-z][a-z0-9_-]{0,63}$).")],
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="The agent every request with this key is made as."),
+        typer.Option(
+            "--agent",
+            help="The agent every request with this key is made as (default: the key's NAME).",
+        ),
     ] = None,
     tag: Annotated[
         list[str] | None,

@@ -24,7 +24,10 @@ def proxy_command(
     the request's estimate before they are forwarded (402 on a halt, nothing
     sent) and are recorded once from the response's usage. GET /v1/models and
     POST /v1/messages/count_tokens pass unchanged; other paths get 404 unless
-    listed in proxy.passthrough. SIGTERM drains in-flight calls, then exit 0.
+    listed in proxy.passthrough. Each provider's key goes to its own upstream
+    only; a gateway key (lk_...) is never forwarded. At start it logs (stderr)
+    each provider's resolved upstream URL. SIGTERM drains in-flight calls, then
+    exit 0.
 
     Example: ledger --home /var/lib/ledger proxy --listen 127.0.0.1:8787
     """

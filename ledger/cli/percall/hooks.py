@@ -148,10 +148,11 @@ def _gateway_url(runtime: Any, given: str | None) -> str | None:
 
 
 def hook_install(home: str | None, args: argparse.Namespace) -> int:
-    """``ledger hook install``: write the four hooks into Claude Code's settings.json."""
+    """``ledger hook install``: write the hooks (and the gateway) into Claude Code's settings."""
+    import os
     from pathlib import Path
 
-    from ledger.edges.settingsfile import SettingsFile
+    from ledger.edges.settingsfile import SettingsFile, project_of, session_files, user_settings
     from ledger.errors import ConfigError
     from ledger.services.agents.hook_install import install_hooks
 
@@ -164,13 +165,49 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
     elif args.settings is not None:
         settings = Path(args.settings)
     else:
-        settings = Path.home() / ".claude" / "settings.json"
+        settings = user_settings(os.environ)
+    settings = settings.absolute()
+    session = session_files(project_of(settings, os.environ), os.environ)
+    if all(path != settings for _, path in session):
+        # A file Claude Code would not find by itself (given with --settings): the
+        # managed settings still take precedence over it.
+        session = [*[(s, p) for s, p in session if s == "managed"], ("settings", settings)]
     written = install_hooks(
-        SettingsFile(), settings.absolute(), _launcher(), runtime.home.resolve(),
-        _gateway_url(runtime, args.gateway),
+        SettingsFile(), settings, _launcher(), runtime.home.resolve(),
+        _gateway_url(runtime, args.gateway), session, force=args.force,
     )  # fmt: skip
+    if written["replaced_base_url"] is not None:
+        sys.stderr.write(
+            f"ledger: replaced env.ANTHROPIC_BASE_URL {written['replaced_base_url']} "
+            f"with {written['gateway']} in {settings} (--force)\n"
+        )
     print_json(written)
     return 0
+
+
+def hook_status(home: str | None, args: argparse.Namespace) -> int:
+    """``ledger hook status [DIR]``: is a Claude Code session in DIR gated; which file says so."""
+    import os
+    from pathlib import Path
+
+    from ledger.edges.settingsfile import SettingsFile, session_files
+    from ledger.errors import LedgerError
+    from ledger.services.agents.hook_install import hook_status as status_of
+
+    runtime = home_runtime(home)
+    home_gateway = None
+    if runtime.home_problem() is None:
+        try:
+            home_gateway = _gateway_url(runtime, None)
+        except LedgerError:
+            home_gateway = None  # no fixed gateway URL: only the settings can name one
+    directory = Path(args.directory or ".").absolute()
+    status = status_of(
+        SettingsFile(), session_files(directory, os.environ), home_gateway,
+        os.environ.get("ANTHROPIC_BASE_URL"),
+    )  # fmt: skip
+    print_json({"directory": str(directory), **status})
+    return 0 if status["gated"] else 1
 
 
 def build(actions: Any) -> None:
@@ -268,9 +305,15 @@ def build(actions: Any) -> None:
             "by its absolute path and --home with the absolute home, so neither PATH nor the\n"
             "working directory can turn the guard off. With a gateway (--gateway URL, or\n"
             "proxy.listen in ledger.toml) it also sets env.ANTHROPIC_BASE_URL, so every model\n"
-            "call passes the gateway: a hard cap. Prints what it wrote (JSON).\n"
-            "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist or\n"
-            "proxy.listen is unusable; 65 when settings.json is not JSON."
+            "call passes the gateway: a hard cap. It reads every settings file of the session\n"
+            "(managed settings, the project's settings.local.json and settings.json, the\n"
+            "user's) and refuses when one that takes precedence sets another\n"
+            "env.ANTHROPIC_BASE_URL or disableAllHooks: true, or when the file itself points\n"
+            "ANTHROPIC_BASE_URL elsewhere (--force replaces it). A symlinked settings file\n"
+            "stays a link. Prints what it wrote (JSON).\n"
+            "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist,\n"
+            "proxy.listen is unusable, or the session would not be gated (the message names\n"
+            "the file and key); 65 when a settings file is not JSON."
         ),
         epilog=(
             "Examples:\n"
@@ -293,4 +336,32 @@ def build(actions: Any) -> None:
         metavar="URL",
         help="route Claude Code through this ledger gateway (default: proxy.listen, if set)",
     )
+    install.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an env.ANTHROPIC_BASE_URL in the file that points elsewhere (said on stderr)",
+    )
     install.set_defaults(handler=hook_install)
+    status = actions.add_parser(
+        "status",
+        help="is a Claude Code session in DIR gated, and which settings file decides it",
+        description=(
+            "Reads every settings file a Claude Code session started in DIR reads (managed\n"
+            "settings, DIR/.claude/settings.local.json, DIR/.claude/settings.json, the user's\n"
+            "~/.claude/settings.json), highest precedence first, and prints (JSON) where its\n"
+            "model calls go (gateway_url, and gateway_url_from: the file that sets it),\n"
+            "whether ledger's hooks run (hooks_active, hooks_from, hooks_disabled_by), and\n"
+            "gated. Exit 0 when the session is gated: ledger's hooks run and, when a gateway\n"
+            "is expected (LEDGER_GATEWAY_URL in the settings, or proxy.listen), its calls go\n"
+            "through it; 1 when it would be ungated; 65 when a settings file is not JSON."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  ledger --home ~/.ledger hook status\n"
+            "  ledger --home ~/.ledger hook status ~/src/app"
+        ),
+    )
+    status.add_argument(
+        "directory", nargs="?", metavar="DIR", help="the project directory (default: the current)"
+    )
+    status.set_defaults(handler=hook_status)

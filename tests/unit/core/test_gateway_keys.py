@@ -69,3 +69,16 @@ class TestResolve:
         with pytest.raises(GatewayKeyError, match=why) as caught:
             resolve(keys, secret, NOW)
         assert secret not in str(caught.value)
+
+
+def test_a_key_issued_without_an_agent_is_its_names_agent():
+    """New keys store their name as agent; one kept without an agent is shown and bound so."""
+    import datetime as dt
+
+    from ledger.core.gateway_keys import new_key
+
+    now = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+    issued = new_key([], "ci", "lk_" + "a" * 43, None, (), None, now)
+    assert (issued.agent, issued.sealed()["agent"]) == ("ci", "ci")
+    kept = issued._replace(agent=None)
+    assert (kept.bound_agent, kept.shown(now)["agent"]) == ("ci", "ci")

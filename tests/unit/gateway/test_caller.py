@@ -2,15 +2,18 @@
 
 import pytest
 
+from ledger.core.gateway_keys import GatewayKey
 from ledger.core.proxy_config import ProxySettings
 from ledger.gateway.caller import (
     Caller,
     CallerRefusedError,
+    credential_for,
+    gateway_credentials,
     presented_key,
-    provider_credentials,
     resolve_caller,
 )
 from ledger.gateway.relay import halt_message, upstream_headers
+from ledger.providers.credentials import CREDENTIALS, compatible_credential, forwarded_query
 
 
 class TestResolveCaller:
@@ -24,6 +27,7 @@ class TestResolveCaller:
                 "x-ledger-tags": "team-a, nightly",
             },
             ProxySettings(),
+            CREDENTIALS["anthropic"],
         )
         assert caller == Caller(
             agent="research", session="s-9", tags=("team-a", "nightly"), key_name=None,
@@ -33,7 +37,11 @@ class TestResolveCaller:
     def test_required_gateway_keys_refuse_every_request_with_401(self):
         """proxy.require_keys on: no request passes without an accepted gateway key."""
         with pytest.raises(CallerRefusedError) as refused:
-            resolve_caller({"authorization": "Bearer sk-1"}, ProxySettings(require_keys=True))
+            resolve_caller(
+                {"authorization": "Bearer sk-1"},
+                ProxySettings(require_keys=True),
+                CREDENTIALS["openai"],
+            )
         assert refused.value.status == 401
 
     @pytest.mark.parametrize(
@@ -48,14 +56,14 @@ class TestResolveCaller:
     def test_a_malformed_ledger_header_is_400(self, headers):
         """A name the chain could not hold is refused, never silently dropped."""
         with pytest.raises(CallerRefusedError) as refused:
-            resolve_caller(headers, ProxySettings())
+            resolve_caller(headers, ProxySettings(), CREDENTIALS["openai"])
         assert refused.value.status == 400
 
 
 class TestUpstreamHeaders:
     def test_hop_by_hop_ledger_and_connection_listed_headers_stay_behind(self):
         """RFC 9110 §7.6.1: connection-specific fields are not forwarded; neither is x-ledger-*."""
-        caller = resolve_caller({"x-api-key": "sk-1"}, ProxySettings())
+        caller = resolve_caller({"x-api-key": "sk-1"}, ProxySettings(), CREDENTIALS["anthropic"])
         sent = dict(
             upstream_headers(
                 [("host", "gw"), ("connection", "x-trace, keep-alive"), ("x-trace", "1"),
@@ -94,15 +102,72 @@ class TestProviderCredentials:
     def test_each_provider_gets_its_own_header_and_variable(self):
         """Gemini's key goes as x-goog-api-key; an OpenAI-compatible one from its key_env."""
         environ = {"GEMINI_API_KEY": "g-1", "DEEPSEEK_API_KEY": "d-1"}
-        assert provider_credentials("google", environ) == {"x-goog-api-key": "g-1"}
-        assert provider_credentials("deepseek", environ, "DEEPSEEK_API_KEY") == {
-            "authorization": "Bearer d-1"
-        }
+        google = credential_for("google", ProxySettings())
+        assert gateway_credentials("google", google, environ) == {"x-goog-api-key": "g-1"}
+        deepseek = compatible_credential("DEEPSEEK_API_KEY")
+        assert gateway_credentials("deepseek", deepseek, environ) == {"authorization": "Bearer d-1"}
         with pytest.raises(CallerRefusedError, match="DEEPSEEK_API_KEY") as caught:
-            provider_credentials("deepseek", {}, "DEEPSEEK_API_KEY")
+            gateway_credentials("deepseek", deepseek, {})
         assert caught.value.status == 503
+        assert gateway_credentials("local", compatible_credential(None), {}) == {}
 
-    def test_a_gateway_key_in_x_goog_api_key_is_presented(self):
-        """Gemini clients put their key in x-goog-api-key: a gateway key there is found."""
-        assert presented_key({"x-goog-api-key": "lk_abc"}) == "lk_abc"
-        assert presented_key({"x-goog-api-key": "AIza-provider-key"}) is None
+    @pytest.mark.parametrize(
+        ("headers", "query"),
+        [
+            ({"x-goog-api-key": "lk_abc"}, []),
+            ({"x-api-key": "lk_abc"}, []),
+            ({"authorization": "Bearer lk_abc"}, []),
+            ({}, [("key", "lk_abc")]),
+        ],
+    )
+    def test_a_gateway_key_is_found_wherever_a_client_puts_a_key(self, headers, query):
+        """x-api-key, Authorization: Bearer, x-goog-api-key and ?key= all present one."""
+        assert presented_key(headers, query) == "lk_abc"
+
+    def test_a_provider_key_is_no_gateway_key_and_two_gateway_keys_are_refused(self):
+        assert presented_key({"x-goog-api-key": "AIza-provider-key"}, [("key", "AIza")]) is None
+        with pytest.raises(CallerRefusedError) as caught:
+            presented_key({"x-api-key": "lk_one"}, [("key", "lk_two")])
+        assert caught.value.status == 401
+
+    def test_a_callers_own_key_crosses_only_in_its_providers_headers(self):
+        """Without gateway keys: an Anthropic x-api-key never reaches Google, nor ?key= OpenAI."""
+        headers = {"x-api-key": "sk-ant", "x-goog-api-key": "AIza", "authorization": "Bearer o"}
+        google = resolve_caller(headers, ProxySettings(), CREDENTIALS["google"])
+        assert google.credentials == {"x-goog-api-key": "AIza", "authorization": "Bearer o"}
+        anthropic = resolve_caller(headers, ProxySettings(), CREDENTIALS["anthropic"])
+        assert anthropic.credentials == {"x-api-key": "sk-ant", "authorization": "Bearer o"}
+        query = [("alt", "sse"), ("key", "AIza")]
+        assert forwarded_query(query, CREDENTIALS["google"], own_key=True) == query
+        assert forwarded_query(query, CREDENTIALS["openai"], own_key=True) == [("alt", "sse")]
+        assert forwarded_query(query, CREDENTIALS["google"], own_key=False) == [("alt", "sse")]
+
+
+def _key(agent: str | None = None, tags: tuple[str, ...] = ()) -> GatewayKey:
+    return GatewayKey("ci", agent, tags, None, "2026-06-01T00:00:00Z", None, "0" * 64)
+
+
+class TestGatewayKeyIdentity:
+    def test_a_key_without_an_agent_is_its_own_names_agent(self):
+        """An older key issued without --agent cannot leave the agent to its holder."""
+        caller = resolve_caller({}, ProxySettings(), CREDENTIALS["openai"], _key(), {})
+        assert caller.agent == "ci"
+
+    @pytest.mark.parametrize(
+        ("key", "headers"),
+        [
+            (_key(), {"x-ledger-agent": "someone-else"}),
+            (_key("bot"), {"x-ledger-agent": "other"}),
+            (_key("bot", ("team-a",)), {"x-ledger-tags": "team-b"}),
+        ],
+    )
+    def test_claiming_another_agent_or_tag_is_403(self, key, headers):
+        with pytest.raises(CallerRefusedError) as caught:
+            resolve_caller(headers, ProxySettings(), CREDENTIALS["openai"], key, {})
+        assert caught.value.status == 403
+
+    def test_claiming_the_keys_own_agent_is_accepted(self):
+        caller = resolve_caller(
+            {"x-ledger-agent": "ci"}, ProxySettings(), CREDENTIALS["openai"], _key(), {}
+        )
+        assert caller.agent == "ci"
