@@ -75,7 +75,8 @@ async def _sign_in(request: Request, role: str, name: str, key: Any) -> Response
 
 
 def _login_form(request: Request, detail: str | None, status: int) -> Response:
-    return request.app.state.templates.TemplateResponse(
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(
         request, "login.html", {"detail": detail, "csrf": ""}, status_code=status
     )
 
@@ -139,7 +140,8 @@ def _render(
     request: Request, name: str, principal: Principal, document: dict[str, Any],
     status: int = 200, **extra: Any,
 ) -> Response:  # fmt: skip
-    return request.app.state.templates.TemplateResponse(
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(
         request, f"{name}.html",
         {"doc": document, "me": principal, "csrf": principal.csrf or "", "page": name,
          "query": dict(request.query_params), **extra},

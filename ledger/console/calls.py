@@ -45,7 +45,10 @@ def event_of(number: int, line: bytes) -> dict[str, Any] | None:
         parsed = parse_line(line.rstrip(b"\n"))
     except EnvelopeFormatError:
         return None
-    payload = parsed.payload if isinstance(parsed.payload, dict) else {}
+    raw: object = parsed.entry.get("payload")
+    if not isinstance(raw, dict):
+        return None
+    payload: dict[str, Any] = raw
     kind = parsed.event_type
     if kind in VERDICT_EVENTS:
         row = _row_of_verdict(number, parsed.ts_utc, parsed.entry_hash, payload)
@@ -117,8 +120,10 @@ class CallIndex:
             self.rows.append(row)
             self._by_ref[row["verdict_ref"]] = row
             return
-        row = self._by_ref.get(str(event["verdict_ref"]))
-        if row is None:  # a record with no verdict seen (sealed outside a gate): its own row
+        found = self._by_ref.get(str(event["verdict_ref"]))
+        if found is not None:
+            row = found
+        else:  # a record with no verdict seen (sealed outside a gate): its own row
             row = {
                 **{key: value for key, value in event.items() if key != "kind"},
                 "verdict": None, "verdict_ref": event["entry_hash"], "deciding_cap": None,
@@ -147,5 +152,5 @@ class CallIndex:
     def newest_first(self) -> Iterator[dict[str, Any]]:
         """The rows, newest first."""
         with self._lock:
-            rows = list(self.rows)
-        return reversed(rows)
+            rows: list[dict[str, Any]] = list(self.rows)
+        return iter(rows[::-1])

@@ -50,4 +50,5 @@ async def feed(
 
 async def start_of_feed(make_runtime: Callable[[], Any], index: Any) -> tuple[int, int]:
     """Where a new feed starts: the end of the chain (from the call index when it is there)."""
-    return tuple(await asyncio.to_thread(index.tail, make_runtime().chain))  # type: ignore[return-value]
+    position, lines = await asyncio.to_thread(index.tail, make_runtime().chain)
+    return int(position), int(lines)

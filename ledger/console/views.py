@@ -12,6 +12,8 @@ from ledger.console import data
 from ledger.console.auth import ROLE_KEY, Principal
 from ledger.console.web import Refused, allow, blocking
 
+__all__ = ["PAGES", "allow", "live_page"]
+
 
 def _filters(request: Request, runtime: Any) -> data.Filters:
     try:

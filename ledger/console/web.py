@@ -3,7 +3,7 @@
 import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -12,6 +12,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.console.auth import COOKIE, ROLE_KEY, Auth, Principal, principal_of_key, still_valid
 from ledger.errors import GatewayKeyError
+
+if TYPE_CHECKING:
+    from starlette.templating import Jinja2Templates
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -131,7 +134,7 @@ def refusal(request: Request, exc: Exception) -> Response:
         return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
     if exc.status_code == 401:  # noqa: PLR2004
         return RedirectResponse("/console/login", status_code=303)
-    templates = request.app.state.templates
+    templates: Jinja2Templates = request.app.state.templates
     return templates.TemplateResponse(
         request, "error.html",
         {"status": exc.status_code, "detail": exc.detail, "csrf": "", "me": None},
