@@ -103,7 +103,7 @@ def start_stack(home: Path) -> Stack:
     upstream = start_upstream()
     write_config(home, upstream.url, extra="[proxy]\nrequire_keys = true\n\n")
     secrets = {}
-    keys = (("lead", ["--role", "admin"]), ("watcher", ["--role", "viewer"]), ("alice", []),
+    keys: tuple[tuple[str, list[str]], ...] = (("lead", ["--role", "admin"]), ("watcher", ["--role", "viewer"]), ("alice", []),
             ("bob", ["--tag", "team:b"]))  # fmt: skip
     for name, options in keys:
         issued = run_process(["--home", str(home), "keys", "issue", name, *options], env)

@@ -55,7 +55,8 @@ def test_every_answer_carries_the_security_headers(stack):
     for path in ("/console/login", "/console/api/overview", "/console/static/console.js"):
         answer = get(stack, path)
         csp = answer.headers["content-security-policy"]
-        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, path
+        assert "default-src 'self'" in csp, path
+        assert "frame-ancestors 'none'" in csp, path
         assert "unsafe-inline" not in csp
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert answer.headers["referrer-policy"] == "no-referrer"
@@ -95,7 +96,9 @@ def test_the_one_time_token_signs_in_once_with_a_strict_cookie(stack):
     first = httpx.get(f"{stack.console.url}/console/login", params={"token": stack.console.token})
     assert first.status_code == 303
     cookie = first.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/console" in cookie
     again = httpx.get(f"{stack.console.url}/console/login", params={"token": stack.console.token})
     assert again.status_code == 401
     with httpx.Client(base_url=stack.console.url, cookies=first.cookies) as browser:
@@ -139,7 +142,8 @@ def test_calls_filters_and_cursor(stack):
     assert api(stack, "calls", **{"from": "2026-06-02"})["calls"] == []
     assert len(api(stack, "calls", **{"from": "2026-06-01", "to": "2026-06-01"})["calls"]) == 4
     page = api(stack, "calls", limit="3")
-    assert len(page["calls"]) == 3 and page["next_cursor"] is not None
+    assert len(page["calls"]) == 3
+    assert page["next_cursor"] is not None
     rest = api(stack, "calls", limit="3", cursor=str(page["next_cursor"]))
     assert [c["line"] for c in page["calls"] + rest["calls"]] == [c["line"] for c in every]
     assert len(api(stack, "calls", model="claude-test", key="alice")["calls"]) == 3
@@ -147,7 +151,7 @@ def test_calls_filters_and_cursor(stack):
     for bad in ({"verdict": "maybe"}, {"by": "colour"}, {"from": "yesterday"}, {"limit": "0"},
                 {"cursor": "x"}):  # fmt: skip
         answer = get(stack, "/console/api/calls", "lead", **bad)
-        assert answer.status_code == 400 and answer.json()["error"], bad
+        assert (answer.status_code, bool(answer.json()["error"])) == (400, True), bad
 
 
 def test_spend_by_dimension_sums_the_records(stack):
@@ -184,7 +188,8 @@ def test_keys_issued_and_revoked_through_the_api(stack):
                       json={"name": "carol", "agent": "carol-bot", "tags": ["t1"]})  # fmt: skip
     assert made.status_code == 201, made.text
     secret = made.json()["key"]
-    assert secret.startswith("lk_") and made.json()["role"] == "gateway"
+    assert secret.startswith("lk_")
+    assert made.json()["role"] == "gateway"
     assert secret not in json.dumps(api(stack, "keys"))
     assert stack.call(secret).status_code == 200
     twice = httpx.post(f"{stack.console.url}/console/api/keys", headers=bearer(stack, "lead"),
@@ -192,7 +197,8 @@ def test_keys_issued_and_revoked_through_the_api(stack):
     assert twice.status_code == 409
     revoked = httpx.post(f"{stack.console.url}/console/api/keys/carol/revoke",
                          headers=bearer(stack, "lead"))  # fmt: skip
-    assert revoked.status_code == 200 and revoked.json()["state"] == "revoked"
+    assert revoked.status_code == 200
+    assert revoked.json()["state"] == "revoked"
     assert stack.call(secret).status_code == 401
     assert stack.call(stack.secrets["lead"]).status_code == 401  # a console key
     viewer = httpx.post(f"{stack.console.url}/console/api/keys", headers=bearer(stack, "watcher"),
@@ -219,7 +225,8 @@ def test_the_live_feed_sends_each_sealed_verdict_and_record(stack):
             if len(events) == 2:
                 break
     assert [e["kind"] for e in events] == ["verdict", "record"]
-    assert events[0]["key"] == "bob" and events[0]["verdict"] == "allow"
+    assert events[0]["key"] == "bob"
+    assert events[0]["verdict"] == "allow"
     assert events[1]["verdict_ref"] == events[0]["verdict_ref"]
 
 
@@ -265,4 +272,5 @@ def test_refused_settings_exit_78(tmp_path: Path, config: str, args: list[str]):
         toml.write("\n" + config)
     result = run_process(["--home", str(home), "console", *args], env, timeout=30)
     assert result.code == 78, result.stderr
-    assert result.stderr.startswith("ledger: ") and "Traceback" not in result.stderr
+    assert result.stderr.startswith("ledger: ")
+    assert "Traceback" not in result.stderr
