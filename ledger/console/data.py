@@ -223,15 +223,19 @@ def overview(index: CallIndex, runtime: Any) -> dict[str, Any]:
     warn = float(runtime.config.warn_pct)
     for cap in document["usd"]["caps"]:
         left = cap.get("usd_remaining_micros")
-        cap["resets_at"] = format_ts(_period_start(now, zone, "day") + dt.timedelta(days=1))
+        resets = _period_start(now, zone, "day") + dt.timedelta(days=1)
+        cap["resets_at"] = format_ts(resets)
         cap["state"] = _state(cap, warn)
-        cap["cap_reached_at"] = (
-            format_ts(now + dt.timedelta(hours=left / burn)) if burn and left and left > 0 else None
-        )
+        reached = now + dt.timedelta(hours=left / burn) if burn and left and left > 0 else None
+        # At this rate the cap is reached before it resets, or not this period at all.
+        cap["cap_reached_at"] = format_ts(reached) if reached and reached < resets else None
     for budget in document.get("budgets") or []:
         budget["state"] = _state(budget, warn)
+    from ledger.services.chain.init_options import billing_line
+
     return {
         "status": document,
+        "billing_text": billing_line(document["billing"]),
         "timezone": zone_name,
         "now": format_ts(now),
         "burn_rate_per_hour": _money(burn),
