@@ -59,6 +59,7 @@ def sign_in_with_key(browser: Any, stack: Stack, name: str) -> None:
     browser.get(f"{stack.console.url}/console/login")
     browser.find_element(By.ID, "key").send_keys(stack.secrets[name])
     browser.find_element(By.ID, "sign-in").click()
+    WebDriverWait(browser, WAIT).until(lambda b: not b.current_url.endswith("/console/login"))
 
 
 def shot(browser: Any, name: str) -> None:
@@ -124,6 +125,7 @@ def test_issue_a_key_see_its_secret_once_and_revoke_it(browser, stack):
     browser.get(f"{stack.console.url}/console/keys")
     browser.find_element(By.ID, "issue-name").send_keys("erin")
     browser.find_element(By.ID, "issue-button").click()
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.ID, "secret"))
     secret = text_of(browser, "#secret")
     assert secret.startswith("lk_")
     assert stack.call(secret).status_code == 200
@@ -131,6 +133,9 @@ def test_issue_a_key_see_its_secret_once_and_revoke_it(browser, stack):
     browser.get(f"{stack.console.url}/console/keys")
     assert secret not in browser.page_source
     browser.find_element(By.CSS_SELECTOR, 'tr[data-key="erin"] button.revoke').click()
+    WebDriverWait(browser, WAIT).until(
+        lambda b: not b.find_elements(By.CSS_SELECTOR, 'tr[data-key="erin"] button.revoke')
+    )
     assert text_of(browser, 'tr[data-key="erin"] td.state') == "revoked"
     assert stack.call(secret).status_code == 401
 
