@@ -18,7 +18,6 @@ from starlette.templating import Jinja2Templates
 
 from ledger.console import charts, live, views
 from ledger.console.auth import COOKIE, ROLE_KEY, Auth, Principal
-from ledger.console.calls import CallIndex
 from ledger.console.verification import Verifier
 from ledger.console.web import (
     Refused,
@@ -32,6 +31,7 @@ from ledger.console.web import (
 )
 from ledger.core.units import micros_to_usd
 from ledger.errors import GatewayKeyError, LedgerError
+from ledger.services.views.calls import CallIndex
 
 HERE = Path(__file__).parent
 PAGE_PATHS = {

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ledger.console.auth import Principal
-from ledger.console.calls import event_of
+from ledger.services.views.calls import event_of
 
 POLL_SECONDS = 0.1
 KEEPALIVE_SECONDS = 15.0

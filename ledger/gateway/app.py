@@ -38,6 +38,8 @@ from ledger.gateway.caller import (
 )
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
+from ledger.gateway.me import PATH as ME_PATH
+from ledger.gateway.me import me_endpoint
 from ledger.gateway.relay import (
     client_headers,
     error_response,
@@ -384,7 +386,11 @@ def build_app(gateway: Gateway) -> Starlette:
             await gateway.client.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    routes = [WebRoute("/{path:path}", gateway.dispatch, methods=methods)]
+    me = me_endpoint(gateway.committer.home, gateway.committer.environ)
+    routes = [
+        WebRoute(ME_PATH, me, methods=["GET"]),
+        WebRoute("/{path:path}", gateway.dispatch, methods=methods),
+    ]
     counting = Middleware(_CountingRequests, committer=gateway.committer)
     return Starlette(routes=routes, lifespan=lifespan, middleware=[counting])
 

@@ -274,3 +274,18 @@ def test_refused_settings_exit_78(tmp_path: Path, config: str, args: list[str]):
     assert result.code == 78, result.stderr
     assert result.stderr.startswith("ledger: ")
     assert "Traceback" not in result.stderr
+
+
+def test_the_gateway_answers_a_key_its_own_figures(stack):
+    """`GET /v1/ledger/me` on the gateway: the Me page's data, the gateway key as credential."""
+    url = f"{stack.proxy.url}/v1/ledger/me"
+    mine = httpx.get(url, headers={"authorization": f"Bearer {stack.secrets['alice']}"})
+    assert mine.status_code == 200, mine.text
+    assert mine.json()["spend"] == api(stack, "me", "alice")["spend"]
+    assert mine.json()["key"] == "alice"
+    also = httpx.get(url, headers={"x-api-key": stack.secrets["alice"]})
+    assert also.json()["spend"] == mine.json()["spend"]
+    for headers in ({}, {"x-api-key": stack.secrets["lead"]}, {"x-api-key": "lk_" + "C" * 43}):
+        refused = httpx.get(url, headers=headers)
+        assert refused.status_code == 401, headers
+        assert refused.json()["error"]

@@ -1,9 +1,10 @@
 """The calls the chain holds, one row per call (its verdict joined with its record).
 
-This is the one place the console reads entries, and only forward from where
-it stopped: a follower keeps the rows seen so far and folds the lines sealed
-since, so a page costs the new entries, not the chain. The budget day's
-rollups (``services/views/rollups``) take its place for spend totals.
+The console and the gateway's ``/v1/ledger/me`` read entries here only, and
+only forward from where they stopped: an index keeps the rows seen so far and
+folds the lines sealed since, so a page costs the new entries, not the chain.
+The budget day's rollups (``services/views/rollups``) take its place for spend
+totals.
 """
 
 import threading
