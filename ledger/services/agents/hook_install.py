@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.core.hook_settings import SettingsError, merge_hooks
+from ledger.core.statusline_settings import ADDED, with_statusline
 from ledger.errors import InputDataError
 
 
@@ -46,13 +47,17 @@ def install_hooks(
         merged = merge_hooks(settings, launcher, str(home), gateway)
     except SettingsError as exc:
         raise InputDataError(f"{path}: {exc}; nothing written") from exc
-    if merged.changed:
-        files.write(path, (json.dumps(merged.settings, indent=2) + "\n").encode())
+    # Claude Code's status line shows the session's spend and what is left (ledger statusline).
+    written, statusline = with_statusline(merged.settings, launcher, str(home))
+    changed = merged.changed or statusline == ADDED
+    if changed:
+        files.write(path, (json.dumps(written, indent=2) + "\n").encode())
     return {
         "settings": str(path),
-        "changed": merged.changed,
+        "changed": changed,
         "home": str(home),
         "gateway": gateway,
         "hooks": merged.commands,
         "replaced": merged.replaced,
+        "statusline": statusline,
     }
