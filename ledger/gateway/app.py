@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as WebRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ledger.core.clients import client_of
 from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.core.verdict import Verdict
@@ -266,7 +267,8 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        decided = await self._decide(provider, estimate, cycle_id, caller, searches)
+        client = client_of(request.headers.get("user-agent"))
+        decided = await self._decide(provider, estimate, cycle_id, caller, searches, client)
         if isinstance(decided, Response):
             return decided
         document = decided.document
@@ -331,8 +333,9 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
-    ) -> RequestVerdict | Response:
+        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int,
+        client: str,
+    ) -> RequestVerdict | Response:  # fmt: skip
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
             self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
@@ -342,7 +345,7 @@ class Gateway:
             return request_verdict(
                 runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
-                min_output_tokens=min_output, output_step=estimate.choices,
+                min_output_tokens=min_output, output_step=estimate.choices, client=client,
             )  # fmt: skip
 
         try:

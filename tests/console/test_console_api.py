@@ -289,3 +289,17 @@ def test_the_gateway_answers_a_key_its_own_figures(stack):
         refused = httpx.get(url, headers=headers)
         assert refused.status_code == 401, headers
         assert refused.json()["error"]
+
+
+def test_each_call_carries_its_client(stack):
+    """The gateway seals the client its User-Agent names; Calls and Spend filter and group by it."""
+    sent = stack.call(stack.secrets["bob"], **{"user-agent": "claude-cli/2.1.197 (external, cli)"})
+    assert sent.status_code == 200
+    (row,) = api(stack, "calls", client="claude-code")["calls"]
+    assert row["key"] == "bob"
+    groups = {g["value"]: g["calls"] for g in api(stack, "spend", by="client")["groups"]}
+    assert groups["claude-code"] == 1
+    assert groups["python-httpx"] >= 4
+    lines = (stack.home / "events.jsonl").read_text().splitlines()
+    sealed = [e["payload"] for e in map(json.loads, lines) if e["event_type"] == "budget.allow"]
+    assert {p.get("client") for p in sealed} >= {"claude-code", "python-httpx"}
