@@ -217,9 +217,11 @@ def overview(index: CallIndex, runtime: Any) -> dict[str, Any]:
         resets = _period_start(now, zone, "day") + dt.timedelta(days=1)
         cap["resets_at"] = format_ts(resets)
         cap["state"] = _state(cap, warn)
-        reached = now + dt.timedelta(hours=left / burn) if burn and left and left > 0 else None
         # At this rate the cap is reached before it resets, or not this period at all.
-        cap["cap_reached_at"] = format_ts(reached) if reached and reached < resets else None
+        hours = left / burn if burn and left and left > 0 else None
+        soon = hours is not None and hours < (resets - now).total_seconds() / 3600
+        reached = now + dt.timedelta(hours=hours) if soon and hours is not None else None
+        cap["cap_reached_at"] = None if reached is None else format_ts(reached)
     for budget in document.get("budgets") or []:
         budget["state"] = _state(budget, warn)
     from ledger.services.chain.init_options import billing_line
