@@ -125,6 +125,10 @@ def test_overview_equals_status_json(stack):
         (stack.home / "events.jsonl").read_text().splitlines()
     )
     assert overview["timezone"] == "UTC"
+    # cents an hour against $100: the cap is not reached before the day resets
+    assert overview["burn_rate_per_hour"]["micros"] > 0
+    assert overview["status"]["usd"]["caps"][0]["cap_reached_at"] is None
+    assert overview["status"]["usd"]["caps"][0]["resets_at"] == "2026-06-02T00:00:00.000000Z"
 
 
 def test_calls_filters_and_cursor(stack):
