@@ -307,3 +307,27 @@ def test_each_call_carries_its_client(stack):
     lines = (stack.home / "events.jsonl").read_text().splitlines()
     sealed = [e["payload"] for e in map(json.loads, lines) if e["event_type"] == "budget.allow"]
     assert {p.get("client") for p in sealed} >= {"claude-code", "python-httpx"}
+
+
+def test_a_session_ends_when_its_key_is_revoked(stack):
+    """A browser signed in with a console key is signed out the moment the key is revoked."""
+    made = httpx.post(f"{stack.console.url}/console/api/keys", headers=bearer(stack, "lead"),
+                      json={"name": "temp-viewer", "role": "viewer"})  # fmt: skip
+    assert made.status_code == 201
+    assert made.json()["key"].startswith("lc_")
+    signed = httpx.post(f"{stack.console.url}/console/login", data={"key": made.json()["key"]})
+    assert signed.status_code == 303
+    with httpx.Client(base_url=stack.console.url, cookies=signed.cookies) as browser:
+        assert browser.get("/console/api/overview").status_code == 200
+        revoked = httpx.post(f"{stack.console.url}/console/api/keys/temp-viewer/revoke",
+                             headers=bearer(stack, "lead"))  # fmt: skip
+        assert revoked.status_code == 200
+        assert browser.get("/console/api/overview").status_code == 401
+
+
+def test_keys_issue_refuses_an_unknown_role(stack):
+    """`keys issue --role` takes admin or viewer only (exit 2, one line)."""
+    result = run_process(["--home", str(stack.home), "keys", "issue", "x", "--role", "root"],
+                         clean_env(LEDGER_NOW=NOW))  # fmt: skip
+    assert result.code == 2
+    assert result.stderr.startswith("ledger: --role: 'root' must be admin or viewer")
