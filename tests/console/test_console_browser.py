@@ -21,6 +21,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
 HOSTILE = '"><img src=x onerror=alert(1)>'
+SCRIPT = "<script>window.pwned=1</script>"
 WAIT = 10  # seconds a page may take to show what the test waits for (never a timing assertion)
 
 
@@ -197,5 +198,11 @@ def test_an_injected_id_stays_text(browser, stack):
         pass
     assert HOSTILE in text_of(browser, "#live tbody")
     assert browser.find_elements(By.TAG_NAME, "img") == []
+    assert stack.call(stack.secrets["bob"], **{"x-ledger-session": SCRIPT}).status_code == 200
+    WebDriverWait(browser, WAIT).until(lambda b: SCRIPT in text_of(b, "#live tbody"))
+    browser.get(f"{console.url}/console/calls?key=bob")
+    assert SCRIPT in text_of(browser, "#calls")
+    assert browser.execute_script("return window.pwned === undefined")
+    assert len(browser.find_elements(By.TAG_NAME, "script")) == 1  # the console's own
     errors = [e for e in browser.get_log("browser") if "alert" in e["message"]]
     assert errors == []
