@@ -17,14 +17,18 @@ if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev
   fi
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
-# The report page's screenshot test renders it in a headless browser (Debian's chromium).
+# The report page's screenshot test renders it in a headless browser (Debian's chromium);
+# the console's browser tests drive it with Selenium through Debian's chromium-driver.
 if [ "$(id -u)" -eq 0 ]; then
   command -v chromium >/dev/null || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
   }
-elif ! command -v chromium >/dev/null; then
-  echo "test.sh: chromium is missing and installing it needs root (apt-get install chromium);" \
-    "the report screenshot test will be skipped" >&2
+  command -v chromedriver >/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver
+  }
+elif ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "test.sh: chromium or chromedriver is missing and installing them needs root" \
+    "(apt-get install chromium chromium-driver); the browser tests will be skipped" >&2
 fi
 # The real agent CLIs the tests drive (Claude Code, Codex CLI, Gemini CLI), from
 # npm at pinned versions into a cache that later runs reuse; without npm those

@@ -21,7 +21,7 @@ from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-MATCH_KEYS = ("agent", "provider", "model", "session", "key", "tag")
+MATCH_KEYS = ("agent", "provider", "model", "session", "key", "tag", "client")
 PER_KEYS = ("session", "agent", "key")
 CALENDAR_PERIODS = ("day", "week", "month")
 # A budget that never resets ("$3 per session"): one period from the first
@@ -71,6 +71,7 @@ class CallScope(NamedTuple):
     session: str | None = None
     key: str | None = None
     tags: tuple[str, ...] = ()
+    client: str | None = None  # from the User-Agent (core.clients), sealed with the verdict
 
     def value(self, field: str) -> str | None:
         """The call's value for a ``per`` key (session, agent or key)."""
@@ -88,6 +89,7 @@ class CallScope(NamedTuple):
             session=_text(payload.get("cycle_id")),
             key=_text(payload.get("key")),
             tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+            client=_text(payload.get("client")),
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.budgets import Budget, parse_budgets
+from ledger.core.console_config import ConsoleSettings, console_settings
 from ledger.core.prices import PriceError, Rates, rates_from
 from ledger.core.proxy_config import ProxySettings, proxy_settings
 from ledger.core.units import usd_to_micros
@@ -96,6 +97,7 @@ class Config(NamedTuple):
     alert_check_seconds: int = 10
     alert_timeout_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
+    console: ConsoleSettings = ConsoleSettings()
 
 
 _PRICE_KEYS = frozenset(
@@ -342,8 +344,9 @@ def from_mapping(
     values: dict[str, Any] = {}
     # The gateway's table validates its own keys and LEDGER_PROXY_* overrides.
     values["proxy"] = proxy_settings(document.get("proxy"), environ)
+    values["console"] = console_settings(document.get("console"), environ)
     for section, table in document.items():
-        if section == "proxy":
+        if section in {"proxy", "console"}:
             continue
         if section == "prices":
             values["price_overrides"] = _price_overrides(table, "prices")
@@ -389,4 +392,6 @@ def from_mapping(
         variable = env_name("usd", "day_timezone")
         key = variable if variable in environ else "usd.day_timezone"
         values["day_zone"] = _day_zone(values["day_timezone"], key, zones)
+    if values["console"].timezone is not None:
+        _day_zone(values["console"].timezone, "console.timezone", zones)
     return Config(**values)

@@ -108,12 +108,21 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # url = "https://api.deepseek.com/v1"  # its OpenAI SDK base_url; /chat/completions is added
 # key_env = "DEEPSEEK_API_KEY"     # the gateway's own key, used with gateway keys
 
+# The web console `ledger console`; with listen set, `ledger daemon` runs it too.
+# [console]
+# listen = "127.0.0.1:8788"
+# session_hours = 12               # how long a sign-in lasts
+# timezone = "UTC"                 # pages' zone; default usd.day_timezone
+# tls_certfile = "/etc/ledger/console.pem"   # beyond loopback: TLS files...
+# tls_keyfile = "/etc/ledger/console.key"
+# behind_proxy = false             # ...or a TLS reverse proxy in front
+
 # Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
 # [[budgets]]
 # name = "research-monthly"
 # usd = 200
 # period = "month"                  # day | week | month | total | rolling:<N>h | rolling:<N>d
-# match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag (globs)
+# match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag, client (globs)
 # per = "session"                   # optional: one cap per session | agent | key
 """
 

@@ -19,6 +19,10 @@ from ledger.errors import GatewayKeyError, InputDataError, UsageError
 
 KEYS_FORMAT = "ledger-gateway-keys/1"
 SECRET_RE = re.compile(r"^lk_[A-Za-z0-9_-]{43}$")
+# Console keys (``--role admin|viewer``) sign in to the console and spend nothing:
+# a prefix of their own, so neither kind is ever taken for the other.
+CONSOLE_SECRET_RE = re.compile(r"^lc_[A-Za-z0-9_-]{43}$")
+ROLES = ("admin", "viewer")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
@@ -37,6 +41,7 @@ class GatewayKey(NamedTuple):
     created: str
     revoked_at: str | None
     digest: str
+    role: str | None = None  # a console key's role; None for a gateway key
 
     @property
     def bound_agent(self) -> str:
@@ -49,11 +54,12 @@ class GatewayKey(NamedTuple):
 
     def as_json(self) -> dict[str, Any]:
         """The key as the key file holds it."""
-        return {
+        kept = {
             "name": self.name, "agent": self.agent, "tags": list(self.tags),
             "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
             "sha256": self.digest,
         }  # fmt: skip
+        return kept if self.role is None else {**kept, "role": self.role}
 
     def sealed(self) -> dict[str, Any]:
         """The key as the chain records it: who could spend, as whom, until when.
@@ -61,10 +67,11 @@ class GatewayKey(NamedTuple):
         Never the secret, nor the whole digest: a prefix of the digest tells keys
         apart for an auditor without helping anyone test a guessed secret offline.
         """
-        return {
+        sealed = {
             "name": self.name, "sha256_prefix": self.digest[:SEALED_DIGEST_CHARS],
             "agent": self.agent, "tags": list(self.tags), "expires": self.expires,
         }  # fmt: skip
+        return sealed if self.role is None else {**sealed, "role": self.role}
 
     def shown(self, now: dt.datetime) -> dict[str, Any]:
         """The key as ``keys list`` prints it: everything but the digest, and its state.
@@ -75,7 +82,7 @@ class GatewayKey(NamedTuple):
         return {
             "name": self.name, "agent": self.bound_agent, "tags": list(self.tags),
             "expires": self.expires, "created": self.created, "revoked_at": self.revoked_at,
-            "state": self.state(now),
+            "state": self.state(now), "role": self.role or "gateway",
         }  # fmt: skip
 
     def state(self, now: dt.datetime) -> str:
@@ -110,11 +117,18 @@ def keys_from_document(document: Any, where: str) -> list[GatewayKey]:
                 str(item["created"]),
                 item["revoked_at"],
                 str(item["sha256"]),
+                _role(item.get("role")),
             )
             for item in document["keys"]
         ]
     except (KeyError, TypeError, ValueError) as exc:
         raise InputDataError(f"{where}: not a gateway key file ({exc!r})") from exc
+
+
+def _role(value: Any) -> str | None:
+    if value is not None and value not in ROLES:
+        raise ValueError(f"role {value!r}")
+    return None if value is None else str(value)
 
 
 def keys_document(keys: Sequence[GatewayKey]) -> dict[str, Any]:
@@ -124,7 +138,7 @@ def keys_document(keys: Sequence[GatewayKey]) -> dict[str, Any]:
 
 def new_key(
     keys: Sequence[GatewayKey], name: str, secret: str, agent: str | None,
-    tags: Sequence[str], expires: dt.datetime | None, now: dt.datetime,
+    tags: Sequence[str], expires: dt.datetime | None, now: dt.datetime, role: str | None = None,
 ) -> GatewayKey:  # fmt: skip
     """A key to add for ``secret``; without ``agent``, its agent is its ``name``.
 
@@ -138,9 +152,12 @@ def new_key(
         raise UsageError(f"a gateway key named {name!r} was already issued; pick another name")
     if expires is not None and expires <= now:
         raise UsageError("--expires: must be in the future")
+    if role is not None and role not in ROLES:
+        raise UsageError(f"--role: {role!r} must be admin or viewer")
     return GatewayKey(
         name, name if agent is None else agent, tuple(dict.fromkeys(tags)),
         None if expires is None else format_ts(expires), format_ts(now), None, digest_of(secret),
+        role,
     )  # fmt: skip
 
 
@@ -165,13 +182,29 @@ def resolve(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> Gatewa
         GatewayKeyError: the secret is malformed or unknown, or its key is
             revoked or expired (the message never repeats the secret).
     """
+    if CONSOLE_SECRET_RE.fullmatch(secret):
+        raise GatewayKeyError("a console key is not a gateway key (lk_...)")
     if not SECRET_RE.fullmatch(secret):
         raise GatewayKeyError("not a gateway key (lk_...)")
+    key = resolve_any(keys, secret, now)
+    if key.role is not None:  # a console key whose secret was given the gateway's prefix
+        raise GatewayKeyError("a console key is not a gateway key (lk_...)")
+    return key
+
+
+def resolve_any(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> GatewayKey:
+    """The key (gateway or console) a console sign-in presents, if usable at ``now``.
+
+    Raises:
+        GatewayKeyError: malformed, unknown, revoked or expired.
+    """
+    if not (SECRET_RE.fullmatch(secret) or CONSOLE_SECRET_RE.fullmatch(secret)):
+        raise GatewayKeyError("not a key (lk_... or lc_...)")
     digest = digest_of(secret)
     for key in keys:
         if hmac.compare_digest(key.digest, digest):
             state = key.state(now)
             if state != "active":
-                raise GatewayKeyError(f"gateway key {key.name!r} is {state}")
+                raise GatewayKeyError(f"key {key.name!r} is {state}")
             return key
-    raise GatewayKeyError("unknown gateway key")
+    raise GatewayKeyError("unknown key")

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
+from ledger.core.console_config import console_address
 from ledger.core.proxy_config import open_listen
 from ledger.daemon.jobs import (
     alerts_job,
@@ -130,6 +131,9 @@ class StopSignals:
         return self.received
 
 
+_CONSOLE_DRAIN_SECONDS = 5.0  # open live feeds are cut; a page answer is quick
+
+
 class ServerProcess:
     """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies."""
 
@@ -207,10 +211,14 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         if listen is not None:
             # A gateway that would listen where it must not is refused before anything starts.
             open_listen(listen, "proxy.listen", config.proxy)
+        if config.console.listen is not None:
+            console_address(config.console, None)  # refused (78) before anything starts
         prime_alerts_job(home_runtime)
         scheduler.start()
-        server = gateway = None
+        server = gateway = console = None
         try:
+            if config.console.listen is not None:
+                console = ServerProcess(home_runtime, "console", _CONSOLE_DRAIN_SECONDS).start()
             server = ServerProcess(home_runtime).start() if serve else None
             if listen is not None:
                 # Streams in flight finish within the upstream timeout; wait for them.
@@ -230,11 +238,14 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
                 + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
                 + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
                 + (f"; gateway on {listen}" if listen is not None else "")
+                + (f"; console on {config.console.listen}" if console is not None else "")
             )
             notify_systemd("READY=1")
             log_line(f"received {stop.wait().name}, stopping")
         finally:
             notify_systemd("STOPPING=1")
+            if console is not None:
+                console.stop()
             if gateway is not None:
                 gateway.stop()
             if server is not None:

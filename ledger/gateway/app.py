@@ -25,6 +25,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as WebRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ledger.core.clients import client_of
 from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.core.verdict import Verdict
@@ -32,6 +33,8 @@ from ledger.errors import UsageError
 from ledger.gateway.caller import CallerRefusedError
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
+from ledger.gateway.me import PATH as ME_PATH
+from ledger.gateway.me import me_endpoint
 from ledger.gateway.relay import (
     client_headers,
     error_response,
@@ -215,7 +218,8 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        decided = await self._decide(provider, estimate, cycle_id, caller, searches)
+        client = client_of(request.headers.get("user-agent"))
+        decided = await self._decide(provider, estimate, cycle_id, caller, searches, client)
         if isinstance(decided, Response):
             return decided
         document = decided.document
@@ -280,8 +284,9 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
-    ) -> RequestVerdict | Response:
+        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int,
+        client: str,
+    ) -> RequestVerdict | Response:  # fmt: skip
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
             self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
@@ -291,7 +296,7 @@ class Gateway:
             return request_verdict(
                 runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
-                min_output_tokens=min_output, output_step=estimate.choices,
+                min_output_tokens=min_output, output_step=estimate.choices, client=client,
             )  # fmt: skip
 
         try:
@@ -335,7 +340,11 @@ def build_app(gateway: Gateway) -> Starlette:
             await gateway.client.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    routes = [WebRoute("/{path:path}", gateway.dispatch, methods=methods)]
+    me = me_endpoint(gateway.committer.home, gateway.committer.environ)
+    routes = [
+        WebRoute(ME_PATH, me, methods=["GET"]),
+        WebRoute("/{path:path}", gateway.dispatch, methods=methods),
+    ]
     counting = Middleware(_CountingRequests, committer=gateway.committer)
     return Starlette(routes=routes, lifespan=lifespan, middleware=[counting])
 

@@ -18,6 +18,7 @@ from ledger.core.gateway_keys import (
     GatewayKey,
     new_key,
     resolve,
+    resolve_any,
     revoked,
 )
 from ledger.services.chain.writer import Writer, WriterDeps
@@ -60,9 +61,12 @@ class KeyChangeDeps(GatewayKeyDeps, WriterDeps, Protocol):
 
 def issue_key(
     deps: KeyChangeDeps, name: str, agent: str | None = None, tags: Sequence[str] = (),
-    expires: dt.datetime | None = None,
+    expires: dt.datetime | None = None, role: str | None = None,
 ) -> tuple[GatewayKey, str]:  # fmt: skip
     """Issue a key; returns it and its secret (shown once, never stored).
+
+    With a ``role`` (``admin`` or ``viewer``) the key is a console key
+    (``lc_...``): it signs in to the console and the gateway refuses it.
 
     Raises:
         UsageError: a bad or already issued name, or an expiry in the past.
@@ -70,13 +74,15 @@ def issue_key(
     """
     store = deps.gateway_keys
     secret = store.new_secret()
+    if role is not None:
+        secret = "lc_" + secret.removeprefix("lk_")
     now = deps.clock.now()
     made: list[GatewayKey] = []
     writer = Writer(deps)
     with deps.chain.transaction() as tx:
 
         def add(keys: list[GatewayKey]) -> list[GatewayKey]:
-            made.append(new_key(keys, name, secret, agent, tags, expires, now))
+            made.append(new_key(keys, name, secret, agent, tags, expires, now, role))
             writer.append(tx, KEY_ISSUED, made[0].sealed())
             return [*keys, made[0]]
 
@@ -118,3 +124,12 @@ def resolve_gateway_key(deps: GatewayKeyDeps, secret: str) -> GatewayKey:
         GatewayKeyError: unknown, revoked or expired (answer 401).
     """
     return resolve(deps.gateway_keys.load(), secret, deps.clock.now())
+
+
+def resolve_console_key(deps: GatewayKeyDeps, secret: str) -> GatewayKey:
+    """The key (console or gateway) a console sign-in presents.
+
+    Raises:
+        GatewayKeyError: malformed, unknown, revoked or expired.
+    """
+    return resolve_any(deps.gateway_keys.load(), secret, deps.clock.now())

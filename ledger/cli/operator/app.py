@@ -181,6 +181,8 @@ for _module in (
     "ledger.cli.operator.poll_command",
     "ledger.cli.operator.serve_command",
     "ledger.cli.operator.proxy_command",
+    "ledger.cli.operator.console_command",
+    "ledger.cli.operator.statusline_command",
     "ledger.cli.operator.prices_command",
     "ledger.cli.operator.proof_commands",
     "ledger.cli.operator.explain_command",

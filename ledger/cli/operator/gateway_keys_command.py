@@ -30,10 +30,23 @@ def keys_issue(
         str | None,
         typer.Option("--expires", help="ISO-8601 time with a zone after which the key is refused."),
     ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            help="admin or viewer: a console key (lc_...) for `ledger console`, which the "
+            "gateway refuses; without it, a gateway key.",
+        ),
+    ] = None,
 ) -> None:
-    """Issue a gateway key; its secret (lk_...) is printed once and only its hash is kept.
+    """Issue a gateway key (or with --role a console key); its secret is printed once.
+
+    Only the key's hash is kept. A gateway key (lk_...) is presented to `ledger
+    proxy`; a console key (lc_..., --role admin|viewer) signs in to `ledger console`.
 
     Example: ledger keys issue ci --agent ci-bot --tag team:infra --expires 2027-01-01T00:00:00Z
+
+    Example: ledger keys issue lead --role admin
     """
 
     def body() -> int:
@@ -51,19 +64,21 @@ def keys_issue(
                 raise UsageError(f"--expires: {exc}") from exc
         checked = key_name(name)
         assert checked is not None  # noqa: S101 - a name was given
+        if role is not None and role not in ("admin", "viewer"):
+            raise UsageError(f"--role: {role!r} must be admin or viewer")
         key, secret = issue_key(
-            _runtime(), checked, text_arg(agent, "--agent"), tag_list(tag or []), until
+            _runtime(), checked, text_arg(agent, "--agent"), tag_list(tag or []), until, role
         )
         shown = key._asdict()
         del shown["digest"]
-        print_json({**shown, "tags": list(key.tags), "key": secret})
+        print_json({**shown, "tags": list(key.tags), "role": key.role or "gateway", "key": secret})
         return 0
 
     _exit(guarded(body))
 
 
 def keys_list() -> None:
-    """List the gateway keys (name, agent, tags, expiry, state); never a secret.
+    """List the gateway and console keys (name, role, agent, tags, expiry, state); never a secret.
 
     Example: ledger keys list
     """

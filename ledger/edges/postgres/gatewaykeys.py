@@ -23,7 +23,7 @@ from ledger.core.gateway_keys import GatewayKey
 from ledger.edges.postgres.connection import lock_key
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.fleetsecret import FleetSecret, mac
-from ledger.errors import KeyFileError
+from ledger.errors import KeyFileError, UsageError
 
 _LABEL = b"gateway-key"
 
@@ -101,6 +101,10 @@ class PgGatewayKeys:
 
 
 def _row(key: GatewayKey) -> tuple[object, ...]:
+    if key.role is not None:
+        # The fleet's table has no role column: a console key kept there would
+        # come back as a gateway key that spends. Refused before anything is written.
+        raise UsageError("console keys (--role) are kept in a file-store home only for now")
     return (
         key.name, key.agent, list(key.tags), key.expires, key.created, key.revoked_at, key.digest,
     )  # fmt: skip

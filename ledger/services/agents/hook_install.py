@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ledger.core.claude_settings import Layer, install_blocker, session_status
 from ledger.core.hook_settings import BASE_URL_VARIABLE, SettingsError, merge_hooks
+from ledger.core.statusline_settings import ADDED, with_statusline
 from ledger.errors import ConfigError, InputDataError
 
 
@@ -88,16 +89,20 @@ def install_hooks(
             f"{path} sets env.{BASE_URL_VARIABLE} = {merged.replaced_base_url}, not the gateway "
             f"{gateway}; nothing written (--force replaces it)"
         )
-    if merged.changed:
-        files.write(path, (json.dumps(merged.settings, indent=2) + "\n").encode())
+    # Claude Code's status line shows the session's spend and what is left (ledger statusline).
+    written, statusline = with_statusline(merged.settings, launcher, str(home))
+    changed = merged.changed or statusline == ADDED
+    if changed:
+        files.write(path, (json.dumps(written, indent=2) + "\n").encode())
     return {
         "settings": str(path),
-        "changed": merged.changed,
+        "changed": changed,
         "home": str(home),
         "gateway": gateway,
         "hooks": merged.commands,
         "replaced": merged.replaced,
         "replaced_base_url": merged.replaced_base_url,
+        "statusline": statusline,
     }
 
 

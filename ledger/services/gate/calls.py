@@ -84,6 +84,7 @@ def verdict(
     output_step: int = 1,
     forwarded: bool = False,
     server_tool_micros: int = 0,
+    client: str | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
@@ -95,7 +96,8 @@ def verdict(
     ``forwarded``: the request is sent as soon as it is admitted (the gateway),
     so its reservation is charged at its estimate if it expires unrecorded.
     ``server_tool_micros``: the most its server-side tools (web search) may
-    cost, added to the token estimate.
+    cost, added to the token estimate. ``client``: the program that made the
+    call (``core.clients``), sealed with the verdict for budgets and reports.
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -138,7 +140,8 @@ def verdict(
         name = None
     outcome = check_verdict(
         deps, micros, name, checked_id(cycle_id, "--cycle-id"), checked_id(agent, "--agent"),
-        details=details or None, tags=call_tags, key=call_key, fit=fit, forwarded=forwarded,
+        details={**details, "client": client} if client else details or None,
+        tags=call_tags, key=call_key, fit=fit, forwarded=forwarded,
     )  # fmt: skip
     decision = outcome.decision
     micros = decision.estimate_micros

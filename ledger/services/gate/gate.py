@@ -242,7 +242,7 @@ def check_verdict(
     config = deps.config
     _daily_cap(config)  # a config error is reported before anything is touched
     model = (details or {}).get("model")
-    call = CallScope(provider, agent, model, cycle_id, key, tags)
+    call = CallScope(provider, agent, model, cycle_id, key, tags, (details or {}).get("client"))
     try:
         now = deps.clock.now()
     except ClockRangeError as exc:

@@ -1,0 +1,50 @@
+"""``ledger console``: spend seen and steered from a browser."""
+
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.output import guarded
+
+
+def console_command(
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            help="HOST:PORT to listen on (default: console.listen, else 127.0.0.1:8788). "
+            "An address other machines can reach needs console.tls_certfile and "
+            "console.tls_keyfile, or console.behind_proxy = true.",
+        ),
+    ] = None,
+) -> None:
+    """Serve the web console: overview, live feed, spend, calls, keys, alerts, integrity.
+
+    Prints one sign-in link on stderr (a one-time token, valid 10 minutes); console
+    keys (`ledger keys issue NAME --role admin|viewer`) sign in after that, and a
+    gateway key sees its own view only. It reads the home and changes nothing but
+    keys. SIGTERM stops it.
+
+    Example: ledger --home /var/lib/ledger console --listen 127.0.0.1:8788
+    """
+
+    def body() -> int:
+        from ledger.console.serve import run_console
+        from ledger.runtime import resolve_home
+
+        return run_console(resolve_home(_home()), listen)
+
+    code = guarded(body)
+    if code:
+        raise typer.Exit(code)
+
+
+def _home() -> str | None:
+    from ledger.cli.operator.app import State
+
+    return State.home
+
+
+def register(app: Any) -> None:
+    """Add ``console`` to the typer app."""
+    app.command("console")(console_command)

@@ -1,0 +1,54 @@
+"""The live feed: each verdict and record as it is sealed, as Server-Sent Events.
+
+Each open feed follows the chain's tail from where it was opened (byte
+positions, so a long chain costs nothing), a tenth of a second at a time; it
+reads, never locks, so a busy console never slows a verdict.
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ledger.console.auth import Principal
+from ledger.services.views.calls import event_of
+
+POLL_SECONDS = 0.1
+KEEPALIVE_SECONDS = 15.0
+
+
+def _new_events(chain: Any, position: int, number: int) -> tuple[int, int, list[dict[str, Any]]]:
+    events = []
+    for line in chain.iter_lines(position):
+        if not line.endswith(b"\n"):
+            break
+        position += len(line)
+        number += 1
+        event = event_of(number, line)
+        if event is not None:
+            events.append(event)
+    return position, number, events
+
+
+def _shown(event: dict[str, Any], principal: Principal) -> bool:
+    return principal.role != "key" or event.get("key") == principal.name
+
+
+async def feed(
+    make_runtime: Callable[[], Any], principal: Principal, start: tuple[int, int]
+) -> AsyncIterator[dict[str, str]]:
+    """Events from the chain's lines after ``start`` (byte position, line count)."""
+    chain = make_runtime().chain
+    position, number = start
+    while True:
+        position, number, events = await asyncio.to_thread(_new_events, chain, position, number)
+        for event in events:
+            if _shown(event, principal):
+                yield {"data": json.dumps(event, sort_keys=True)}
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def start_of_feed(make_runtime: Callable[[], Any], index: Any) -> tuple[int, int]:
+    """Where a new feed starts: the end of the chain (from the call index when it is there)."""
+    position, lines = await asyncio.to_thread(index.tail, make_runtime().chain)
+    return int(position), int(lines)
