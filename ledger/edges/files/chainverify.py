@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.envelope import GENESIS
-from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.chainlines import ChainLines
 
 if TYPE_CHECKING:
     from ledger.core.trust import TrustStore
@@ -33,7 +33,7 @@ _MIN_RANGE_BYTES = 64 << 10
 
 
 def verify_file(
-    chain: ChainFile,
+    chain: ChainLines,
     trust: "TrustStore",
     *,
     strict: bool = False,
@@ -91,7 +91,7 @@ def verify_file(
 
 
 def verify_range(
-    chain: ChainFile,
+    chain: ChainLines,
     trust: "TrustStore",
     strict: bool,
     allow_markers: bool,
@@ -117,7 +117,7 @@ def verify_range(
     return verifier.report()
 
 
-def byte_ranges(chain: ChainFile, size: int, workers: int) -> list[tuple[int, int]]:
+def byte_ranges(chain: ChainLines, size: int, workers: int) -> list[tuple[int, int]]:
     """Byte ranges on line boundaries, each a share of what the ones before leave.
 
     Workers take ranges in order as they free up; ranges that shrink toward
@@ -145,7 +145,7 @@ def _verify_job(
 ) -> ChainReport:
     path, trust, strict, allow_markers, start, end, from_genesis, follow = job
     return verify_range(
-        ChainFile(Path(path), follow_symlinks=follow),
+        ChainLines(Path(path), follow_symlinks=follow),
         trust,
         strict,
         allow_markers,
