@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.state import unfoldable_problem
-from ledger.services.chain.findings import finding_problem
+from ledger.services.chain.kept_finding import finding_problem
 from ledger.services.ports import CounterDeps, Head
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
 from ledger.core.state import (
+    FINDING_KEY,
     apply_entry,
     apply_parsed,
     empty_state,
-    idempotency_record,
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
@@ -30,12 +30,11 @@ from ledger.services.chain.counter import (
     held_against_checkpoint,
     mismatch,
 )
-from ledger.services.chain.findings import FINDING_KEY
+from ledger.services.chain.key_records import index_records
 from ledger.services.chain.requests import (
     AlreadyAnsweredError,
     RequestScope,
     current_request,
-    request_record,
 )
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
@@ -87,20 +86,6 @@ def _fold_range(
     return (
         f"chain does not verify{where}: line {report.line}: {report.reason}; run `ledger recover`"
     )
-
-
-def index_records(
-    event_type: str, payload: dict[str, Any], entry_hash: str, number: int
-) -> list[dict[str, Any]]:
-    """The key index records of one entry: its idempotency key's, its served request's."""
-    records = []
-    keyed = idempotency_record(event_type, payload, entry_hash, number)
-    if keyed is not None:
-        records.append(keyed)
-    served = request_record(payload, entry_hash, event_type, number)
-    if served is not None:
-        records.append(served)
-    return records
 
 
 def _no_schemas(_event_type: str) -> None:
