@@ -303,8 +303,9 @@ class ChainFile(ChainLines):
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        end: int | None = None,
     ) -> "ChainReport":
-        """Verify the whole file, in parallel byte ranges when it is large.
+        """Verify the file up to byte ``end`` (all of it when ``None``), in parallel.
 
         See ``ledger.edges.files.chainverify.verify_file``.
 
@@ -320,6 +321,7 @@ class ChainFile(ChainLines):
             allow_markers=allow_markers,
             workers=workers,
             progress=progress,
+            end=end,
         )
 
     def verify_range(

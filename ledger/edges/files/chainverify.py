@@ -40,8 +40,12 @@ def verify_file(
     allow_markers: bool = False,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    end: int | None = None,
 ) -> ChainReport:
-    """Verify the whole file, in parallel byte ranges when it is large.
+    """Verify the file up to byte ``end``, in parallel byte ranges when it is large.
+
+    Without the lock a writer may be appending: bounded by a head read before,
+    a line still being written past it is never read as a torn tail.
 
     Args:
         chain: the chain file to verify.
@@ -50,6 +54,7 @@ def verify_file(
         allow_markers: skip lines beginning with ``[`` instead of failing them.
         workers: processes to use; the number of CPUs when ``None``.
         progress: called with ``(bytes verified, file size)`` as each range ends.
+        end: where to stop (a line boundary); the file's size when ``None``.
 
     Raises:
         ChainIOError: the file cannot be read.
@@ -59,9 +64,11 @@ def verify_file(
         size = os.fstat(fd).st_size
     finally:
         os.close(fd)
+    if end is not None:
+        size = min(size, end)
     workers = workers or os.cpu_count() or 1
     if size < _PARALLEL_MIN_BYTES or workers == 1:
-        return verify_range(chain, trust, strict, allow_markers, 0, None, from_genesis=True)
+        return verify_range(chain, trust, strict, allow_markers, 0, end, from_genesis=True)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -83,10 +90,10 @@ def verify_file(
     # fork: workers inherit the imported modules instead of re-importing them.
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for (_start, end), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
+        for (_start, done), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
             reports.append(report)
             if progress is not None:
-                progress(end, size)
+                progress(done, size)
     return stitch(reports)
 
 

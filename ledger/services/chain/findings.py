@@ -93,11 +93,13 @@ def verify_and_remember(deps: FindingDeps) -> "VerifyOutcome | None":
         ChainIOError: the chain or the state cannot be read or written.
         InputDataError: the trust store or the newest checkpoint is unreadable.
     """
-    from ledger.services.chain.verify import verify_store
+    from ledger.services.chain.verify import head_bound, verify_store
 
     if not deps.chain.exists():
         return None
-    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint())
+    # Without the lock, up to the head read now: verdicts go on meanwhile.
+    end = head_bound(deps.chain)
+    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint(), end=end)
     if not outcome.ok:
         remember_finding(deps, outcome.line, outcome.reason or "does not verify")
     return outcome
