@@ -1,10 +1,10 @@
 """A home with a long chain, built in seconds: one entry canonicalized, the rest spliced.
 
-Every entry is a ``budget.record_call`` on a fixed past day, sealed one
-millisecond after the one before and signed with the home's own writer key, so
-the chain verifies exactly as one the product wrote. Only the time and the link
-to the previous entry differ between entries: the canonical bytes are the
-template's with those two fields replaced (both are fixed-width strings), which
+Every entry is a ``budget.record_call`` on a fixed past day, sealed a
+fixed step (a millisecond unless told) after the one before and signed with the home's own writer key, so
+the chain verifies exactly as one the product wrote. Only the time, its UTC day and
+the link to the previous entry differ between entries: the canonical bytes are
+the template's with those fields replaced (all fixed-width strings), which
 spares canonicalizing every entry.
 """
 
@@ -23,24 +23,29 @@ from tests.helpers.chains import EVENT, record_payload
 START = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
 _TS_MARK = "1999-12-31T23:59:59.999999Z"
 _PREV_MARK = "e" * 64
+_DAY_MARK = "1999-12-30"
 
 
-def append_entries(home: Path, count: int, env: dict[str, str]) -> int:
-    """Append ``count`` signed entries to the home's (empty) chain; returns its size in bytes."""
+def append_entries(
+    home: Path, count: int, env: dict[str, str], step: dt.timedelta = dt.timedelta(milliseconds=1)
+) -> int:
+    """Append ``count`` signed entries, ``step`` apart, to the home's empty chain; returns its bytes."""
     signer = Writer(Runtime(home, env)).signer()
-    template = canonical_bytes(unsigned_entry(EVENT, record_payload(0), _TS_MARK, _PREV_MARK))
+    payload = {**record_payload(0), "utc_day": _DAY_MARK}
+    template = canonical_bytes(unsigned_entry(EVENT, payload, _TS_MARK, _PREV_MARK))
     before_ts, after_ts = template.split(_TS_MARK.encode())
     prev = "GENESIS"
     lines = []
     for index in range(count):
-        moment = format_ts(START + dt.timedelta(milliseconds=index)).encode()
+        moment = format_ts(START + index * step).encode()
         if index == 0:  # "GENESIS" is shorter than a hash: this one is canonicalized
-            preimage = canonical_bytes(
-                unsigned_entry(EVENT, record_payload(0), moment.decode(), prev)
-            )
+            first = {**payload, "utc_day": moment[:10].decode()}
+            preimage = canonical_bytes(unsigned_entry(EVENT, first, moment.decode(), prev))
         else:
-            preimage = (before_ts + moment + after_ts).replace(
-                _PREV_MARK.encode(), prev.encode(), 1
+            preimage = (
+                (before_ts + moment + after_ts)
+                .replace(_PREV_MARK.encode(), prev.encode(), 1)
+                .replace(_DAY_MARK.encode(), moment[:10], 1)
             )
         lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
         prev = hashlib.sha256(preimage).hexdigest()
