@@ -1,4 +1,4 @@
-"""A changed ``[[budgets]]`` is counted from the budgets' current periods, not from line 1.
+"""Changes of budgets and keys count only what they change, never the chain from line 1.
 
 The rest of the derived state still holds for new budget definitions; only the
 budgets' counters are counted afresh, over the entries their current periods
@@ -13,7 +13,7 @@ from pathlib import Path
 from ledger.runtime import Runtime
 from ledger.services.chain.counter import Counter
 from ledger.services.chain.state import load_counter, save_counter
-from tests.conftest import clean_env
+from tests.conftest import clean_env, run_process
 from tests.helpers.bighome import append_entries
 
 ENTRIES = 3_000  # two minutes apart: a little over four days
@@ -25,12 +25,18 @@ NEW_BUDGETS = (
 
 
 def _load(home: Path) -> Counter:
+    return _load_noting_rebuild(home)[0]
+
+
+def _load_noting_rebuild(home: Path) -> tuple[Counter, bool]:
+    """The counter, loaded and saved as a verdict would; and whether it was rebuilt."""
     runtime = Runtime(home, clean_env())
     with runtime.chain.transaction() as tx:
         counter = load_counter(tx, runtime)
+        rebuilt = counter.rebuilt
         save_counter(counter, runtime.states)
     assert counter.problem is None, counter.problem
-    return counter
+    return counter, rebuilt
 
 
 def _plain(counter: Counter) -> str:
@@ -60,3 +66,15 @@ def test_a_new_budget_is_counted_from_its_current_period_and_as_a_rebuild_counts
     rebuilt = _load(home)
     assert rebuilt.rebuilt or rebuilt.refolded is None
     assert _plain(rebuilt) == refolded
+
+
+def test_a_key_rotation_rebuilds_nothing(home: Path):
+    """The state verified under the old trust store is carried over: the old key
+    stays valid up to the rotation, so the next load only folds what came after."""
+    append_entries(home, 200, clean_env())
+    assert _load_noting_rebuild(home)[1]  # the first load folds (and verifies) from line 1
+    assert run_process(["--home", str(home), "keys", "rotate"]).code == 0
+    after, rebuilt = _load_noting_rebuild(home)
+    assert not rebuilt
+    assert after.data["meta"]["entries"] == 201  # the ledger.key_rotated entry folded on top
+    assert run_process(["--home", str(home), "verify-chain"]).code == 0
