@@ -76,7 +76,6 @@ def daemon_start(home: Path, limit: float) -> None:
         env=_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     lines: list[str] = []
-    assert proc.stderr is not None
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True)
     reader.start()
     began = time.monotonic()
@@ -101,7 +100,9 @@ def daemon_start(home: Path, limit: float) -> None:
 def budget_change(home: Path) -> None:
     normal = [_ledger(home, "verdict", "0.01")[1] for _ in range(5)]
     config = home / "ledger.toml"
-    config.write_text(config.read_text() + '\n[[budgets]]\nname = "daily"\nusd = 500\nperiod = "day"\n')
+    config.write_text(
+        config.read_text() + '\n[[budgets]]\nname = "daily"\nusd = 500\nperiod = "day"\n'
+    )
     code, took, err = _ledger(home, "verdict", "0.01")
     median = statistics.median(normal)
     verdict = "OK" if code == 0 and took <= 2 * median else "ABOVE GOAL"
