@@ -93,8 +93,13 @@ class ChainStore(Protocol):
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        end: int | None = None,
     ) -> "ChainReport":
-        """Verify every line, in parallel where the store allows."""
+        """Verify every line up to position ``end``, in parallel where the store allows.
+
+        ``end`` is a head read before, without the lock: lines appended meanwhile
+        are left for the next run.
+        """
         ...
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:

@@ -72,7 +72,7 @@ def run_verify(
     from ledger.edges.files.checkpointfiles import load_checkpoint
     from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
-    from ledger.services.chain.verify import held_against_state, verify_store
+    from ledger.services.chain.verify import head_bound, held_against_state, verify_store
 
     # Verifying a given LOG needs only what the command line gives, no home.
     runtime = build_runtime(home, must_exist=log is None)
@@ -107,9 +107,12 @@ def run_verify(
     if checkpoint is not None:
         cp = load_checkpoint(checkpoint)
     show_progress = not as_json and sys.stderr.isatty()
+    # The home's chain is read without its lock, up to the head read now: a
+    # line appended meanwhile is neither waited for nor taken for a torn tail.
+    end = head_bound(store) if log is None else None
     outcome = verify_store(
         store, trust, cp, strict=strict, allow_markers=allow_markers,
-        progress=_progress if show_progress else None,
+        progress=_progress if show_progress else None, end=end,
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")

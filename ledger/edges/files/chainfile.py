@@ -31,6 +31,7 @@ from ledger.edges.fileio import (
     identity_of_stat,
     open_regular,
 )
+from ledger.edges.files.chainlines import ChainLines
 from ledger.edges.files.groupcommit import GroupCommit, joined
 from ledger.edges.locks import exclusive_lock, shared_lock
 from ledger.errors import ChainIOError, TornTailError
@@ -213,7 +214,7 @@ def _known_head(path: Path, *, follow_symlinks: bool) -> ChainHead | None:
     return known[1] if known is not None and known[0] == found and found[2] else None
 
 
-class ChainFile:
+class ChainFile(ChainLines):
     """The chain as a local file plus its lock file."""
 
     def __init__(
@@ -227,11 +228,10 @@ class ChainFile:
             follow_symlinks: read through a symbolic link at ``path`` (an
                 auditor's ``verify-chain LOG``); a home's chain refuses one.
         """
-        self.path = path
+        super().__init__(path, follow_symlinks=follow_symlinks)
         # Beside the chain; a path with no name (``.``, ``/``) is refused when read.
         self.lock_path = path.parent / f"{path.name}.lock"
         self.lock_timeout = lock_timeout
-        self.follow_symlinks = follow_symlinks
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[ChainTransaction]:
@@ -295,38 +295,6 @@ class ChainFile:
         if not stat.S_ISREG(mode):
             raise ChainIOError(f"cannot read {self.path}: {describe_mode(mode)}")
 
-    def open_read(self) -> int:
-        """A read-only descriptor on the chain file; the caller closes it.
-
-        Raises:
-            ChainIOError: the file cannot be opened, or is not a regular file.
-        """
-        try:
-            return open_regular(self.path, follow_symlinks=self.follow_symlinks)
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
-
-    def iter_lines(self, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-        """Raw lines (each with its ``\\n`` unless torn) from byte ``start`` to ``end``.
-
-        Raises:
-            ChainIOError: the file cannot be read.
-        """
-        handle = os.fdopen(self.open_read(), "rb")
-        with handle:
-            try:
-                handle.seek(start)
-                remaining = None if end is None else end - start
-                while remaining is None or remaining > 0:
-                    line = handle.readline() if remaining is None else handle.readline(remaining)
-                    if not line:
-                        return
-                    if remaining is not None:
-                        remaining -= len(line)
-                    yield line
-            except OSError as exc:
-                raise ChainIOError(f"cannot read {self.path}: {exc.strerror}") from exc
-
     def verify(
         self,
         trust: "TrustStore",
@@ -335,8 +303,9 @@ class ChainFile:
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        end: int | None = None,
     ) -> "ChainReport":
-        """Verify the whole file, in parallel byte ranges when it is large.
+        """Verify the file up to byte ``end`` (all of it when ``None``), in parallel.
 
         See ``ledger.edges.files.chainverify.verify_file``.
 
@@ -352,6 +321,7 @@ class ChainFile:
             allow_markers=allow_markers,
             workers=workers,
             progress=progress,
+            end=end,
         )
 
     def verify_range(

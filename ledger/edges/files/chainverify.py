@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.envelope import GENESIS
-from ledger.edges.files.chainfile import ChainFile
+from ledger.edges.files.chainlines import ChainLines
 
 if TYPE_CHECKING:
     from ledger.core.trust import TrustStore
@@ -33,15 +33,19 @@ _MIN_RANGE_BYTES = 64 << 10
 
 
 def verify_file(
-    chain: ChainFile,
+    chain: ChainLines,
     trust: "TrustStore",
     *,
     strict: bool = False,
     allow_markers: bool = False,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    end: int | None = None,
 ) -> ChainReport:
-    """Verify the whole file, in parallel byte ranges when it is large.
+    """Verify the file up to byte ``end``, in parallel byte ranges when it is large.
+
+    Without the lock a writer may be appending: bounded by a head read before,
+    a line still being written past it is never read as a torn tail.
 
     Args:
         chain: the chain file to verify.
@@ -50,6 +54,7 @@ def verify_file(
         allow_markers: skip lines beginning with ``[`` instead of failing them.
         workers: processes to use; the number of CPUs when ``None``.
         progress: called with ``(bytes verified, file size)`` as each range ends.
+        end: where to stop (a line boundary); the file's size when ``None``.
 
     Raises:
         ChainIOError: the file cannot be read.
@@ -59,9 +64,11 @@ def verify_file(
         size = os.fstat(fd).st_size
     finally:
         os.close(fd)
+    if end is not None:
+        size = min(size, end)
     workers = workers or os.cpu_count() or 1
     if size < _PARALLEL_MIN_BYTES or workers == 1:
-        return verify_range(chain, trust, strict, allow_markers, 0, None, from_genesis=True)
+        return verify_range(chain, trust, strict, allow_markers, 0, end, from_genesis=True)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -83,15 +90,15 @@ def verify_file(
     # fork: workers inherit the imported modules instead of re-importing them.
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for (_start, end), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
+        for (_start, done), report in zip(bounds, pool.map(_verify_job, jobs), strict=True):
             reports.append(report)
             if progress is not None:
-                progress(end, size)
+                progress(done, size)
     return stitch(reports)
 
 
 def verify_range(
-    chain: ChainFile,
+    chain: ChainLines,
     trust: "TrustStore",
     strict: bool,
     allow_markers: bool,
@@ -117,7 +124,7 @@ def verify_range(
     return verifier.report()
 
 
-def byte_ranges(chain: ChainFile, size: int, workers: int) -> list[tuple[int, int]]:
+def byte_ranges(chain: ChainLines, size: int, workers: int) -> list[tuple[int, int]]:
     """Byte ranges on line boundaries, each a share of what the ones before leave.
 
     Workers take ranges in order as they free up; ranges that shrink toward
@@ -145,7 +152,7 @@ def _verify_job(
 ) -> ChainReport:
     path, trust, strict, allow_markers, start, end, from_genesis, follow = job
     return verify_range(
-        ChainFile(Path(path), follow_symlinks=follow),
+        ChainLines(Path(path), follow_symlinks=follow),
         trust,
         strict,
         allow_markers,

@@ -31,14 +31,28 @@ import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ledger.edges.fileio import fsync_dir, open_regular
 from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, LockTimeoutError
 
-if TYPE_CHECKING:
-    from ledger.edges.files.chainfile import ChainFile
+
+class LockedChain(Protocol):
+    """What a group needs of a chain file (``ChainFile``): its paths and lock settings."""
+
+    path: Path
+    lock_path: Path
+    lock_timeout: float
+    follow_symlinks: bool
+
+    def check_path(self) -> None:
+        """Refuse a chain path that cannot be a chain."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether anything is at the chain path."""
+        ...
 
 
 class GroupCommitError(ChainIOError):
@@ -239,7 +253,7 @@ def held_memo(home: Path) -> dict[object, object] | None:
 
 
 @contextlib.contextmanager
-def group_commit(chain: "ChainFile") -> Iterator[GroupCommit]:
+def group_commit(chain: LockedChain) -> Iterator[GroupCommit]:
     """Run the block's transactions on ``chain`` as one group.
 
     When the lock stays busy for ``chain.lock_timeout``, the block still runs,
@@ -296,7 +310,7 @@ def lock_released(lock_path: Path) -> Iterator[None]:
         yield
 
 
-def sync_chain(chain: "ChainFile") -> None:
+def sync_chain(chain: LockedChain) -> None:
     """Make everything written to ``chain`` durable, by whichever process wrote it.
 
     A client that retries after losing its server calls it before answering:

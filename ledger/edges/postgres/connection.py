@@ -13,12 +13,14 @@ import hashlib
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import psycopg
 
-    from ledger.edges.postgres.group import PgGroup
+    from ledger.errors import LedgerError
 
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@]*@|(password\s*=\s*)(\S+)", re.IGNORECASE)
 
@@ -28,6 +30,9 @@ def redact(url: str) -> str:
     return _PASSWORD_RE.sub(
         lambda m: f"{m.group(1)}***@" if m.group(1) else f"{m.group(2)}***", url
     )
+
+
+LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 
 
 def lock_key(schema: str, what: str = "chain") -> int:
@@ -40,6 +45,39 @@ def first_line(exc: BaseException) -> str:
     """The first line of an error's text (a server's message can run to several)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+class OpenBatch(Protocol):
+    """A batch's transaction (``ledger.edges.postgres.group.PgGroup``), as its users see it."""
+
+    wrote: bool
+    cache: dict[str, Any]
+
+    def check(self) -> "psycopg.Connection[Any]":
+        """The batch's open connection; raises what broke the batch, if anything did."""
+        ...
+
+    def defer(self, sql: str, params: tuple[Any, ...], slot: str | None) -> None:
+        """Hold a unit's write until the next statement or the commit."""
+        ...
+
+    def run(
+        self, conn: "psycopg.Connection[Any]", sql: str, params: "Sequence[Any]"
+    ) -> "psycopg.Cursor[Any]":
+        """Run ``sql`` after the writes still held, in one round trip; its cursor."""
+        ...
+
+    def flush(self, conn: "psycopg.Connection[Any]") -> None:
+        """Send the writes held so far."""
+        ...
+
+    def appended(self, seq: int, entry_hash: str) -> None:
+        """A unit appended this row."""
+        ...
+
+    def fail(self, why: "LedgerError") -> None:
+        """Nothing more of the batch may commit."""
+        ...
 
 
 class SharedConnection:
@@ -57,7 +95,7 @@ class SharedConnection:
         self.cursors = 0
         self.memo: dict[str, Any] = {}
         self.abandoned: list[Any] = []
-        self.group: PgGroup | None = None  # a batch's transaction open at depth 1
+        self.group: OpenBatch | None = None  # a batch's transaction open at depth 1
 
 
 _SHARED: dict[tuple[str, str, int], SharedConnection] = {}

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ledger.edges.postgres.connection import (
+    LOCK_SQL,
     SharedConnection,
     first_line,
     lock_key,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
     from ledger.edges.postgres.group import PgGroup
 
-LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
 

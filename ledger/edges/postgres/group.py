@@ -45,7 +45,8 @@ from ledger.errors import ChainIOError, LedgerError, StoreUnreachableError
 if TYPE_CHECKING:
     import psycopg
 
-    from ledger.edges.postgres.db import PgDatabase
+    from ledger.edges.postgres.connection import OpenBatch
+    from ledger.edges.postgres.handle import PgHandle
 
 
 class GroupCommitError(ChainIOError):
@@ -55,7 +56,7 @@ class GroupCommitError(ChainIOError):
 class PgGroup:
     """One batch of units in one database transaction under one hold of the chain lock."""
 
-    def __init__(self, db: "PgDatabase") -> None:
+    def __init__(self, db: "PgHandle") -> None:
         self._db = db
         self._conn: psycopg.Connection[Any] | None = None
         self._newest: tuple[int, str] | None = None  # the last row appended since begin
@@ -81,8 +82,7 @@ class PgGroup:
         Raises:
             StoreUnreachableError, LockTimeoutError, ChainIOError: as a transaction would.
         """
-        from ledger.edges.postgres.connection import lock_key
-        from ledger.edges.postgres.db import LOCK_SQL
+        from ledger.edges.postgres.connection import LOCK_SQL, lock_key
         from ledger.edges.postgres.reads import AT_GROUP_START
 
         conn = self._db.connection()
@@ -249,7 +249,7 @@ def _roll_back(conn: "psycopg.Connection[Any]") -> None:
 
 
 @contextlib.contextmanager
-def grouped(db: "PgDatabase", shared: Any) -> Iterator[PgGroup | None]:
+def grouped(db: "PgHandle", shared: Any) -> Iterator[PgGroup | None]:
     """Run the block's transactions on ``db`` as one group (``shared``: its connection's state).
 
     Yields ``None``, and changes nothing, inside a transaction already open.
@@ -292,7 +292,7 @@ def released(shared: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def unit(db: "PgDatabase", group: PgGroup) -> Iterator["psycopg.Connection[Any]"]:
+def unit(db: "PgHandle", group: "OpenBatch") -> Iterator["psycopg.Connection[Any]"]:
     """One unit of a group, in the group's transaction.
 
     No savepoint (two more round trips each, under the fleet-wide lock): a

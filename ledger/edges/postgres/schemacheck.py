@@ -8,7 +8,7 @@ from ledger.errors import ChainIOError
 if TYPE_CHECKING:
     import psycopg
 
-    from ledger.edges.postgres.db import PgDatabase
+    from ledger.edges.postgres.handle import PgHandle
 
 SCHEMA_VERSION = 3
 
@@ -17,7 +17,7 @@ class StoreSchemaError(ChainIOError):
     """The store has no ledger schema, or one newer than this code knows."""
 
 
-def refuse_without_schema(db: "PgDatabase", conn: "psycopg.Connection[Any]") -> None:
+def refuse_without_schema(db: "PgHandle", conn: "psycopg.Connection[Any]") -> None:
     """Refuse a database without the schema this code needs (once per connection).
 
     Raises:
@@ -40,7 +40,7 @@ def refuse_without_schema(db: "PgDatabase", conn: "psycopg.Connection[Any]") -> 
     db.shared.checked = True
 
 
-def stored_version(db: "PgDatabase", conn: "psycopg.Connection[Any]") -> int | None:
+def stored_version(db: "PgHandle", conn: "psycopg.Connection[Any]") -> int | None:
     """The schema's version in the database, ``None`` when it has none."""
     try:
         row = conn.execute(
@@ -54,7 +54,7 @@ def stored_version(db: "PgDatabase", conn: "psycopg.Connection[Any]") -> int | N
     return None if not found or found[0] is None else int(found[0])
 
 
-def ensure_schema(db: "PgDatabase") -> bool:
+def ensure_schema(db: "PgHandle") -> bool:
     """Create the schema when missing, or upgrade an older one; whether it was created.
 
     A second call is a no-op; a schema newer than this code knows is refused.

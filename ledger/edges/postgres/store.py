@@ -217,8 +217,9 @@ class PgChainStore:
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        end: int | None = None,
     ) -> "ChainReport":
-        """Verify every row in order, streamed through a server-side cursor.
+        """Verify every row up to position ``end``, streamed through a server-side cursor.
 
         A missing row (a gap in ``seq``) is reported at its line: the row after
         it no longer links.
@@ -234,7 +235,7 @@ class PgChainStore:
             total = int(self.db.execute("SELECT coalesce(max(end_pos), 0) FROM chain")[0][0])
         with self.db.transaction(read_only=self._tx is None):
             done = 0
-            for raw in self.iter_lines():
+            for raw in self.iter_lines(0, end):
                 done += len(raw)
                 if not verifier.feed(raw):
                     break

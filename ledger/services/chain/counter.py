@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.state import unfoldable_problem
-from ledger.services.chain.findings import finding_problem
+from ledger.services.chain.kept_finding import finding_problem
 from ledger.services.ports import CounterDeps, Head
 
 if TYPE_CHECKING:
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
-    __slots__ = ("budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "zone")
+    __slots__ = (
+        "budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "refolded", "zone",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -35,6 +37,7 @@ class Counter:
         new_keys: list[dict[str, Any]] | None = None,
         rebuilt: bool = False,
         zone: dt.tzinfo = dt.UTC,
+        refolded: int | None = None,
     ) -> None:
         self.data = data
         self.head = head
@@ -49,6 +52,8 @@ class Counter:
         self.zone = zone
         # The ``[[budgets]]`` definitions the budgets' counters are kept for.
         self.budgets: tuple[Budget, ...] = ()
+        # Entries folded to count changed budget definitions afresh (``budget_refold``).
+        self.refolded = refolded
 
 
 def held_against_checkpoint(counter: Counter, deps: CounterDeps) -> Counter:

@@ -27,39 +27,28 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.state import CHAIN_FINDING, FINDING_KEY
 from ledger.errors import LedgerError, StateMismatchError
+from ledger.services.chain.kept_finding import describe_finding, finding_of, finding_problem
 from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import ChainStore, CounterDeps, StateStore
 
 if TYPE_CHECKING:
     from ledger.services.chain.verify import VerifyOutcome
 
-__all__ = ["FINDING_KEY", "FindingDeps", "remember_finding", "sealed_finding", "stored_finding"]
+__all__ = [
+    "FINDING_KEY",
+    "FindingDeps",
+    "describe_finding",
+    "finding_of",
+    "finding_problem",
+    "remember_finding",
+    "sealed_finding",
+    "stored_finding",
+]
 _MAX_REASON = 1024
 
 
 class FindingDeps(WriterDeps, CounterDeps, Protocol):
     """What keeping a finding needs: the counter, and a writer to seal it."""
-
-
-def finding_of(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The remembered finding in a derived state's data, or ``None``."""
-    found = data.get("meta", {}).get(FINDING_KEY)
-    return found if isinstance(found, dict) else None
-
-
-def finding_problem(data: dict[str, Any]) -> str | None:
-    """Why the gate must halt because of a remembered finding, or ``None``."""
-    found = finding_of(data)
-    return None if found is None else describe_finding(found)
-
-
-def describe_finding(found: dict[str, Any]) -> str:
-    """The finding as a diagnostic naming its line and the way out."""
-    where = f"line {found.get('line')}" if found.get("line") is not None else "the chain"
-    return (
-        f"a full verification found the chain BROKEN at {where}: {found.get('reason')}; "
-        "run `ledger recover`"
-    )
 
 
 def stored_finding(states: StateStore) -> dict[str, Any] | None:
@@ -104,11 +93,13 @@ def verify_and_remember(deps: FindingDeps) -> "VerifyOutcome | None":
         ChainIOError: the chain or the state cannot be read or written.
         InputDataError: the trust store or the newest checkpoint is unreadable.
     """
-    from ledger.services.chain.verify import verify_store
+    from ledger.services.chain.verify import head_bound, verify_store
 
     if not deps.chain.exists():
         return None
-    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint())
+    # Without the lock, up to the head read now: verdicts go on meanwhile.
+    end = head_bound(deps.chain)
+    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint(), end=end)
     if not outcome.ok:
         remember_finding(deps, outcome.line, outcome.reason or "does not verify")
     return outcome

@@ -1,6 +1,7 @@
 """Creating a home and rotating its writer key."""
 
 import base64
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,10 +11,11 @@ from typing import Protocol
 from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
-from ledger.core.trust import Revocation, TrustedKey, TrustStore
-from ledger.errors import KeyFileError, UsageError
+from ledger.core.trust import Revocation, TrustedKey, TrustStore, trust_fingerprint
+from ledger.errors import KeyFileError, LedgerError, UsageError
 from ledger.services.chain.init_options import checked_billing, checked_cap
 from ledger.services.chain.writer import Writer, WriterDeps
+from ledger.services.ports import StateStore
 
 
 class HomeDeps(WriterDeps, Protocol):
@@ -120,11 +122,23 @@ class RotateResult:
     entry_hash: str
 
 
-def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
+class RotateDeps(WriterDeps, Protocol):
+    """What a rotation needs beyond appending: the derived state it carries over."""
+
+    @property
+    def states(self) -> StateStore:
+        """The derived state."""
+        ...
+
+
+def rotate_key(deps: RotateDeps, root: Signer | None = None) -> RotateResult:
     """Make a new writer key; the old one signs a ``ledger.key_rotated`` naming it.
 
     The event is appended first and the trust store replaced after: a crash in
-    between leaves the old key active and the chain verifying.
+    between leaves the old key active and the chain verifying. The derived state
+    verified under the old trust store is carried over to the new one: the old
+    key stays valid up to the rotation, so every entry it vouches for still
+    verifies, and nothing is rebuilt.
 
     Raises:
         KeyFileError: no active key to rotate from.
@@ -162,7 +176,26 @@ def rotate_key(deps: WriterDeps, root: Signer | None = None) -> RotateResult:
             TrustedKey(new.key_id, new.public_raw, moment, None)
         )
         keys.save_trust(rotated, root)
+        _carry_state_over(deps.states, trust, rotated)
     return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)
+
+
+def _carry_state_over(states: StateStore, before: TrustStore, after: TrustStore) -> None:
+    """Mark a state verified under ``before`` as verified under ``after`` (a rotation).
+
+    Only a state whose integrity check passes and that names ``before`` is
+    carried over; any other is left to the next load, which judges it. A state
+    that cannot be written is left too: it is rebuilt then, as before.
+    """
+    try:
+        stored = states.load()
+    except LedgerError:
+        return
+    if stored is None or stored.data["meta"].get("trust") != trust_fingerprint(before):
+        return
+    stored.data["meta"]["trust"] = trust_fingerprint(after)
+    with contextlib.suppress(LedgerError):
+        states.save_state(stored.head_hash, stored.size, stored.data)
 
 
 def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None]) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ledger.errors import ChainIOError, InputDataError, StateMismatchError
 from ledger.services.chain.counter import Counter
-from ledger.services.chain.state import index_records
+from ledger.services.chain.key_records import index_records
 from ledger.services.ports import ChainStore, StateStore
 
 

@@ -1,11 +1,14 @@
 """``ledger snapshot``: a signed, compressed copy of the verified chain (SPEC §5).
 
-Under the chain lock: verify the chain as ``verify-chain`` verifies the home's
-(trust store and newest checkpoint), sign a checkpoint of its head (written to
-``checkpoints/`` as well), write the snapshot's three files (format in
-``ledger.core.snapshot``), prune snapshots older than ``snapshot.keep_days``,
-and append a ``ledger.snapshot`` envelope naming the new one. A chain that does
-not verify is refused and nothing is written.
+Without the chain lock, on the chain up to the head read at the start (it is
+append-only, so verdicts go on meanwhile): verify it as ``verify-chain``
+verifies the home's (trust store and newest checkpoint), sign a checkpoint of
+that head, and write the snapshot's three files (format in
+``ledger.core.snapshot``). Then, a moment under the lock: check that the chain
+still begins with what was snapshotted, write the checkpoint to
+``checkpoints/``, prune snapshots older than ``snapshot.keep_days``, and append
+a ``ledger.snapshot`` envelope naming the new one. A chain that does not verify
+is refused and nothing is written.
 """
 
 import datetime as dt
@@ -17,6 +20,7 @@ from ledger.core.canonical import sha256_hex
 from ledger.core.chain_check import check_chain, split_lines
 from ledger.core.checkpoint import Checkpoint, make_checkpoint
 from ledger.core.config import Config
+from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.seal import seal_time
 from ledger.core.snapshot import (
     Manifest,
@@ -32,9 +36,9 @@ from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, ve
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.services.chain.proofs import tree_root_of_lines
-from ledger.services.chain.verify import CheckpointDeps
+from ledger.services.chain.verify import CheckpointDeps, head_bound
 from ledger.services.chain.writer import Writer
-from ledger.services.ports import StateStore
+from ledger.services.ports import ChainStore, StateStore
 
 SNAPSHOT_EVENT = "ledger.snapshot"
 
@@ -171,43 +175,56 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     signer = deps.keys.active_signer(trust)
     files = deps.snapshot_files()
     writer = Writer(deps)
+    # The long part (verify, tree root, compress, write) runs on the prefix up to
+    # the head read now, without the lock: the chain is append-only, so that
+    # prefix stays as it is while verdicts go on appending after it.
+    end = head_bound(deps.chain)
+    data = files.read_chain()
+    if end is not None and data is not None:
+        data = data[:end]
+    if not data:
+        raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
+    check = check_chain(split_lines(data), trust, deps.newest_checkpoint())
+    if not check.ok or check.genesis_hash is None or check.head_hash is None:
+        where = "" if check.line is None else f"BROKEN line {check.line}: "
+        raise SnapshotRefusedError(
+            f"refusing to snapshot a broken chain: {where}{check.reason}; run `ledger recover`"
+        )
+    now = deps.clock.now()
+    # Never dated before the head it vouches for (a clock behind, LEDGER_NOW
+    # replaying the past): the signing key must be valid at that time.
+    moment = seal_time(now, check.head_ts)
+    checkpoint = make_checkpoint(
+        signer,
+        check.genesis_hash,
+        check.entries,
+        check.head_hash,
+        format_ts(moment),
+        tree_root_of_lines(split_lines(data)),
+    )
+    checkpoint_file = document_bytes(checkpoint.to_document())
+    stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
+    chain_gz = files.compress(data)
+    manifest = make_manifest(
+        signer,
+        checkpoint,
+        stem=stem,
+        chain_gz=chain_gz,
+        raw_chain=data,
+        checkpoint_file=checkpoint_file,
+    )
+    manifest_file = document_bytes(manifest.to_document())
+    written = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
+    path = written[-1]
     with deps.chain.transaction() as tx:
-        data = files.read_chain()
-        if not data:
-            raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
-        check = check_chain(split_lines(data), trust, deps.newest_checkpoint())
-        if not check.ok or check.genesis_hash is None or check.head_hash is None:
-            where = "" if check.line is None else f"BROKEN line {check.line}: "
+        # A moment under the lock: the prefix must still be the chain's (a
+        # recover meanwhile replaces it), then the checkpoint and the entry.
+        if not _prefix_holds(deps.chain, data, check.head_hash):
+            files.remove_snapshot(path, [manifest.chain_file, manifest.checkpoint_file])
             raise SnapshotRefusedError(
-                f"refusing to snapshot a broken chain: {where}{check.reason}; run `ledger recover`"
+                "the chain was replaced while it was snapshotted; nothing was kept, run it again"
             )
-        now = deps.clock.now()
-        # Never dated before the head it vouches for (a clock behind, LEDGER_NOW
-        # replaying the past): the signing key must be valid at that time.
-        moment = seal_time(now, check.head_ts)
-        checkpoint = make_checkpoint(
-            signer,
-            check.genesis_hash,
-            check.entries,
-            check.head_hash,
-            format_ts(moment),
-            tree_root_of_lines(split_lines(data)),
-        )
-        checkpoint_file = document_bytes(checkpoint.to_document())
-        stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
-        chain_gz = files.compress(data)
-        manifest = make_manifest(
-            signer,
-            checkpoint,
-            stem=stem,
-            chain_gz=chain_gz,
-            raw_chain=data,
-            checkpoint_file=checkpoint_file,
-        )
-        manifest_file = document_bytes(manifest.to_document())
         checkpoint_copy = deps.write_checkpoint(checkpoint)
-        written = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
-        path = written[-1]
         pruned = prune_snapshots(files, now, deps.config.snapshot_keep_days, keep=path)
         relative = files.relative(path)
         sealed = writer.append(
@@ -233,6 +250,21 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         pruned,
         tuple(str(name) for name in (checkpoint_copy, *written)),
     )
+
+
+def _prefix_holds(chain: ChainStore, data: bytes, head_hash: str) -> bool:
+    """Whether the chain still holds ``data`` as its prefix: its last line is still there.
+
+    Each entry names the hash of the one before, so the same last entry at the
+    same place means the same prefix; one line is read, whatever the length.
+    """
+    start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    for raw in chain.iter_lines(start, len(data)):
+        try:
+            return parse_line(raw.rstrip(b"\n")).entry_hash == head_hash
+        except EnvelopeFormatError:
+            return False
+    return False
 
 
 def read_manifests(files: SnapshotStore) -> tuple[list[tuple[Path, Manifest]], list[Path]]:

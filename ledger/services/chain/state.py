@@ -17,25 +17,25 @@ from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS
 from ledger.core.seal import SealedEntry
 from ledger.core.state import (
+    FINDING_KEY,
     apply_entry,
     apply_parsed,
     empty_state,
-    idempotency_record,
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
+from ledger.services.chain.budget_refold import refold_budgets
 from ledger.services.chain.counter import (
     Counter,
     checkpoint_problem,
     held_against_checkpoint,
     mismatch,
 )
-from ledger.services.chain.findings import FINDING_KEY
+from ledger.services.chain.key_records import index_records
 from ledger.services.chain.requests import (
     AlreadyAnsweredError,
     RequestScope,
     current_request,
-    request_record,
 )
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
+    from ledger.services.ports import StoredStateLike
 
 
 def _fold_range(
@@ -87,20 +88,6 @@ def _fold_range(
     return (
         f"chain does not verify{where}: line {report.line}: {report.reason}; run `ledger recover`"
     )
-
-
-def index_records(
-    event_type: str, payload: dict[str, Any], entry_hash: str, number: int
-) -> list[dict[str, Any]]:
-    """The key index records of one entry: its idempotency key's, its served request's."""
-    records = []
-    keyed = idempotency_record(event_type, payload, entry_hash, number)
-    if keyed is not None:
-        records.append(keyed)
-    served = request_record(payload, entry_hash, event_type, number)
-    if served is not None:
-        records.append(served)
-    return records
 
 
 def _no_schemas(_event_type: str) -> None:
@@ -210,22 +197,22 @@ def _load_counter(
             # Verified under another trust store (a revocation, a rotation, an
             # edit): every entry is verified again before the next decision.
             stored = None
-        if stored is not None and not getattr(stored, "index_complete", True):
-            # Saved before the key index recorded its sizes: rebuilt with it.
+        if afresh or (stored is not None and not getattr(stored, "index_complete", True)):
+            # Its counters lost records, or it was saved before the key index
+            # recorded its sizes: the whole state is folded again.
             stored = None
         if stored is not None and stored.data["meta"].get("day_zone") != zone_name:
             # Folded with its days in another zone: every day is keyed afresh.
-            stored = None
-        if afresh:
-            # Its counters lost records: the whole state is folded again.
             stored = None
         if stored is not None and "budgets" not in stored.data and not budgets:
             # Kept before budgets existed, and none are defined: nothing to count.
             stored.data["budgets"] = empty_budget_state()
         kept_for = (stored.data.get("budgets") or {}).get("fingerprint") if stored else None
+        refolded: int | None = None
         if stored is not None and kept_for != budgets_fingerprint(budgets):
-            # Kept for other budget definitions: counted afresh from the chain.
-            stored = None
+            # Kept for other budget definitions: the budgets are counted afresh
+            # over their current periods; the rest of the state still holds.
+            stored, refolded = _restated(stored, deps, budgets, zone)
         if stored is None:
             data = empty_state(budgets)
             checkpoint = deps.newest_checkpoint()
@@ -254,7 +241,8 @@ def _load_counter(
                 return Counter(stored.data, None)
             return Counter(empty_state(), None, mismatch())
         if stored.size == head.size and stored.head_hash == head.entry_hash:
-            return held_against_checkpoint(Counter(stored.data, head), deps)
+            same = Counter(stored.data, head, dirty=refolded is not None, refolded=refolded)
+            return held_against_checkpoint(same, deps)
         if stored.size < head.size and stored.head_hash is not None:
             data = copy.deepcopy(stored.data)
             # Line numbers count from the top of the chain, as verify-chain's do
@@ -267,12 +255,44 @@ def _load_counter(
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
-            return held_against_checkpoint(
-                Counter(data, head, None, dirty=True, new_keys=keys), deps
-            )
+            caught_up = Counter(data, head, None, dirty=True, new_keys=keys, refolded=refolded)
+            return held_against_checkpoint(caught_up, deps)
     except (InputDataError, ChainIOError) as exc:
         return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
     return Counter(empty_state(), head, mismatch())
+
+
+class _Restated:
+    """A stored state with its budgets counted afresh (``refold_budgets``)."""
+
+    def __init__(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
+        self.head_hash = head_hash
+        self.size = size
+        self.data = data
+
+
+def _restated(
+    stored: "StoredStateLike", deps: CounterDeps, budgets: tuple[Budget, ...], zone: dt.tzinfo
+) -> tuple["StoredStateLike | None", int | None]:
+    """The stored state with its budgets counted afresh, and the entries that took.
+
+    ``(None, None)`` when that fails: the whole state is rebuilt and verified then.
+
+    Raises:
+        ChainIOError: the chain cannot be read.
+    """
+    config = deps.config
+    margin = dt.timedelta(
+        seconds=2 * config.reservation_ttl_seconds + config.clock_tolerance_seconds + 1
+    )
+    refold = refold_budgets(
+        deps.chain, stored.data, stored.size, budgets, zone, margin, schema_lookup(deps)
+    )
+    if refold is None:
+        return None, None
+    data = copy.deepcopy({k: v for k, v in stored.data.items() if k != "budgets"})
+    data["budgets"], folded = refold
+    return _Restated(stored.head_hash, stored.size, data), folded
 
 
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:

@@ -14,7 +14,7 @@ from ledger.core.checkpoint import (
 )
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
-from ledger.errors import ChainBrokenError, LedgerError
+from ledger.errors import ChainBrokenError, ChainIOError, LedgerError
 from ledger.services.chain.writer import WriterDeps
 from ledger.services.ports import ChainStore
 
@@ -39,14 +39,17 @@ def verify_store(
     strict: bool = False,
     allow_markers: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    end: int | None = None,
 ) -> VerifyOutcome:
-    """Verify every entry, then hold the chain against ``checkpoint`` if given.
+    """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
 
     Raises:
         ChainIOError: the chain cannot be read.
     """
     if store.exists():
-        report = store.verify(trust, strict=strict, allow_markers=allow_markers, progress=progress)
+        report = store.verify(
+            trust, strict=strict, allow_markers=allow_markers, progress=progress, end=end
+        )
     else:  # no entries yet: the checkpoint, if any, says whether some were lost
         report = ChainReport(ok=True, entries=0, lines=0)
     if not report.ok:
@@ -57,6 +60,26 @@ def verify_store(
             line, reason = problem
             return VerifyOutcome(False, report.entries, line, reason)
     return VerifyOutcome(True, report.entries, None, None, report.head_hash, report.genesis_hash)
+
+
+def head_bound(store: ChainStore) -> int | None:
+    """Where the chain ends now: a verification without the lock reads up to here.
+
+    Only the head is read under the lock (a moment), so a line a writer is still
+    appending is never taken for a torn tail; the chain is append-only, so the
+    prefix up to here stays as it is while it is verified. ``None`` when the head
+    cannot be read (a torn or corrupt tail): the verification reads the whole
+    chain and reports it.
+
+    Raises:
+        LockTimeoutError: a writer held the lock longer than its timeout.
+    """
+    try:
+        with store.transaction() as tx:
+            head = tx.head()
+    except ChainIOError:
+        return None
+    return head.size if head is not None else 0
 
 
 def held_against_state(outcome: VerifyOutcome, state_size: int | None) -> VerifyOutcome:

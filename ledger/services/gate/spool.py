@@ -105,11 +105,13 @@ class SpoolingChain:
         allow_markers: bool = False,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        end: int | None = None,
     ) -> "ChainReport":
         """See ``ChainStore``."""
         return self.inner.verify(
-            trust, strict=strict, allow_markers=allow_markers, workers=workers, progress=progress
-        )
+            trust, strict=strict, allow_markers=allow_markers, workers=workers,
+            progress=progress, end=end,
+        )  # fmt: skip
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
         """See ``ChainStore``."""

@@ -1,0 +1,58 @@
+"""A home with a long chain, built in seconds: one entry canonicalized, the rest spliced.
+
+Every entry is a ``budget.record_call`` on a fixed past day, sealed a
+fixed step (a millisecond unless told) after the one before and signed with the home's own writer key, so
+the chain verifies exactly as one the product wrote. Only the time, its UTC day and
+the link to the previous entry differ between entries: the canonical bytes are
+the template's with those fields replaced (all fixed-width strings), which
+spares canonicalizing every entry.
+"""
+
+import datetime as dt
+import hashlib
+import os
+from pathlib import Path
+
+from ledger.core.canonical import canonical_bytes
+from ledger.core.envelope import render_line, unsigned_entry
+from ledger.core.timefmt import format_ts
+from ledger.runtime import Runtime
+from ledger.services.chain.writer import Writer
+from tests.helpers.chains import EVENT, record_payload
+
+START = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
+_TS_MARK = "1999-12-31T23:59:59.999999Z"
+_PREV_MARK = "e" * 64
+_DAY_MARK = "1999-12-30"
+
+
+def append_entries(
+    home: Path, count: int, env: dict[str, str], step: dt.timedelta = dt.timedelta(milliseconds=1)
+) -> int:
+    """Append ``count`` signed entries, ``step`` apart, to the home's empty chain; returns its bytes."""
+    signer = Writer(Runtime(home, env)).signer()
+    payload = {**record_payload(0), "utc_day": _DAY_MARK}
+    template = canonical_bytes(unsigned_entry(EVENT, payload, _TS_MARK, _PREV_MARK))
+    before_ts, after_ts = template.split(_TS_MARK.encode())
+    prev = "GENESIS"
+    lines = []
+    for index in range(count):
+        moment = format_ts(START + index * step).encode()
+        if index == 0:  # "GENESIS" is shorter than a hash: this one is canonicalized
+            first = {**payload, "utc_day": moment[:10].decode()}
+            preimage = canonical_bytes(unsigned_entry(EVENT, first, moment.decode(), prev))
+        else:
+            preimage = (
+                (before_ts + moment + after_ts)
+                .replace(_PREV_MARK.encode(), prev.encode(), 1)
+                .replace(_DAY_MARK.encode(), moment[:10], 1)
+            )
+        lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
+        prev = hashlib.sha256(preimage).hexdigest()
+    data = b"".join(lines)
+    chain = home / "events.jsonl"
+    with chain.open("ab") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return len(data)

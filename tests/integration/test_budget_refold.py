@@ -1,0 +1,80 @@
+"""Changes of budgets and keys count only what they change, never the chain from line 1.
+
+The rest of the derived state still holds for new budget definitions; only the
+budgets' counters are counted afresh, over the entries their current periods
+(and open reservations) can depend on, and they come out exactly as a full
+rebuild from the chain counts them.
+"""
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from ledger.runtime import Runtime
+from ledger.services.chain.counter import Counter
+from ledger.services.chain.state import load_counter, save_counter
+from tests.conftest import clean_env, run_process
+from tests.helpers.bighome import append_entries
+
+ENTRIES = 3_000  # two minutes apart: a little over four days
+DAY_BUDGET = '\n[[budgets]]\nname = "daily"\nusd = 5\nperiod = "day"\n'
+NEW_BUDGETS = (
+    '\n[[budgets]]\nname = "openai-6h"\nusd = 2\nperiod = "rolling:6h"\nmatch = { provider = "openai" }\n'
+    '\n[[budgets]]\nname = "weekly"\nusd = 9\nperiod = "week"\n'
+)
+
+
+def _load(home: Path) -> Counter:
+    return _load_noting_rebuild(home)[0]
+
+
+def _load_noting_rebuild(home: Path) -> tuple[Counter, bool]:
+    """The counter, loaded and saved as a verdict would; and whether it was rebuilt."""
+    runtime = Runtime(home, clean_env())
+    with runtime.chain.transaction() as tx:
+        counter = load_counter(tx, runtime)
+        rebuilt = counter.rebuilt
+        save_counter(counter, runtime.states)
+    assert counter.problem is None, counter.problem
+    return counter, rebuilt
+
+
+def _plain(counter: Counter) -> str:
+    return json.dumps(counter.data["budgets"], sort_keys=True, default=dict)
+
+
+def test_a_new_budget_is_counted_from_its_current_period_and_as_a_rebuild_counts_it(home: Path):
+    append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + DAY_BUDGET)
+    assert _load(home).refolded is None  # no state yet: folded (and verified) from line 1
+    config.write_text(config.read_text() + NEW_BUDGETS)
+
+    changed = _load(home)
+
+    # The chain runs from Sunday 2026-11-22 08:00 to Thursday: the week's
+    # budget starts on Monday, so Sunday's 480 entries (but a margin) are not read.
+    assert changed.refolded is not None
+    assert ENTRIES - 480 <= changed.refolded < ENTRIES
+    config.write_text(config.read_text().replace('period = "week"', 'period = "day"'))
+    changed = _load(home)
+    assert changed.refolded is not None
+    assert changed.refolded < ENTRIES // 3  # the last day's, not four days'
+    assert _load(home).refolded is None  # saved: the next load counts nothing again
+    refolded = _plain(changed)
+    (home / "state" / "derived.json").unlink()
+    rebuilt = _load(home)
+    assert rebuilt.rebuilt or rebuilt.refolded is None
+    assert _plain(rebuilt) == refolded
+
+
+def test_a_key_rotation_rebuilds_nothing(home: Path):
+    """The state verified under the old trust store is carried over: the old key
+    stays valid up to the rotation, so the next load only folds what came after."""
+    append_entries(home, 200, clean_env())
+    assert _load_noting_rebuild(home)[1]  # the first load folds (and verifies) from line 1
+    assert run_process(["--home", str(home), "keys", "rotate"]).code == 0
+    after, rebuilt = _load_noting_rebuild(home)
+    assert not rebuilt
+    assert after.data["meta"]["entries"] == 201  # the ledger.key_rotated entry folded on top
+    assert run_process(["--home", str(home), "verify-chain"]).code == 0
