@@ -14,7 +14,7 @@ from ledger.services.chain.counter import Counter
 from ledger.services.chain.findings import describe_finding, stored_finding
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
-from ledger.services.gate.gate import GateDeps
+from ledger.services.gate.deps import GateDeps
 
 if TYPE_CHECKING:
     from ledger.services.gate.prices import PriceDeps

@@ -25,8 +25,9 @@ from ledger.services.gate.call_args import (
     provider_id,
     text_arg,
 )
+from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps, check_verdict
+from ledger.services.gate.gate import check_verdict
 from ledger.services.gate.prices import PriceDeps, find_price, price_for, web_search_fee_micros
 from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.gate.recording import record_call

@@ -5,7 +5,7 @@ the reservation its verdict made; a record that cannot reach the store is
 kept in the home's spool and sealed later, exactly once.
 """
 
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger.core.refs import short_ref
 from ledger.core.seal import chain_time
@@ -19,22 +19,11 @@ from ledger.services.chain.idempotency import (
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 from ledger.services.gate.forwarded import charged_at_expiry
+from ledger.services.gate.record_outcome import RecordOutcome
+from ledger.services.gate.spool import SpoolStore, spool_record
 
 if TYPE_CHECKING:
-    from ledger.services.gate.gate import GateDeps
-
-
-class RecordOutcome(NamedTuple):
-    """A recorded call (or, for a repeated idempotency key, the first one)."""
-
-    entry_hash: str
-    utc_day: str
-    settled: bool
-    warning: str | None
-    duplicate: bool = False
-    payload: dict[str, Any] | None = None
-    spooled: bool = False
-    budget_day: str | None = None
+    from ledger.services.gate.deps import GateDeps
 
 
 def record_call(
@@ -83,8 +72,6 @@ def record_call(
     except StoreUnreachableError:
         if getattr(deps, "spool", None) is None:
             raise
-        from ledger.services.gate.spool import spool_record
-
         return spool_record(cast("Any", deps), request)
 
 
@@ -178,3 +165,26 @@ def _seal_record(
     return RecordOutcome(
         sealed.entry_hash, spend_utc_day, settled, warning, payload=payload, budget_day=day
     )
+
+
+def drain_spool(deps: "GateDeps") -> int:
+    """Seal every spooled record of this host by its key; returns how many left the spool.
+
+    Stops at the first record the store still cannot take (it stays spooled).
+
+    Raises:
+        LedgerError: reading a record's outcome failed in a way that is not an
+            unreachable store.
+    """
+    spool: SpoolStore | None = getattr(deps, "spool", None)
+    if spool is None:
+        return 0
+    drained = 0
+    for document in spool.entries():
+        request = document["request"]
+        outcome = record_call(deps, **request)
+        if outcome.spooled:
+            break
+        spool.remove(document["key"])
+        drained += 1
+    return drained

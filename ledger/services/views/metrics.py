@@ -22,8 +22,8 @@ from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
 from ledger.core.verdict_kind import Verdict
+from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps
 
 _TS = re.compile(rb'"ts_utc":"(\d{4}-\d{2}-\d{2})')
 _SNAPSHOT = b'"event_type":"ledger.snapshot"'
