@@ -97,7 +97,7 @@ class Exchange:
             document, _warning = calls.record(
                 runtime, None, provider, verdict_ref=ref, model=model, cycle_id=cycle,
                 idempotency_key_value=key, usage_object=usage,
-                floor_micros=settlement.floor_micros, **scope,
+                floor_micros=settlement.floor_micros, recorded_by="gateway", **scope,
             )  # fmt: skip
             return document
 

@@ -176,7 +176,7 @@ class Call:
             "provider": gate.provider, "verdict_ref": self.verdict_ref, "model": self.model,
             "cycle_id": gate.session, "idempotency_key": key,
             # The response's key may already be sealed by the gateway, at its figure.
-            "same_record_only": False,
+            "same_record_only": False, "recorded_by": "sdk",
         }  # fmt: skip
         answered = self._status or None
         settlement = settle(reader.end(answered), self._estimate_micros)

@@ -52,6 +52,13 @@ def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
     return details
 
 
+def _recorded_by(path: str | None, key: str | None) -> dict[str, str]:
+    """The path that records responses under their ids, sealed with a keyed record."""
+    if path not in {None, "gateway", "sdk"}:
+        raise UsageError('recorded_by: must be "gateway" or "sdk"')
+    return {} if path is None or key is None else {"recorded_by": path}
+
+
 def _age(now: dt.datetime, then: dt.datetime | None) -> float | None:
     return None if then is None else round((now - then).total_seconds(), 3)
 
@@ -249,6 +256,7 @@ def record(
     gateway_key: object = None,
     same_record_only: bool = False,
     floor_micros: int = 0,
+    recorded_by: str | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
@@ -295,6 +303,7 @@ def record(
         input_count += tokens.cache_read
         output_count = tokens.output
     details.update(_scope_details(agent, tags, gateway_key))
+    details.update(_recorded_by(recorded_by, key))
     outcome = record_call(
         deps, micros, name, ref, model_name, checked_id(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,
@@ -312,7 +321,7 @@ def record(
         "settled": outcome.settled,
         "utc_day": outcome.utc_day,
         "budget_day": outcome.budget_day,
-        "idempotency_key": key,
+        "idempotency_key": first.get("idempotency_key", key),
         "duplicate": outcome.duplicate,
     }
     if "tokens" in first or "price_source" in first:

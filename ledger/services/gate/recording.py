@@ -8,6 +8,7 @@ kept in the home's spool and sealed later, exactly once.
 from typing import TYPE_CHECKING, Any, cast
 
 from ledger.core.refs import short_ref
+from ledger.core.response_keys import another_call, verdict_key
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
 from ledger.errors import StoreUnreachableError, UsageError
@@ -98,6 +99,15 @@ def _seal_record(
         counter = load_counter(tx, deps)
         if idempotency_key is not None:
             first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
+            recorded_by = (request["details"] or {}).get("recorded_by")
+            if first is not None and another_call(first["payload"], verdict_ref, recorded_by):
+                # The server reused a response id: this is another call, which
+                # counts under a key naming its verdict (a retry of it still
+                # finds that key).
+                assert verdict_ref is not None  # noqa: S101 - another_call checks it
+                idempotency_key = verdict_key(idempotency_key, verdict_ref)
+                request = {**request, "idempotency_key": idempotency_key}
+                first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
             if first is not None:
                 save_counter(counter, deps.states)
                 other = other_record_message(
