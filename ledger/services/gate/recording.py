@@ -83,6 +83,22 @@ def _beyond_charge(request: dict[str, Any], charged: int) -> dict[str, Any]:
     return {**request, "actual_micros": beyond, "details": details}
 
 
+def _at_least_estimate(request: dict[str, Any], reservation: dict[str, Any]) -> dict[str, Any]:
+    """A record whose usage names what has no price here, raised to its verdict's estimate.
+
+    What was priced is kept beside it (``usage_micros``), so the unknown part
+    of a call is never taken as free.
+    """
+    details = request["details"] or {}
+    actual, estimate = request["actual_micros"], reservation.get("micros")
+    if not details.get("unknown_usage") or actual is None or not isinstance(estimate, int):
+        return request
+    if actual >= estimate:
+        return request
+    raised = {**details, "usage_micros": details.get("usage_micros", actual)}
+    return {**request, "actual_micros": estimate, "details": raised}
+
+
 def _seal_record(
     deps: "GateDeps", request: dict[str, Any], *, same_record_only: bool = False
 ) -> RecordOutcome:
@@ -148,6 +164,7 @@ def _seal_record(
                 warning = f"verdict_ref {short_ref(verdict_ref)}… has expired; recorded anyway"
             else:
                 settled = True
+                request = _at_least_estimate(request, reservation)
                 # SPEC §4: a settled record counts on its reservation's budget
                 # day, so a call admitted before midnight and recorded after it
                 # never pushes the new day past its cap. The payload's
