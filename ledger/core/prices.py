@@ -306,7 +306,7 @@ def parse_rate(value: Any, name: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise PriceError(f"{name}: must be a number")
     text = str(value).strip()
-    if not re.fullmatch(r"\d{1,15}(\.\d{1,15})?([eE][+-]?\d{1,3})?", text):
+    if not re.fullmatch(r"\d{1,15}(\.\d{1,30})?([eE][+-]?\d{1,3})?", text):
         raise PriceError(f"{name}: must be a number ≥ 0, got {value!r}")
     return Fraction(text)
 
