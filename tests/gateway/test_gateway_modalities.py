@@ -50,7 +50,8 @@ def _post(proxy: Proxy, path: str, body: dict[str, Any], headers: dict[str, str]
 
 def _estimate(verdict: dict[str, Any], input_rate: Decimal, output_rate: Decimal) -> int:
     payload = verdict["payload"]
-    exact = payload["input_tokens"] * input_rate + payload["max_output_tokens"] * output_rate
+    exact: Decimal = payload["input_tokens"] * input_rate
+    exact += payload["max_output_tokens"] * output_rate
     return math.ceil(exact)
 
 

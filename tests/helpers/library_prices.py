@@ -25,7 +25,8 @@ def library_micros(provider: str, model: str, usage: Usage, tier: str | None = N
     price = info.calc_price(  # type: ignore[attr-defined]
         usage, found, genai_request_timestamp=PRICES_DAY, price_context=context
     )
-    return math.ceil(price.total_price * 1_000_000)
+    total: Decimal = price.total_price
+    return math.ceil(total * 1_000_000)
 
 
 def library_rate(provider: str, model: str, price_key: str, tier: str | None = None) -> Decimal:

@@ -8,6 +8,7 @@ priced figure beside it, names the unknown part, warns on stderr, and
 """
 
 import json
+from typing import Any
 
 import pytest
 
@@ -24,17 +25,17 @@ def priced_home(home):
     return home
 
 
-def _verdict(run_inproc, home) -> dict:
+def _verdict(run_inproc, home) -> dict[str, Any]:
     result = run_inproc(
         ["--home", str(home), "verdict", "--provider", "openai", "--model", "gpt-test",
          "--input-tokens", "1000", "--max-output-tokens", "4000"], env=NOW,
     )  # fmt: skip
     assert result.code == 0, result.stderr
-    found: dict = result.json()
+    found: dict[str, Any] = result.json()
     return found
 
 
-def _record(run_inproc, home, ref: str, usage: dict):
+def _record(run_inproc, home, ref: str, usage: dict[str, Any]):
     return run_inproc(
         ["--home", str(home), "record", "--provider", "openai", "--model", "gpt-test",
          "--verdict-ref", ref, "--usage-json", json.dumps(usage)], env=NOW,

@@ -52,7 +52,8 @@ def _client(server: FakeProvider, book: Any, usage: dict[str, Any]) -> Any:
 
 def _only(home: Any, event: str) -> dict[str, Any]:
     (found,) = [entry["payload"] for entry in events_of(home, event)]
-    return found
+    payload: dict[str, Any] = found
+    return payload
 
 
 def test_audio_in_and_out_are_priced_at_their_own_rates(server, book, home):

@@ -274,11 +274,11 @@ def price_usage(
     if found is None:
         reason = f"no price for {provider}/{model}: {why}"
         details.update(price_source=None, rates=None, unpriced_reason=reason[:512])
-        warning = (
+        unpriced = (
             f"{reason}; recorded with actual_micros null, and verdicts halt until the model "
             "is priced and `ledger rebuild-state` runs"
         )
-        return Priced(tokens, None, details, warning)
+        return Priced(tokens, None, details, unpriced)
     tiered = found.for_service_tier(tier)
     if tiered is None:
         unknown.append(f"service_tier:{tier}")
@@ -291,7 +291,7 @@ def price_usage(
         fee = web_search_fee_micros(deps, provider, model, searches)
         details.update(web_searches=searches, server_tool_micros=fee)
         micros += fee
-    warning = None
+    warning: str | None = None
     if unknown:
         details["unknown_usage"] = [name[:128] for name in unknown[:16]]
         warning = (
