@@ -4,7 +4,7 @@ genai-prices imports pydantic and httpx (about 200 ms), so the per-call
 commands never import it: ``ledger init`` and ``ledger prices sync`` write the
 rates it ships into ``prices/<provider>.json`` in the home, and ``verdict``/``record``
 read the one file of the provider they price
-(``ledger.core.prices.parse_provider_file``). Nothing is fetched
+(``ledger.core.price_table.parse_provider_file``). Nothing is fetched
 over the network: the data is the one bundled with the installed package.
 
 For each model the snapshot keeps the library's match rules and every rate it

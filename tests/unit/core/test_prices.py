@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import pytest
 
+from ledger.core.price_table import match, parse_provider_file, quote
 from ledger.core.prices import (
     CONFIG_SOURCE,
     PriceError,
@@ -13,9 +14,6 @@ from ledger.core.prices import (
     cost_micros,
     estimate_micros,
     fraction_text,
-    match,
-    parse_provider_file,
-    quote,
     quote_cost_micros,
     quote_estimate_micros,
     rates_from,

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from genai_prices import Usage, data_snapshot
 
-from ledger.core.prices import ProviderPrices, parse_provider_file, quote, quote_cost_micros
+from ledger.core.price_table import ProviderPrices, parse_provider_file, quote
+from ledger.core.prices import quote_cost_micros
 from ledger.core.usage_objects import usage_reading
 from ledger.edges.pricebook import build_snapshot
 

@@ -18,14 +18,8 @@ from genai_prices import data_snapshot
 from genai_prices.types import TieredPrices
 from genai_prices.units import _get_registry
 
-from ledger.core.prices import (
-    RATE_KINDS,
-    TOKEN_RATE_LABELS,
-    ProviderPrices,
-    parse_provider_file,
-    quote,
-    rates_from,
-)
+from ledger.core.price_table import ProviderPrices, parse_provider_file, quote
+from ledger.core.prices import RATE_KINDS, TOKEN_RATE_LABELS, rates_from
 from ledger.edges.pricebook import build_snapshot
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
