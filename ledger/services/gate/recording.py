@@ -99,6 +99,63 @@ def _at_least_estimate(request: dict[str, Any], reservation: dict[str, Any]) -> 
     return {**request, "actual_micros": estimate, "details": raised}
 
 
+def _seen_by_another_path(
+    first: dict[str, Any],
+    verdict_ref: str | None,
+    recorded_by: str | None,
+    reservations: dict[str, Any],
+) -> bool:
+    """Whether ``first`` is this response recorded by another path, this verdict still held."""
+    return (
+        recorded_by is not None
+        and verdict_ref is not None
+        and verdict_ref in reservations
+        and first.get("verdict_ref") != verdict_ref
+        and first.get("recorded_by") != recorded_by
+    )
+
+
+def _release_only(request: dict[str, Any], key: str) -> dict[str, Any]:
+    """A $0 record settling the request's reservation: its spend is counted by another record."""
+    details = request["details"] or {}
+    scope = ("agent", "tags", "key", "recorded_by")
+    kept = {name: details[name] for name in scope if name in details}
+    return {
+        **request, "idempotency_key": key, "actual_micros": 0, "input_tokens": None,
+        "output_tokens": None, "details": kept,
+    }  # fmt: skip
+
+
+_RECORD = "budget.record_call"
+
+
+def _first_record(
+    counter: Any, deps: "GateDeps", request: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The request under the key it is sealed with, and the record first sealed with that key.
+
+    A response id the same path recorded for another verdict (a server reusing
+    ids) is another call, under a key naming its verdict (a retry of it finds
+    that key). The same response recorded by another path still counts once;
+    this verdict's reservation is released by a $0 record under such a key.
+    """
+    key: str = request["idempotency_key"]
+    verdict_ref: str | None = request["verdict_ref"]
+    first = find_duplicate(counter, deps, key, _RECORD)
+    recorded_by = (request["details"] or {}).get("recorded_by")
+    if first is None or verdict_ref is None:
+        return request, first
+    if another_call(first["payload"], verdict_ref, recorded_by):
+        key = verdict_key(key, verdict_ref)
+        request = {**request, "idempotency_key": key}
+        return request, find_duplicate(counter, deps, key, _RECORD)
+    reservations = counter.data["usd"]["reservations"]
+    if _seen_by_another_path(first["payload"], verdict_ref, recorded_by, reservations):
+        released = _release_only(request, verdict_key(key, verdict_ref))
+        return released, find_duplicate(counter, deps, released["idempotency_key"], _RECORD)
+    return request, first
+
+
 def _seal_record(
     deps: "GateDeps", request: dict[str, Any], *, same_record_only: bool = False
 ) -> RecordOutcome:
@@ -114,16 +171,8 @@ def _seal_record(
     with deps.chain.transaction() as tx:
         counter = load_counter(tx, deps)
         if idempotency_key is not None:
-            first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
-            recorded_by = (request["details"] or {}).get("recorded_by")
-            if first is not None and another_call(first["payload"], verdict_ref, recorded_by):
-                # The server reused a response id: this is another call, which
-                # counts under a key naming its verdict (a retry of it still
-                # finds that key).
-                assert verdict_ref is not None  # noqa: S101 - another_call checks it
-                idempotency_key = verdict_key(idempotency_key, verdict_ref)
-                request = {**request, "idempotency_key": idempotency_key}
-                first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
+            request, first = _first_record(counter, deps, request)
+            idempotency_key = request["idempotency_key"]
             if first is not None:
                 save_counter(counter, deps.states)
                 other = other_record_message(
