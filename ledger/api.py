@@ -178,6 +178,8 @@ class Ledger:
         key: str | None = None,
         same_record_only: bool = True,
         at_least_usd: float | str | Micros | None = None,
+        recorded_by: str | None = None,
+        service_tier: str | None = None,
     ) -> Record:
         """Record a call's spend, as ``ledger record`` does; ``usage`` is the provider's object.
 
@@ -187,6 +189,11 @@ class Ledger:
         which the gateway may have sealed already at its own figure.
         ``at_least_usd`` is a floor for a cost priced from ``usage``: a call cut
         short before its final usage arrived costs at least its estimate.
+        ``recorded_by`` (``"sdk"`` from the SDK guards) names the path that seals
+        responses under their ids: one whose id it already recorded for another
+        verdict (a server that reuses ids) counts under a key naming its verdict.
+        ``service_tier`` is the tier the request asked for (OpenAI ``priority``,
+        ``flex``): ``usage`` is priced at it unless the usage names its own.
         Either amount may be a ``Micros`` (integer micro-USD), taken as it is.
 
         Raises:
@@ -201,6 +208,7 @@ class Ledger:
             agent=agent, tags=None if tags is None else list(tags), gateway_key=key,
             same_record_only=same_record_only,
             floor_micros=0 if at_least_usd is None else amount(at_least_usd, "at_least_usd"),
+            recorded_by=recorded_by, service_tier=service_tier,
         )  # fmt: skip
         if warning:
             document = {**document, "warning": warning}

@@ -98,7 +98,8 @@ class Runtime:
     def chain(self) -> "ChainFile | SpoolingChain":
         """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
         if self.config.store_url is not None:
-            from ledger.services.gate.spool import SpoolingChain, drain_spool
+            from ledger.services.gate.recording import drain_spool
+            from ledger.services.gate.spool import SpoolingChain
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
         return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))

@@ -7,7 +7,7 @@ web searches.
 
 from fractions import Fraction
 
-from ledger.core.prices import ProviderLoader, find_model_entry
+from ledger.core.price_table import ProviderLoader, find_model_entry
 
 
 def web_search_rate(load: ProviderLoader, provider: str, model: str) -> Fraction | None:

@@ -19,11 +19,27 @@ Each token is counted once, at its own kind:
 - Any other provider is taken to speak the OpenAI API (the OpenAI-compatible
   providers the gateway serves): its usage is read as OpenAI's.
 
-Unknown fields are ignored; a missing required field, a negative or
-non-integer count, or a part larger than the whole it belongs to is an error.
+**By modality.** OpenAI's ``prompt_tokens_details.audio_tokens`` /
+``image_tokens`` (``input_tokens_details`` in the Responses API) are parts of
+the input, ``completion_tokens_details.audio_tokens`` / ``image_tokens``
+(``output_tokens_details``) parts of the output; Gemini's
+``promptTokensDetails``, ``cacheTokensDetails`` and ``candidatesTokensDetails``
+split the prompt, its cached part and the answer by modality (``AUDIO``,
+``IMAGE``, ``VIDEO``; ``TEXT`` and ``DOCUMENT`` are text). Each part is priced
+at its own rate (``ledger.core.prices``).
+
+**What is not known.** A count the product does not know — a ``*_tokens``
+field (``*TokenCount`` / ``*TokensDetails`` for Gemini) not named above, a
+modality it has no kind for, a server tool use other than web search and
+fetch — is never taken as free: ``UsageReading.unknown`` names it, and the
+record is then at least the call's estimate. A missing required field, a
+negative or non-integer count, or a part larger than the whole it belongs to
+is an error. The call's service tier (Anthropic ``usage.service_tier``; for
+OpenAI the response's ``service_tier``, which the usage readers copy into the
+usage object) is ``UsageReading.service_tier``.
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.core.prices import TokenCounts
 
@@ -63,6 +79,63 @@ def _details(document: dict[str, Any], field: str) -> dict[str, Any]:
 def _part(part: int, whole: int, part_name: str, whole_name: str) -> None:
     if part > whole:
         raise UsageObjectError(f"usage {part_name} ({part}) is larger than {whole_name} ({whole})")
+
+
+class UsageReading(NamedTuple):
+    """A usage object read: its token counts, what it reports that is not known, its tier."""
+
+    tokens: TokenCounts
+    unknown: tuple[str, ...] = ()
+    service_tier: str | None = None
+
+
+# The count fields each format has that are read (or are sums of those read).
+_ANTHROPIC_KNOWN = frozenset(
+    {"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+     "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"}
+)  # fmt: skip
+# Server tools billed beside their tokens: web search (priced by its fee); web
+# fetch costs only the tokens it brings in.
+_ANTHROPIC_TOOLS = frozenset({"web_search_requests", "web_fetch_requests"})
+_OPENAI_KNOWN = frozenset(
+    {"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
+     "cached_tokens", "reasoning_tokens", "audio_tokens", "image_tokens", "text_tokens",
+     # Predicted output: both are in completion_tokens, billed as output.
+     "accepted_prediction_tokens", "rejected_prediction_tokens",
+     # DeepSeek's split of prompt_tokens (its parts, priced as input).
+     "prompt_cache_hit_tokens", "prompt_cache_miss_tokens"}
+)  # fmt: skip
+_GEMINI_KNOWN = frozenset(
+    {"promptTokenCount", "cachedContentTokenCount", "toolUsePromptTokenCount",
+     "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount", "promptTokensDetails",
+     "cacheTokensDetails", "candidatesTokensDetails", "toolUsePromptTokensDetails"}
+)  # fmt: skip
+# How deep a usage object's details are searched for counts not known.
+_MAX_NESTING = 3
+_GEMINI_MODALITIES = frozenset({"TEXT", "DOCUMENT", "AUDIO", "IMAGE", "VIDEO"})
+
+
+def _unknown_counts(
+    document: Any, known: frozenset[str], where: str = "", depth: int = 0
+) -> list[str]:
+    """Count fields (``*_tokens``, ``*TokenCount``, ``*TokensDetails``) not known, with a value."""
+    found: list[str] = []
+    if not isinstance(document, dict) or depth > _MAX_NESTING:
+        return found
+    for key, value in document.items():
+        name = str(key)
+        if isinstance(value, dict):
+            found.extend(_unknown_counts(value, known, f"{where}{name}.", depth + 1))
+            continue
+        counts = name.endswith(("_tokens", "TokenCount", "TokensDetails"))
+        if counts and name not in known and value not in (None, 0, [], {}):
+            found.append(f"{where}{name}")
+    return found
+
+
+def _tier(usage: dict[str, Any]) -> str | None:
+    tier = usage.get("service_tier")
+    return tier if isinstance(tier, str) and tier else None
 
 
 def anthropic_tokens(usage: dict[str, Any]) -> TokenCounts:
@@ -108,19 +181,51 @@ def openai_tokens(usage: dict[str, Any]) -> TokenCounts:
         completion = _count(usage, "output_tokens", required=True)
         cached_name, reasoning_name = "input_tokens_details", "output_tokens_details"
         prompt_name, completion_name = "input_tokens", "output_tokens"
-    cached = _count(_details(usage, cached_name), "cached_tokens", where=f"{cached_name}.")
-    reasoning = _count(
-        _details(usage, reasoning_name), "reasoning_tokens", where=f"{reasoning_name}."
-    )
+    inputs, outputs = _details(usage, cached_name), _details(usage, reasoning_name)
+    cached = _count(inputs, "cached_tokens", where=f"{cached_name}.")
+    reasoning = _count(outputs, "reasoning_tokens", where=f"{reasoning_name}.")
+    audio_in = _count(inputs, "audio_tokens", where=f"{cached_name}.")
+    image_in = _count(inputs, "image_tokens", where=f"{cached_name}.")
+    audio_out = _count(outputs, "audio_tokens", where=f"{reasoning_name}.")
+    image_out = _count(outputs, "image_tokens", where=f"{reasoning_name}.")
     _part(cached, prompt, f"{cached_name}.cached_tokens", prompt_name)
     _part(reasoning, completion, f"{reasoning_name}.reasoning_tokens", completion_name)
+    _part(audio_out + image_out, completion, f"{reasoning_name} audio + image", completion_name)
+    # Cached tokens are not split by modality here: the modal parts are taken
+    # as uncached (the dearer reading), at most the uncached input.
+    uncached = prompt - cached
+    audio_in = min(audio_in, uncached)
+    image_in = min(image_in, uncached - audio_in)
     return TokenCounts(
-        input=prompt - cached, cache_read=cached, output=completion, reasoning=reasoning
-    )
+        input=uncached, cache_read=cached, output=completion, reasoning=reasoning,
+        input_audio=audio_in, input_image=image_in, output_audio=audio_out,
+        output_image=image_out,
+    )  # fmt: skip
 
 
-def gemini_tokens(usage: dict[str, Any]) -> TokenCounts:
-    """Token counts of a Gemini ``usageMetadata`` object.
+def _by_modality(usage: dict[str, Any], field: str, unknown: list[str]) -> dict[str, int]:
+    """A Gemini ``*TokensDetails`` list as counts by modality (unknown modalities noted)."""
+    value = usage.get(field)
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise UsageObjectError(f"usage {field}: not a list")
+    counts: dict[str, int] = {}
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise UsageObjectError(f"usage {field}[{index}]: not an object")
+        modality = item.get("modality")
+        count = _count(item, "tokenCount", where=f"{field}[{index}].")
+        if not isinstance(modality, str) or modality not in _GEMINI_MODALITIES:
+            if count:
+                unknown.append(f"{field}.{modality}")
+            modality = "TEXT"
+        counts[modality] = counts.get(modality, 0) + count
+    return counts
+
+
+def gemini_reading(usage: dict[str, Any]) -> UsageReading:
+    """A Gemini ``usageMetadata`` object read by kind and modality.
 
     Raises:
         UsageObjectError: a required field is missing or a count is malformed.
@@ -131,11 +236,69 @@ def gemini_tokens(usage: dict[str, Any]) -> TokenCounts:
     answer = _count(usage, "candidatesTokenCount")
     thoughts = _count(usage, "thoughtsTokenCount")
     _part(cached, prompt, "cachedContentTokenCount", "promptTokenCount")
-    return TokenCounts(
-        input=prompt - cached + tool_prompt,
-        cache_read=cached,
-        output=answer + thoughts,
-        reasoning=thoughts,
+    unknown = _unknown_counts(usage, _GEMINI_KNOWN)
+    prompt_parts = _by_modality(usage, "promptTokensDetails", unknown)
+    cache_parts = _by_modality(usage, "cacheTokensDetails", unknown)
+    tool_parts = _by_modality(usage, "toolUsePromptTokensDetails", unknown)
+    answer_parts = _by_modality(usage, "candidatesTokensDetails", unknown)
+
+    def uncached(modality: str) -> int:
+        part = prompt_parts.get(modality, 0) - cache_parts.get(modality, 0)
+        return max(part, 0) + tool_parts.get(modality, 0)
+
+    uncached_input = prompt - cached + tool_prompt
+    audio_in = min(uncached("AUDIO"), uncached_input)
+    image_in = min(uncached("IMAGE"), uncached_input - audio_in)
+    video_in = min(uncached("VIDEO"), uncached_input - audio_in - image_in)
+    cached_audio = min(cache_parts.get("AUDIO", 0), cached)
+    cached_image = min(cache_parts.get("IMAGE", 0), cached - cached_audio)
+    audio_out = answer_parts.get("AUDIO", 0)
+    image_out = answer_parts.get("IMAGE", 0)
+    _part(audio_out + image_out, answer, "candidatesTokensDetails AUDIO + IMAGE",
+          "candidatesTokenCount")  # fmt: skip
+    tokens = TokenCounts(
+        input=uncached_input, cache_read=cached, output=answer + thoughts, reasoning=thoughts,
+        input_audio=audio_in, input_image=image_in, input_video=video_in,
+        cache_audio_read=cached_audio, cache_image_read=cached_image,
+        output_audio=audio_out, output_image=image_out,
+    )  # fmt: skip
+    return UsageReading(tokens, tuple(unknown))
+
+
+def gemini_tokens(usage: dict[str, Any]) -> TokenCounts:
+    """Token counts of a Gemini ``usageMetadata`` object.
+
+    Raises:
+        UsageObjectError: a required field is missing or a count is malformed.
+    """
+    return gemini_reading(usage).tokens
+
+
+def usage_reading(provider: str, usage: Any) -> UsageReading:
+    """``provider``'s usage object read: token counts, unknown counts, service tier.
+
+    Raises:
+        UsageObjectError: not an object, or a malformed object.
+    """
+    if not isinstance(usage, dict):
+        raise UsageObjectError("usage object is not a JSON object")
+    if provider == "anthropic":
+        tokens = anthropic_tokens(usage)
+        unknown = _unknown_counts(
+            {k: v for k, v in usage.items() if k != "server_tool_use"}, _ANTHROPIC_KNOWN
+        )
+        tools = usage.get("server_tool_use")
+        if isinstance(tools, dict):
+            unknown.extend(
+                f"server_tool_use.{name}"
+                for name, value in tools.items()
+                if name not in _ANTHROPIC_TOOLS and value not in (None, 0)
+            )
+        return UsageReading(tokens, tuple(unknown), _tier(usage))
+    if provider == "google":
+        return gemini_reading(usage)
+    return UsageReading(
+        openai_tokens(usage), tuple(_unknown_counts(usage, _OPENAI_KNOWN)), _tier(usage)
     )
 
 
@@ -146,10 +309,4 @@ def usage_tokens(provider: str, usage: Any) -> TokenCounts:
         UsageObjectError: not an object, a provider without a known usage
             format, or a malformed object.
     """
-    if not isinstance(usage, dict):
-        raise UsageObjectError("usage object is not a JSON object")
-    if provider == "anthropic":
-        return anthropic_tokens(usage)
-    if provider == "google":
-        return gemini_tokens(usage)
-    return openai_tokens(usage)
+    return usage_reading(provider, usage).tokens

@@ -60,7 +60,7 @@ def poll_job(runtime_factory: Callable[[], Runtime], provider: str) -> None:
 
 def spool_job(runtime_factory: Callable[[], Runtime]) -> None:
     """Seal records this host spooled while the fleet's database was unreachable (SPEC §8)."""
-    from ledger.services.gate.spool import drain_spool
+    from ledger.services.gate.recording import drain_spool
 
     runtime = runtime_factory()
     if not runtime.spool.pending():

@@ -92,13 +92,17 @@ class Exchange:
         estimate = int(self.verdict["estimated_micros"])
         settlement = settle(self.reader.end(status), estimate)
         ref, provider, cycle, scope = self.verdict_ref, self.provider, self.cycle_id, self.scope
+        tier = self.verdict.get("service_tier")
 
         def by_usage(runtime: Runtime) -> dict[str, Any]:
-            document, _warning = calls.record(
+            document, warning = calls.record(
                 runtime, None, provider, verdict_ref=ref, model=model, cycle_id=cycle,
                 idempotency_key_value=key, usage_object=usage,
-                floor_micros=settlement.floor_micros, **scope,
+                floor_micros=settlement.floor_micros, recorded_by="gateway",
+                service_tier=tier if isinstance(tier, str) else None, **scope,
             )  # fmt: skip
+            if warning:
+                self._log(f"record of {key}: {warning}")
             return document
 
         def by_amount(chosen: Settlement) -> Callable[[Runtime], dict[str, Any]]:

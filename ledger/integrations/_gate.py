@@ -83,6 +83,8 @@ class CallGate:
         if not verdict.allowed:
             raise BudgetHalted(verdict)
         call = Call(self, route, estimate.model, verdict.verdict_ref, verdict.estimated_micros)
+        # The tier the request asked for prices the record when the answer names none.
+        call.service_tier = verdict.as_dict().get("service_tier")
         if verdict.kind is VerdictKind.WARN_90:
             message = (
                 f"ledger: {estimate.provider}/{estimate.model} call admitted at warn-90: "
@@ -116,6 +118,7 @@ class Call:
         self._inflate: Any = None
         self.complete = False
         self.recorded = False
+        self.service_tier: str | None = None
 
     def response_started(self, status: int, headers: Any) -> None:
         """Note the response's status and how its body is framed and encoded."""
@@ -176,14 +179,19 @@ class Call:
             "provider": gate.provider, "verdict_ref": self.verdict_ref, "model": self.model,
             "cycle_id": gate.session, "idempotency_key": key,
             # The response's key may already be sealed by the gateway, at its figure.
-            "same_record_only": False,
+            "same_record_only": False, "recorded_by": "sdk",
         }  # fmt: skip
         answered = self._status or None
         settlement = settle(reader.end(answered), self._estimate_micros)
         if settlement.by_usage:
             floor = Micros(settlement.floor_micros) if settlement.floor_micros else None
             try:
-                book.record(usage=reader.usage, at_least_usd=floor, **common)
+                recorded = book.record(
+                    usage=reader.usage,
+                    at_least_usd=floor,
+                    service_tier=self.service_tier,
+                    **common,
+                )
             except UsageObjectInvalidError:
                 log.warning(
                     "ledger: %s response's usage cannot be read; recorded at its estimate "
@@ -191,6 +199,9 @@ class Call:
                 )  # fmt: skip
                 settlement = unreadable_usage(self._estimate_micros)
             else:
+                warning = recorded.as_dict().get("warning")
+                if warning:
+                    log.warning("ledger: %s (verdict %s)", warning, self.verdict_ref)
                 return
         if settlement.floor_micros and failure is None and not reader.usage:
             log.warning(

@@ -51,6 +51,8 @@ class UsageReader:
         self._usage: dict[str, Any] | None = None
         self.response_id: str | None = None
         self.model: str | None = None
+        # The tier the provider says it served the call at (OpenAI's response field).
+        self.service_tier: str | None = None
         self.error: str | None = None
         self.finished = False
         self._unreadable = False
@@ -93,8 +95,17 @@ class UsageReader:
 
     @property
     def usage(self) -> dict[str, Any] | None:
-        """The usage received so far (a copy), or ``None`` when none was."""
-        return None if self._usage is None else dict(self._usage)
+        """The usage received so far (a copy), or ``None`` when none was.
+
+        A response's own ``service_tier`` (OpenAI's is beside its usage) is
+        added to it, so the record prices the call at the tier it was served at.
+        """
+        if self._usage is None:
+            return None
+        usage = dict(self._usage)
+        if self.service_tier is not None and "service_tier" not in usage:
+            usage["service_tier"] = self.service_tier
+        return usage
 
     @property
     def idempotency_key(self) -> str | None:
@@ -157,6 +168,8 @@ class UsageReader:
             self.response_id = document["id"]
         if isinstance(document.get("model"), str):
             self.model = document["model"]
+        if isinstance(document.get("service_tier"), str):
+            self.service_tier = document["service_tier"]
 
     def _set_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):

@@ -40,9 +40,11 @@ DETAILED_USAGE: dict[str, dict[str, Any]] = {
         "output_tokens_details": {"reasoning_tokens": 600},
         "total_tokens": 3900,
     },
+    "gemini": GEMINI_USAGE,
 }
 ROUND_USAGE: dict[str, dict[str, Any]] = {
     "anthropic": ANTHROPIC_USAGE, "chat": CHAT_USAGE, "responses": RESPONSES_USAGE,
+    "gemini": GEMINI_USAGE,
 }  # fmt: skip
 # The error event of a stream that fails after it began.
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
@@ -128,8 +130,10 @@ def response_document(
     }  # fmt: skip
 
 
-def response_events(model: str, response_id: str) -> list[tuple[str, dict[str, Any]]]:
-    done = response_document(model, response_id)
+def response_events(
+    model: str, response_id: str, usage: dict[str, Any] = RESPONSES_USAGE
+) -> list[tuple[str, dict[str, Any]]]:
+    done = response_document(model, response_id, usage)
     started = {**done, "status": "in_progress", "output": [], "usage": None}
     return [
         ("response.created", {"type": "response.created", "sequence_number": 0,
@@ -183,7 +187,9 @@ def sse(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events]
 
 
-def gemini_chunks(model: str, response_id: str) -> list[dict[str, Any]]:
+def gemini_chunks(
+    model: str, response_id: str, usage: dict[str, Any] = GEMINI_USAGE
+) -> list[dict[str, Any]]:
     """A Gemini stream: usage so far on each chunk, finishReason and the whole usage on the last."""
     base = {"modelVersion": model, "responseId": response_id}
     started = {"promptTokenCount": 4000, "totalTokenCount": 4200, "thoughtsTokenCount": 200}
@@ -192,15 +198,17 @@ def gemini_chunks(model: str, response_id: str) -> list[dict[str, Any]]:
                                  "index": 0}], "usageMetadata": started},
         {**base, "candidates": [{"content": {"parts": [{"text": "lo"}], "role": "model"},
                                  "finishReason": "STOP", "index": 0}],
-         "usageMetadata": GEMINI_USAGE},
+         "usageMetadata": usage},
     ]  # fmt: skip
 
 
-def gemini_response(model: str, response_id: str) -> dict[str, Any]:
+def gemini_response(
+    model: str, response_id: str, usage: dict[str, Any] = GEMINI_USAGE
+) -> dict[str, Any]:
     return {
         "candidates": [{"content": {"parts": [{"text": "hello"}], "role": "model"},
                         "finishReason": "STOP", "index": 0}],
-        "usageMetadata": GEMINI_USAGE, "modelVersion": model, "responseId": response_id,
+        "usageMetadata": usage, "modelVersion": model, "responseId": response_id,
     }  # fmt: skip
 
 

@@ -27,6 +27,12 @@ else the next one a test queued on ``FakeProvider.scenarios``:
   answer whose usage has a negative count;
 - ``cookie``: a JSON answer that sets a cookie (as providers behind a CDN do).
 
+Two headers shape an answer beside the scenario: ``x-test-response-id`` is the
+id it answers with (``chatcmpl-<id>``, ``msg_<id>``, ``resp_<id>``, Gemini's
+``responseId``), so calls can share one, as OpenAI-compatible servers such as
+Ollama reuse theirs; ``x-test-usage`` is a JSON usage object it reports instead
+of its own (audio and image token details, say).
+
 ``GET /_control/requests`` lists every request that reached it (path, query,
 headers, body); ``/_control/*`` is never forwarded by the gateway.
 ``POST /_control/refuse`` makes every later model call a 402 in the provider's
@@ -157,20 +163,22 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.server.agent and self._agent_answer(parts.path, request):
             return
+        fixed_id = self.headers.get("x-test-response-id")
+        suffix = fixed_id or f"{number:06d}"
         if self.scenario.startswith("status:"):
             status = int(self.scenario.split(":", 1)[1])
             self._json(status, status_error(parts.path, status))
         elif parts.path.startswith("/v1beta/models/"):
-            self._gemini(parts.path, parts.query, number)
+            self._gemini(parts.path, parts.query, suffix)
         elif parts.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 12})
         elif parts.path == "/v1/messages":
-            self._anthropic(model, f"msg_{number:06d}", stream=request.get("stream") is True)
+            self._anthropic(model, f"msg_{suffix}", stream=request.get("stream") is True)
         elif parts.path.endswith("/chat/completions"):
             # /v1/chat/completions, or an OpenAI-compatible base URL's own
             # (Google's /v1beta/openai/chat/completions).
-            completion_id = f"chatcmpl-{number:06d}"
-            usage = self.server.usage["chat"]
+            completion_id = f"chatcmpl-{suffix}"
+            usage = self._usage("chat")
             if request.get("stream"):
                 with_usage = bool((request.get("stream_options") or {}).get("include_usage"))
                 found = chat_chunks(model, completion_id, with_usage=with_usage, usage=usage)
@@ -179,12 +187,20 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._json(200, chat_completion(model, completion_id, usage))
         elif parts.path == "/v1/responses":
-            self._responses(model, f"resp_{number:06d}", stream=request.get("stream") is True)
+            self._responses(model, f"resp_{suffix}", stream=request.get("stream") is True)
         else:
             self._json(404, {"error": {"type": "not_found", "message": parts.path}})
 
+    def _usage(self, kind: str) -> dict[str, Any]:
+        """The usage to report: the test's own (``x-test-usage``), else the profile's."""
+        given = self.headers.get("x-test-usage")
+        if given:
+            found: dict[str, Any] = json.loads(given)
+            return found
+        return dict(self.server.usage[kind])
+
     def _anthropic(self, model: str, message_id: str, *, stream: bool) -> None:
-        usage = self.server.usage["anthropic"]
+        usage = self._usage("anthropic")
         if self.scenario.startswith("search:"):
             searches = {"web_search_requests": int(self.scenario.split(":", 1)[1])}
             usage = {**usage, "server_tool_use": searches}
@@ -196,7 +212,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, anthropic_message(model, message_id, usage))
 
     def _responses(self, model: str, response_id: str, *, stream: bool) -> None:
-        usage = self.server.usage["responses"]
+        usage = self._usage("responses")
         document = response_document(model, response_id, usage)
         if self.scenario.startswith("search:"):
             calls = [{"type": "web_search_call", "id": f"ws_{index}", "status": "completed"}
@@ -207,7 +223,7 @@ class Handler(BaseHTTPRequestHandler):
         elif self.server.full_events:
             self._sse(sse(full_response_events(model, response_id, usage)))
         else:
-            self._sse(sse(response_events(model, response_id)))
+            self._sse(sse(response_events(model, response_id, usage)))
 
     def _agent_answer(self, path: str, request: dict[str, Any]) -> bool:
         """Answer a model call in the scripted agent mode; False for any other path."""
@@ -227,18 +243,19 @@ class Handler(BaseHTTPRequestHandler):
             self._sse(events)
         return True
 
-    def _gemini(self, path: str, query: str, number: int) -> None:
+    def _gemini(self, path: str, query: str, suffix: str) -> None:
         model, _, method = path.removeprefix("/v1beta/models/").partition(":")
-        response_id = f"gemini{number:06d}"
+        response_id = f"gemini{suffix}"
+        usage = self._usage("gemini")
         if method == "countTokens":
             self._json(200, {"totalTokens": 12})
         elif method == "generateContent":
-            self._json(200, gemini_response(model, response_id))
+            self._json(200, gemini_response(model, response_id, usage))
         elif method == "streamGenerateContent" and "alt=sse" in query:
-            chunks = gemini_chunks(model, response_id)
+            chunks = gemini_chunks(model, response_id, usage)
             self._sse([f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks])
         elif method == "streamGenerateContent":
-            self._json(200, gemini_chunks(model, response_id))
+            self._json(200, gemini_chunks(model, response_id, usage))
         else:
             self._json(404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}})
 

@@ -256,6 +256,7 @@ class TestPricesCommands:
             "provider": "anthropic", "model": "test-model", "input_per_mtok": "3",
             "output_per_mtok": "15", "cache_read_per_mtok": "0.3", "cache_write_per_mtok": "3.75",
             "cache_write_1h_per_mtok": "6", "price_source": "config", "tiers": [],
+            "service_tiers": {},
         }  # fmt: skip
         library = ledger("prices", "show", "claude-opus-4-1").json()
         assert library["provider"] == "anthropic"

@@ -62,6 +62,14 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
     )  # fmt: skip
     for (outcome, reason), count in sorted(metrics.verdicts.items()):
         verdicts.labels(outcome, reason).set(count)
+    unknown = Gauge(
+        "ledger_unknown_usage_records_today",
+        "Records sealed today (the budget day) whose usage reported what has no price here, "
+        "by what it was; each was recorded at least at its estimate.",
+        ["kind"], registry=registry,
+    )  # fmt: skip
+    for kind, count in sorted(metrics.unknown_usage.items()):
+        unknown.labels(kind).set(count)
     _budget_gauges(metrics, registry)
     Gauge("ledger_chain_entries", "Entries in the chain.", registry=registry).set(metrics.entries)
     Gauge(
@@ -114,6 +122,7 @@ def metrics_command(
 
     Gauges: ledger_used_usd, ledger_reserved_usd, ledger_cap_usd and
     ledger_usage_pct per scope; ledger_verdicts_today by outcome and reason;
+    ledger_unknown_usage_records_today by what the usage reported that has no price;
     ledger_chain_entries; ledger_reconcile_drift_pct; ledger_snapshot_age_seconds;
     ledger_budget_used_usd, ledger_budget_reserved_usd, ledger_budget_cap_usd and
     ledger_budget_usage_pct per budget and value of its per key.

@@ -25,7 +25,10 @@ prices_app = typer.Typer(
 
 
 def _per_mtok(rates: "Rates") -> dict[str, str]:
-    text = rates.as_text()
+    """Every token rate (text, audio, image, cache writes, ...) as ``<kind>_per_mtok``."""
+    from ledger.core.prices import TOKEN_RATE_LABELS
+
+    text = rates.as_text(frozenset(TOKEN_RATE_LABELS))
     return {f"{kind}_per_mtok": value for kind, value in text.items()}
 
 
@@ -43,10 +46,13 @@ def show_command(
     """Print a model's four per-million-token rates and their source; exit 1 with no price.
 
     The rates are USD per million tokens: input, output, cache_read, cache_write
-    (5-minute writes; cache_write_1h for one-hour writes). The source is "config"
-    for an override in ledger.toml, else "genai-prices <version>". "tiers" lists
-    long-context prices: a call with more input tokens (cached ones included)
-    than a tier's above_input_tokens pays that tier's rates for every token.
+    (5-minute writes; cache_write_1h for one-hour writes), then every other token
+    rate the model has (input_audio, output_audio, output_image, cache_audio_read,
+    ...). The source is "config" for an override in ledger.toml, else
+    "genai-prices <version>". "tiers" lists long-context prices: a call with
+    more input tokens (cached ones included) than a tier's above_input_tokens
+    pays that tier's rates for every token. "service_tiers" lists the rates of
+    each service tier the model has its own prices for (priority, flex).
 
     Example: ledger prices show claude-opus-4-1 --provider anthropic
     """
@@ -63,21 +69,27 @@ def show_command(
         for candidate in (name,) if name else INFERRED_PROVIDERS:
             found, why = find_price(runtime, candidate, checked)
             if found is not None:
-                rates = found.rates.as_text()
                 print_json(
                     {
                         "provider": found.provider,
                         "model": found.model,
-                        "input_per_mtok": rates["input"],
-                        "output_per_mtok": rates["output"],
-                        "cache_read_per_mtok": rates["cache_read"],
-                        "cache_write_per_mtok": rates["cache_write"],
-                        "cache_write_1h_per_mtok": rates["cache_write_1h"],
+                        **_per_mtok(found.rates),
                         "price_source": found.source,
                         "tiers": [
                             {"above_input_tokens": tier.above, **_per_mtok(tier.rates)}
                             for tier in found.tiers
                         ],
+                        "service_tiers": {
+                            dict(variant.when)["service_tier"]: {
+                                **_per_mtok(variant.rates),
+                                "tiers": [
+                                    {"above_input_tokens": tier.above, **_per_mtok(tier.rates)}
+                                    for tier in variant.tiers
+                                ],
+                            }
+                            for variant in found.variants
+                            if dict(variant.when).keys() == {"service_tier"}
+                        },
                     }
                 )
                 return 0

@@ -31,7 +31,7 @@ from ledger.core.observation import Deferred, Unreachable, reading_payload
 from ledger.errors import EXIT_OK, EXIT_USAGE, LockTimeoutError
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
-from ledger.services.gate.gate import GateDeps
+from ledger.services.gate.deps import GateDeps
 
 if TYPE_CHECKING:
     import datetime as dt

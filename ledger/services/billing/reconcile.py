@@ -14,7 +14,7 @@ from ledger.services.chain.counter import Counter
 from ledger.services.chain.findings import describe_finding, stored_finding
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
-from ledger.services.gate.gate import GateDeps
+from ledger.services.gate.deps import GateDeps
 
 if TYPE_CHECKING:
     from ledger.services.gate.prices import PriceDeps
@@ -185,7 +185,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
     counter stays a fold of the chain alone; a model still unpriced stays so.
     """
     from ledger.core.envelope import parse_line
-    from ledger.core.prices import TokenCounts, quote_cost_micros
+    from ledger.core.prices import TokenCounts, applied_kinds, quote_cost_micros
     from ledger.services.gate.prices import find_price
 
     unpriced = usd.get("unpriced") or {}
@@ -206,7 +206,10 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
         if found is None:
             continue
         counts = TokenCounts(**{k: int(v) for k, v in tokens.items() if k in TokenCounts._fields})
-        micros, rates = quote_cost_micros(counts, found)
+        tier = entry.payload.get("service_tier")
+        micros, rates = quote_cost_micros(
+            counts, found.for_service_tier(tier if isinstance(tier, str) else None) or found
+        )
         priced.append(
             {
                 "entry_hash": entry.entry_hash,
@@ -215,7 +218,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
                 "model": record["model"],
                 "actual_micros": micros,
                 "price_source": found.source,
-                "rates": rates.as_text(),
+                "rates": rates.as_text(applied_kinds(counts, rates)),
             }
         )
     return priced

@@ -11,9 +11,16 @@ from typing import Any, NamedTuple, Protocol
 
 from ledger.core.ids import checked_id
 from ledger.core.output_fit import OutputFit
-from ledger.core.prices import Quote, TokenCounts, quote_cost_micros, quote_estimate_micros
+from ledger.core.prices import (
+    Quote,
+    TokenCounts,
+    applied_kinds,
+    quote_cost_micros,
+    quote_estimate_micros,
+)
+from ledger.core.request_pricing import RequestPricing
 from ledger.core.server_tools import web_searches
-from ledger.core.usage_objects import UsageObjectError, usage_tokens
+from ledger.core.usage_objects import UsageObjectError, usage_reading, usage_tokens
 from ledger.errors import UnknownPriceError, UsageError, UsageObjectInvalidError
 from ledger.services.gate.budget_views import budgets_document, key_name, tag_list, usd
 from ledger.services.gate.call_args import (
@@ -25,8 +32,9 @@ from ledger.services.gate.call_args import (
     provider_id,
     text_arg,
 )
+from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps, check_verdict
+from ledger.services.gate.gate import check_verdict
 from ledger.services.gate.prices import PriceDeps, find_price, price_for, web_search_fee_micros
 from ledger.services.gate.providers import ProviderDeps, require_known_provider, unknown_provider
 from ledger.services.gate.recording import record_call
@@ -51,6 +59,13 @@ def _scope_details(agent: object, tags: object, key: object) -> dict[str, Any]:
     return details
 
 
+def _recorded_by(path: str | None, key: str | None) -> dict[str, str]:
+    """The path that records responses under their ids, sealed with a keyed record."""
+    if path not in {None, "gateway", "sdk"}:
+        raise UsageError('recorded_by: must be "gateway" or "sdk"')
+    return {} if path is None or key is None else {"recorded_by": path}
+
+
 def _age(now: dt.datetime, then: dt.datetime | None) -> float | None:
     return None if then is None else round((now - then).total_seconds(), 3)
 
@@ -66,6 +81,33 @@ def _quote(deps: CallDeps, provider: str | None, model: str) -> Quote:
         f"no price for {model}: not priced for any of {', '.join(INFERRED_PROVIDERS)}; "
         "name its provider with --provider"
     )
+
+
+def _checked_estimate(micros: int) -> int:
+    if micros > MAX_MICROS:
+        raise UsageError("estimate: amount too large")
+    return micros
+
+
+def _priced_estimate(
+    found: Quote, inputs: int, max_outputs: int, pricing: RequestPricing | None
+) -> tuple[Quote, int]:
+    """The quote a request is estimated at and its estimate (the dearest that may apply)."""
+    if pricing is None:
+        return found, quote_estimate_micros(inputs, max_outputs, found)[0]
+    tiered = found.for_service_tier(pricing.service_tier)
+    candidates = (tiered,) if tiered is not None else found.every_tier()
+    best = max(
+        (
+            quote_estimate_micros(
+                inputs, max_outputs, candidate, input_labels=pricing.input_modalities,
+                output_labels=pricing.output_modalities,
+            )[0],
+            index,
+        )
+        for index, candidate in enumerate(candidates)
+    )  # fmt: skip
+    return candidates[best[1]], best[0]
 
 
 def verdict(
@@ -85,6 +127,7 @@ def verdict(
     forwarded: bool = False,
     server_tool_micros: int = 0,
     client: str | None = None,
+    pricing: RequestPricing | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Check and run one pre-call verdict; returns its JSON document and whether it admits.
 
@@ -98,6 +141,10 @@ def verdict(
     ``server_tool_micros``: the most its server-side tools (web search) may
     cost, added to the token estimate. ``client``: the program that made the
     call (``core.clients``), sealed with the verdict for budgets and reports.
+    ``pricing``: what the request asks for
+    beside text (audio or image output, audio input, a service tier): the
+    estimate prices each side at the dearest rate that may apply, at the
+    tier's rates (every tier's, the dearest, for a tier the model has no price for).
 
     Raises:
         UsageError: a bad argument, or (``UnknownPriceError``) an unpriced model;
@@ -122,12 +169,11 @@ def verdict(
         found = _quote(deps, None if name == "aggregate" else name, model_name)
         if name is None:
             name = found.provider
-        micros, _rates = quote_estimate_micros(inputs, max_outputs, found)
-        micros += server_tool_micros
-        if micros > MAX_MICROS:
-            raise UsageError("estimate: amount too large")
+        found, micros = _priced_estimate(found, inputs, max_outputs, pricing)
+        micros = _checked_estimate(micros + server_tool_micros)
         details = {"model": model_name, "price_source": found.source}
-        if min_output_tokens is not None:
+        # The clamp prices output as text: an audio or image answer is not clamped.
+        if min_output_tokens is not None and not (pricing and pricing.output_modalities):
             fit = OutputFit(
                 inputs, max_outputs, min_output_tokens, found, output_step, server_tool_micros
             )
@@ -174,6 +220,9 @@ def verdict(
     if details:
         document["model"] = details["model"]
         document["price_source"] = details["price_source"]
+    if pricing is not None and pricing.service_tier is not None:
+        # The record prices the call at this tier when its answer does not name one.
+        document["service_tier"] = pricing.service_tier
     if outcome.clamped_output_tokens is not None:
         document["clamped_output_tokens"] = outcome.clamped_output_tokens
     if deps.config.budgets:
@@ -191,6 +240,7 @@ class Priced(NamedTuple):
     actual_micros: int | None
     details: dict[str, Any]
     warning: str | None
+    unknown: tuple[str, ...] = ()
 
     def at_least(self, floor_micros: int) -> tuple[int | None, dict[str, Any], str | None]:
         """Cost, details and warning, the cost raised to ``floor_micros`` (the usage's kept)."""
@@ -199,39 +249,61 @@ class Priced(NamedTuple):
         return floor_micros, {**self.details, "usage_micros": self.actual_micros}, self.warning
 
 
-def price_usage(deps: PriceDeps, provider: str, model: str, usage_object: Any) -> Priced:
+def price_usage(
+    deps: PriceDeps, provider: str, model: str, usage_object: Any, service_tier: str | None = None
+) -> Priced:
     """Token counts and exact cost of a provider's usage object.
 
     An unpriced model is not an error here: the call happened, so its tokens
-    are recorded with ``actual_micros`` null (SPEC §7).
+    are recorded with ``actual_micros`` null (SPEC §7). The call's service tier
+    is the one its usage reports, else ``service_tier`` (the request's). A
+    count the product does not know, or a tier the model has no price for, is
+    named in ``unknown`` (and the payload's ``unknown_usage``): the record is
+    then raised to the call's estimate (``record_call``), never taken as free.
 
     Raises:
         UsageObjectInvalidError: the usage object is malformed or of another
             provider's shape (exit 2, naming the field).
     """
     try:
-        tokens = usage_tokens(provider, usage_object)
+        reading = usage_reading(provider, usage_object)
     except UsageObjectError as exc:
         raise UsageObjectInvalidError(f"--usage-json: {exc}") from exc
+    tokens, unknown = reading.tokens, list(reading.unknown)
+    tier = reading.service_tier or service_tier
     found, why = find_price(deps, provider, model)
     details: dict[str, Any] = {"tokens": tokens.as_payload()}
+    if tier is not None:
+        details["service_tier"] = tier[:64]
     if found is None:
         reason = f"no price for {provider}/{model}: {why}"
         details.update(price_source=None, rates=None, unpriced_reason=reason[:512])
-        warning = (
+        unpriced = (
             f"{reason}; recorded with actual_micros null, and verdicts halt until the model "
             "is priced and `ledger rebuild-state` runs"
         )
-        return Priced(tokens, None, details, warning)
-    micros, rates = quote_cost_micros(tokens, found)
-    details.update(price_source=found.source, rates=rates.as_text())
+        return Priced(tokens, None, details, unpriced)
+    tiered = found.for_service_tier(tier)
+    if tiered is None:
+        unknown.append(f"service_tier:{tier}")
+        tiered = found
+    micros, rates = quote_cost_micros(tokens, tiered)
+    details.update(price_source=found.source, rates=rates.as_text(applied_kinds(tokens, rates)))
     searches = web_searches(provider, usage_object)
     if searches:
         # Server-side tool fees are part of what the call cost, beside its tokens.
         fee = web_search_fee_micros(deps, provider, model, searches)
         details.update(web_searches=searches, server_tool_micros=fee)
         micros += fee
-    return Priced(tokens, micros, details, None)
+    warning: str | None = None
+    if unknown:
+        details["unknown_usage"] = [name[:128] for name in unknown[:16]]
+        warning = (
+            f"{provider}/{model}: the usage reports what has no price here "
+            f"({', '.join(unknown[:4])}); recorded at the larger of the call's estimate and "
+            "what was priced"
+        )
+    return Priced(tokens, micros, details, warning, tuple(unknown))
 
 
 def record(
@@ -251,6 +323,8 @@ def record(
     gateway_key: object = None,
     same_record_only: bool = False,
     floor_micros: int = 0,
+    recorded_by: str | None = None,
+    service_tier: str | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Check and seal one record; returns its JSON document and a warning for stderr.
 
@@ -290,13 +364,14 @@ def record(
     else:
         if model_name is None or usage_object is None:
             raise UsageError("give ACTUAL_USD, or --model with --usage-json")
-        priced = price_usage(deps, name, model_name, usage_object)
+        priced = price_usage(deps, name, model_name, usage_object, service_tier)
         micros, details, warning = priced.at_least(floor_micros)
         tokens = priced.tokens
         input_count = tokens.input + tokens.cache_write_5m + tokens.cache_write_1h
         input_count += tokens.cache_read
         output_count = tokens.output
     details.update(_scope_details(agent, tags, gateway_key))
+    details.update(_recorded_by(recorded_by, key))
     outcome = record_call(
         deps, micros, name, ref, model_name, checked_id(cycle_id, "--cycle-id"),
         input_count, output_count, key, details=details or None,
@@ -314,7 +389,7 @@ def record(
         "settled": outcome.settled,
         "utc_day": outcome.utc_day,
         "budget_day": outcome.budget_day,
-        "idempotency_key": key,
+        "idempotency_key": first.get("idempotency_key", key),
         "duplicate": outcome.duplicate,
     }
     if "tokens" in first or "price_source" in first:
@@ -330,7 +405,7 @@ def record(
         unknown = None
     if unknown is not None:
         unknown = f"--provider: {unknown} (recorded anyway: spend is never refused)"
-    warnings = [text for text in (outcome.warning or warning, unknown) if text]
+    warnings = [text for text in (outcome.warning, warning, unknown) if text]
     return document, "; ".join(warnings) or None
 
 

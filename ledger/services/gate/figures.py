@@ -22,7 +22,7 @@ from ledger.services.chain.state import load_counter
 from ledger.services.gate.spool import with_spooled
 
 if TYPE_CHECKING:
-    from ledger.services.gate.gate import GateDeps
+    from ledger.services.gate.deps import GateDeps
 
 
 def head_ts_text(counter: Counter) -> str | None:

@@ -7,7 +7,7 @@ spend that settles a reservation (``record``) is in ``services.recording``.
 """
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.core.budget_state import BudgetCheck, budget_checks
 from ledger.core.budgets import CallScope
@@ -39,39 +39,16 @@ from ledger.errors import (
 )
 from ledger.services.chain.counter import counter_problem
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
-from ledger.services.chain.writer import Writer, WriterDeps
+from ledger.services.chain.writer import Writer
+from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import head_time, head_ts_text, stored_apart
 from ledger.services.gate.forwarded import charge_expired_forwarded
 from ledger.services.gate.spool import with_spooled
-from ledger.services.ports import StateStore
 
 if TYPE_CHECKING:
-    from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
 
     ObserverResult = Reading | Unreachable | Deferred
-
-
-class GateDeps(WriterDeps, Protocol):
-    """What the gate needs."""
-
-    @property
-    def config(self) -> Config:
-        """The configuration."""
-        ...
-
-    @property
-    def states(self) -> StateStore:
-        """The derived-state store."""
-        ...
-
-    def newest_checkpoint(self) -> "Checkpoint | None":
-        """The newest signed checkpoint of the chain."""
-        ...
-
-    def observe(self, provider: str) -> "ObserverResult":
-        """Run the configured UsageObserver for a provider id."""
-        ...
 
 
 class VerdictOutcome(NamedTuple):

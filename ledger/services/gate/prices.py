@@ -14,13 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ledger.core.config import Config
 from ledger.core.model_data import context_window, web_search_rate
-from ledger.core.prices import (
-    PriceError,
-    ProviderPrices,
-    Quote,
-    parse_provider_file,
-    quote,
-)
+from ledger.core.price_table import ProviderPrices, parse_provider_file, quote
+from ledger.core.prices import PriceError, Quote
 from ledger.core.server_tools import search_fee_micros
 from ledger.errors import ChainIOError, UnknownPriceError
 from ledger.services.chain.writer import Writer, WriterDeps

@@ -5,9 +5,10 @@ the reservation its verdict made; a record that cannot reach the store is
 kept in the home's spool and sealed later, exactly once.
 """
 
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger.core.refs import short_ref
+from ledger.core.response_keys import another_call, verdict_key
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
 from ledger.errors import StoreUnreachableError, UsageError
@@ -19,22 +20,11 @@ from ledger.services.chain.idempotency import (
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 from ledger.services.gate.forwarded import charged_at_expiry
+from ledger.services.gate.record_outcome import RecordOutcome
+from ledger.services.gate.spool import SpoolStore, spool_record
 
 if TYPE_CHECKING:
-    from ledger.services.gate.gate import GateDeps
-
-
-class RecordOutcome(NamedTuple):
-    """A recorded call (or, for a repeated idempotency key, the first one)."""
-
-    entry_hash: str
-    utc_day: str
-    settled: bool
-    warning: str | None
-    duplicate: bool = False
-    payload: dict[str, Any] | None = None
-    spooled: bool = False
-    budget_day: str | None = None
+    from ledger.services.gate.deps import GateDeps
 
 
 def record_call(
@@ -83,8 +73,6 @@ def record_call(
     except StoreUnreachableError:
         if getattr(deps, "spool", None) is None:
             raise
-        from ledger.services.gate.spool import spool_record
-
         return spool_record(cast("Any", deps), request)
 
 
@@ -93,6 +81,79 @@ def _beyond_charge(request: dict[str, Any], charged: int) -> dict[str, Any]:
     details = {**(request["details"] or {}), "charged_at_expiry_micros": charged}
     beyond = None if actual is None else max(0, actual - charged)
     return {**request, "actual_micros": beyond, "details": details}
+
+
+def _at_least_estimate(request: dict[str, Any], reservation: dict[str, Any]) -> dict[str, Any]:
+    """A record whose usage names what has no price here, raised to its verdict's estimate.
+
+    What was priced is kept beside it (``usage_micros``), so the unknown part
+    of a call is never taken as free.
+    """
+    details = request["details"] or {}
+    actual, estimate = request["actual_micros"], reservation.get("micros")
+    if not details.get("unknown_usage") or actual is None or not isinstance(estimate, int):
+        return request
+    if actual >= estimate:
+        return request
+    raised = {**details, "usage_micros": details.get("usage_micros", actual)}
+    return {**request, "actual_micros": estimate, "details": raised}
+
+
+def _seen_by_another_path(
+    first: dict[str, Any],
+    verdict_ref: str | None,
+    recorded_by: str | None,
+    reservations: dict[str, Any],
+) -> bool:
+    """Whether ``first`` is this response recorded by another path, this verdict still held."""
+    return (
+        recorded_by is not None
+        and verdict_ref is not None
+        and verdict_ref in reservations
+        and first.get("verdict_ref") != verdict_ref
+        and first.get("recorded_by") != recorded_by
+    )
+
+
+def _release_only(request: dict[str, Any], key: str) -> dict[str, Any]:
+    """A $0 record settling the request's reservation: its spend is counted by another record."""
+    details = request["details"] or {}
+    scope = ("agent", "tags", "key", "recorded_by")
+    kept = {name: details[name] for name in scope if name in details}
+    return {
+        **request, "idempotency_key": key, "actual_micros": 0, "input_tokens": None,
+        "output_tokens": None, "details": kept,
+    }  # fmt: skip
+
+
+_RECORD = "budget.record_call"
+
+
+def _first_record(
+    counter: Any, deps: "GateDeps", request: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The request under the key it is sealed with, and the record first sealed with that key.
+
+    A response id the same path recorded for another verdict (a server reusing
+    ids) is another call, under a key naming its verdict (a retry of it finds
+    that key). The same response recorded by another path still counts once;
+    this verdict's reservation is released by a $0 record under such a key.
+    """
+    key: str = request["idempotency_key"]
+    verdict_ref: str | None = request["verdict_ref"]
+    first = find_duplicate(counter, deps, key, _RECORD)
+    recorded_by = (request["details"] or {}).get("recorded_by")
+    if first is None or verdict_ref is None:
+        return request, first
+    if another_call(first["payload"], verdict_ref, recorded_by):
+        key = verdict_key(key, verdict_ref)
+        request = {**request, "idempotency_key": key}
+        return request, find_duplicate(counter, deps, key, _RECORD)
+    reservations = counter.data["usd"]["reservations"]
+    if _seen_by_another_path(first["payload"], verdict_ref, recorded_by, reservations):
+        released = _release_only(request, verdict_key(key, verdict_ref))
+        return released, find_duplicate(counter, deps, released["idempotency_key"], _RECORD)
+    return request, first
 
 
 def _seal_record(
@@ -110,7 +171,8 @@ def _seal_record(
     with deps.chain.transaction() as tx:
         counter = load_counter(tx, deps)
         if idempotency_key is not None:
-            first = find_duplicate(counter, deps, idempotency_key, "budget.record_call")
+            request, first = _first_record(counter, deps, request)
+            idempotency_key = request["idempotency_key"]
             if first is not None:
                 save_counter(counter, deps.states)
                 other = other_record_message(
@@ -151,6 +213,7 @@ def _seal_record(
                 warning = f"verdict_ref {short_ref(verdict_ref)}… has expired; recorded anyway"
             else:
                 settled = True
+                request = _at_least_estimate(request, reservation)
                 # SPEC §4: a settled record counts on its reservation's budget
                 # day, so a call admitted before midnight and recorded after it
                 # never pushes the new day past its cap. The payload's
@@ -178,3 +241,26 @@ def _seal_record(
     return RecordOutcome(
         sealed.entry_hash, spend_utc_day, settled, warning, payload=payload, budget_day=day
     )
+
+
+def drain_spool(deps: "GateDeps") -> int:
+    """Seal every spooled record of this host by its key; returns how many left the spool.
+
+    Stops at the first record the store still cannot take (it stays spooled).
+
+    Raises:
+        LedgerError: reading a record's outcome failed in a way that is not an
+            unreachable store.
+    """
+    spool: SpoolStore | None = getattr(deps, "spool", None)
+    if spool is None:
+        return 0
+    drained = 0
+    for document in spool.entries():
+        request = document["request"]
+        outcome = record_call(deps, **request)
+        if outcome.spooled:
+            break
+        spool.remove(document["key"])
+        drained += 1
+    return drained

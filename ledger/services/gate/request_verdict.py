@@ -3,11 +3,13 @@
 Both estimate a request from its body (``ledger.providers.estimate_request``);
 this turns that estimate into one verdict the same way for both: input the
 request only points at is sized (``referenced``), and its server-side tools'
-most searches are priced in.
+most searches are priced in, and what it asks for beside text (audio or image
+output, a service tier) prices it at the dearest rate that may apply.
 """
 
 from typing import Any, NamedTuple
 
+from ledger.core.request_pricing import request_pricing
 from ledger.core.verdict import Verdict
 from ledger.providers import RequestEstimate
 from ledger.services.gate import calls, referenced
@@ -44,6 +46,7 @@ def request_verdict(
         input_tokens=referenced.input_tokens(deps, estimate),
         max_output_tokens=estimate.max_output_tokens,
         server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
+        pricing=request_pricing(provider, estimate.document),
         **verdict_args,
     )  # fmt: skip
     return RequestVerdict(Verdict.read(document.get("verdict")), admitted, document)

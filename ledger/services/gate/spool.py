@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ledger.core.state import apply_entry
 from ledger.core.timefmt import format_ts, utc_day
 from ledger.errors import LedgerError
+from ledger.services.gate.record_outcome import RecordOutcome
 from ledger.services.ports import ChainStore, ChainTx, Clock, Head
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
     from ledger.core.trust import TrustStore
-    from ledger.services.gate.gate import GateDeps
-    from ledger.services.gate.recording import RecordOutcome
 
 
 class SpoolStore(Protocol):
@@ -138,39 +137,12 @@ def spool_record(deps: SpoolDeps, request: dict[str, Any]) -> "RecordOutcome":
     Raises:
         ChainIOError: the spool file cannot be written (nothing was kept).
     """
-    from ledger.services.gate.recording import RecordOutcome
-
     key = request.get("idempotency_key") or deps.spool.new_key()
     request = {**request, "idempotency_key": key}
     now = deps.clock.now()
     deps.spool.add(key, format_ts(now), request)
     payload = _payload(request, None, utc_day(now))
     return RecordOutcome("", payload["utc_day"], False, None, payload=payload, spooled=True)
-
-
-def drain_spool(deps: "GateDeps") -> int:
-    """Seal every spooled record of this host by its key; returns how many left the spool.
-
-    Stops at the first record the store still cannot take (it stays spooled).
-
-    Raises:
-        LedgerError: reading a record's outcome failed in a way that is not an
-            unreachable store.
-    """
-    from ledger.services.gate.recording import record_call
-
-    spool: SpoolStore | None = getattr(deps, "spool", None)
-    if spool is None:
-        return 0
-    drained = 0
-    for document in spool.entries():
-        request = document["request"]
-        outcome = record_call(deps, **request)
-        if outcome.spooled:
-            break
-        spool.remove(document["key"])
-        drained += 1
-    return drained
 
 
 def _payload(

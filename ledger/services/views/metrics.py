@@ -4,7 +4,8 @@ Per scope (the aggregate and each provider with a sub-cap): used, reserved, cap
 and usage % from the gate's own read-only ``usage`` (derived state, caught up
 as a verdict would). From one pass over the chain's lines: the entry count,
 today's verdicts by outcome and uncertainty reason, and the newest snapshot's
-time. Today is the budget day (``usd.day_timezone``), which spans at most two
+time, and today's records whose usage reported what has no price here. Today
+is the budget day (``usd.day_timezone``), which spans at most two
 UTC dates: only lines of those dates (and snapshot entries) are parsed; the
 rest are counted by their bytes, so the pass costs little more than reading the
 file.
@@ -22,8 +23,8 @@ from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
 from ledger.core.verdict_kind import Verdict
+from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps
 
 _TS = re.compile(rb'"ts_utc":"(\d{4}-\d{2}-\d{2})')
 _SNAPSHOT = b'"event_type":"ledger.snapshot"'
@@ -56,6 +57,8 @@ class Metrics:
     counter_trusted: bool = True
     budget_day: str | None = None
     budgets: list[dict[str, Any]] = field(default_factory=list)
+    # Today's records whose usage reported what has no price here, by what it was.
+    unknown_usage: Counter[str] = field(default_factory=Counter)
 
 
 def _figures(scope: ScopeState, now: dt.datetime) -> ScopeFigures:
@@ -75,10 +78,17 @@ def _figures(scope: ScopeState, now: dt.datetime) -> ScopeFigures:
     )
 
 
+_RECORD = "budget.record_call"
+_UNKNOWN_USAGE = b'"unknown_usage"'
+
+
 def scan_chain(
-    lines: Iterable[bytes], bounds: tuple[str, str]
+    lines: Iterable[bytes], bounds: tuple[str, str], unknown: Counter[str] | None = None
 ) -> tuple[int, Counter[tuple[str, str]], str | None]:
     """``(entries, the day's verdicts by (outcome, reason), newest snapshot ts)`` of raw lines.
+
+    ``unknown`` (when given) counts the day's records whose usage reported what
+    has no price here, by what it was (a usage count, ``service_tier:<tier>``).
 
     ``bounds`` are the day's first moment and the next day's, in the chain's
     time format (the budget day may span two UTC dates).
@@ -102,6 +112,12 @@ def scan_chain(
             continue
         if parsed.event_type == "ledger.snapshot":
             newest_snapshot = max(newest_snapshot or "", parsed.ts_utc)
+        if (
+            unknown is not None and parsed.event_type == _RECORD and _UNKNOWN_USAGE in raw
+            and start <= parsed.ts_utc < end
+        ):  # fmt: skip
+            for name in parsed.payload.get("unknown_usage") or ():
+                unknown[str(name)] += 1
         outcome = VERDICT_EVENTS.get(parsed.event_type)
         if outcome is not None and start <= parsed.ts_utc < end:
             reason = parsed.payload.get("uncertainty_reason") or ""
@@ -128,7 +144,8 @@ def gather(deps: GateDeps) -> Metrics:
     lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
     day = first.budget_day or first.utc_day
     start, end = day_bounds(day, config.day_zone)
-    entries, verdicts, snapshot_ts = scan_chain(lines, (format_ts(start), format_ts(end)))
+    unknown: Counter[str] = Counter()
+    entries, verdicts, snapshot_ts = scan_chain(lines, (format_ts(start), format_ts(end)), unknown)
     age = None
     if snapshot_ts is not None:
         age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
@@ -138,5 +155,6 @@ def gather(deps: GateDeps) -> Metrics:
 
         budgets = budget_rows(deps)["budgets"]
     return Metrics(
-        first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day, budgets=budgets
-    )
+        first.utc_day, scopes, verdicts, entries, age, trusted, budget_day=day, budgets=budgets,
+        unknown_usage=unknown,
+    )  # fmt: skip

@@ -4,7 +4,7 @@ import datetime as dt
 import json
 
 from ledger.core.model_data import context_window
-from ledger.core.prices import ProviderPrices, parse_provider_file
+from ledger.core.price_table import ProviderPrices, parse_provider_file
 from ledger.edges.pricebook import build_snapshot
 
 RATES = {"input": "3", "output": "15"}

@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import pytest
 
+from ledger.core.price_table import match, parse_provider_file, quote
 from ledger.core.prices import (
     CONFIG_SOURCE,
     PriceError,
@@ -13,9 +14,6 @@ from ledger.core.prices import (
     cost_micros,
     estimate_micros,
     fraction_text,
-    match,
-    parse_provider_file,
-    quote,
     quote_cost_micros,
     quote_estimate_micros,
     rates_from,
@@ -225,7 +223,7 @@ class TestRates:
 def _provider_file(models, provider="anthropic", fallback=()):
     return json.dumps(
         {
-            "format": "ledger-prices/2",
+            "format": "ledger-prices/3",
             "provider": provider,
             "source": "genai-prices 9.9",
             "taken_at": "2026-03-01T00:00:00.000000Z",
@@ -363,8 +361,9 @@ class TestTiers:
         with pytest.raises(PriceError, match=message):
             quote("anthropic", "claude-sonnet-4-5", {}, load)
 
-    def test_format_1_snapshot_is_refused(self):
-        """A snapshot written before tiers existed would under-price long requests."""
-        raw = _provider_file(MODELS).replace(b"ledger-prices/2", b"ledger-prices/1")
-        with pytest.raises(PriceError, match="not in format ledger-prices/2"):
+    @pytest.mark.parametrize("older", ["ledger-prices/1", "ledger-prices/2"])
+    def test_an_older_snapshot_is_refused(self, older):
+        """One written before tiers, modalities and service tiers would under-price calls."""
+        raw = _provider_file(MODELS).replace(b"ledger-prices/3", older.encode())
+        with pytest.raises(PriceError, match="not in format ledger-prices/3"):
             parse_provider_file(raw, "anthropic")

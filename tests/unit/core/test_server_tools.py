@@ -4,7 +4,7 @@ import datetime as dt
 import json
 from fractions import Fraction
 
-from ledger.core.prices import parse_provider_file
+from ledger.core.price_table import parse_provider_file
 from ledger.core.server_tools import search_fee_micros, web_searches
 from ledger.edges.pricebook import build_snapshot
 from ledger.providers import Route, bound_web_searches

@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 from genai_prices import Usage, calc_price
 
-from ledger.core.prices import TokenCounts, parse_provider_file, quote, quote_cost_micros
+from ledger.core.price_table import parse_provider_file, quote
+from ledger.core.prices import TokenCounts, quote_cost_micros
 from ledger.edges.pricebook import build_snapshot
 
 NOW = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
@@ -30,7 +31,8 @@ def test_tiered_models_are_written_with_their_tiers(snapshot):
     assert sonnet["rates"]["input"] == "3"
     assert sonnet["tiers"] == [
         {"above": 200_000, "rates": {"input": "6", "output": "22.5", "cache_read": "0.6",
-                                     "cache_write": "7.5", "cache_write_1h": "12"}},
+                                     "cache_write": "7.5", "cache_write_1h": "12",
+                                     "web_searches_kcount": "10"}},
     ]  # fmt: skip
 
 

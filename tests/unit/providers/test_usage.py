@@ -54,7 +54,11 @@ STREAMS = {
         MESSAGES, ANTHROPIC_START, "msg_01XFDUDYJgAACzvnptvVoYEL",
         "claude-sonnet-4-5-20250929", None, False,
     ),
-    "chat_stream.sse": (CHAT, CHAT_USAGE, CHAT_ID, "gpt-4.1-2025-04-14", None, True),
+    # The response's own service_tier is carried into its usage, for the record's price.
+    "chat_stream.sse": (
+        CHAT, {**CHAT_USAGE, "service_tier": "default"}, CHAT_ID, "gpt-4.1-2025-04-14", None,
+        True,
+    ),
     "chat_stream_no_usage.sse": (CHAT, None, CHAT_ID, "gpt-4.1-2025-04-14", None, True),
     "chat_stream_error.sse": (
         CHAT, None, CHAT_ID, "gpt-4.1-2025-04-14",
@@ -128,7 +132,7 @@ class TestStreams:
         """Changing the returned object does not change what the reader holds."""
         reader = read_stream(CHAT, [fixture("chat_stream.sse")])
         reader.usage["prompt_tokens"] = 0  # type: ignore[index]
-        assert reader.usage == CHAT_USAGE
+        assert reader.usage == {**CHAT_USAGE, "service_tier": "default"}
 
     def test_garbage_events_are_ignored(self):
         """Events that are not JSON objects carry no usage and raise nothing."""
@@ -150,7 +154,8 @@ class TestJson:
         """A whole chat completion."""
         reader = UsageReader.for_route(CHAT)
         reader.feed_json(fixture("chat_completion.json"))
-        assert outcome(reader) == (CHAT_USAGE, CHAT_ID, "gpt-4.1-2025-04-14", None, True)
+        served = {**CHAT_USAGE, "service_tier": "default"}  # the response's tier, for the price
+        assert outcome(reader) == (served, CHAT_ID, "gpt-4.1-2025-04-14", None, True)
 
     def test_response(self):
         """A whole Responses API response."""

@@ -74,7 +74,8 @@ def test_a_changed_snapshot_is_quoted_afresh(matches: list[str]):
 def test_a_changed_override_is_quoted_afresh(matches: list[str]):
     home = _Home()
     library, _ = prices.find_price(home, "anthropic", "claude-cached-1")
-    flat = Rates(*(Fraction(1) for _ in Rates._fields))
+    one = Fraction(1)
+    flat = Rates(one, one, one, one, one)
     home._config = SimpleNamespace(price_overrides={"anthropic/claude-cached-1": flat})
     override, _ = prices.find_price(home, "anthropic", "claude-cached-1")
     assert library is not None
