@@ -25,7 +25,6 @@ take the lock, which would create the lock file in a home that has none).
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ledger.core.chain_check import ChainCheck, check_chain, checkpoint_fits, split_lines
 from ledger.core.checkpoint import (
@@ -47,7 +46,8 @@ from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
 from ledger.services.chain.proofs import tree_root_of_lines
-from ledger.services.chain.recover_verifying import RECOVERED_EVENT, settle_verifying_chain
+from ledger.services.chain.recover_report import RECOVERED_EVENT, RecoverReport
+from ledger.services.chain.recover_verifying import settle_verifying_chain
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
     SnapshotStore,
@@ -58,68 +58,6 @@ from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
 _MAX_REASON = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class RecoverReport:
-    """What ``ledger recover`` found, did (or would do), and lost.
-
-    ``action`` is ``"none"`` when the chain verifies or there is nothing to
-    restore, else ``"recover"`` (also under ``--dry-run``, where ``dry_run`` says
-    that nothing was changed). Line numbers count lines of the damaged file
-    from 1; paths are relative to the home.
-    """
-
-    action: str
-    dry_run: bool
-    message: str
-    damage: str | None
-    damaged_lines: int
-    restored_entries: int
-    snapshot_entries: int
-    lost_lines: int
-    first_lost_line: int | None
-    reason: str | None
-    snapshot: str | None
-    evidence: str | None
-    head_hash: str | None
-    checkpoint_entries: int | None
-    checkpoints_retired: tuple[str, ...] = ()
-    snapshots_rejected: tuple[tuple[str, str], ...] = ()
-    state_cleared: tuple[str, ...] = ()
-    entry_hash: str | None = None
-
-    def payload(self) -> dict[str, Any]:
-        """The ``ledger.recovered`` payload: what was lost, from which line, from which snapshot."""
-        return {
-            "damage": self.damage or "",
-            "damaged_lines": self.damaged_lines,
-            "restored_entries": self.restored_entries,
-            "snapshot_entries": self.snapshot_entries,
-            "lost_lines": self.lost_lines,
-            "first_lost_line": self.first_lost_line,
-            "reason": self.reason,
-            "snapshot": self.snapshot,
-            "evidence": self.evidence,
-            "head_hash": self.head_hash,
-            "checkpoint_entries": self.checkpoint_entries,
-            "checkpoints_retired": list(self.checkpoints_retired),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The report printed on stdout."""
-        return {
-            "action": self.action,
-            "dry_run": self.dry_run,
-            "message": self.message,
-            **self.payload(),
-            "damage": self.damage,
-            "snapshots_rejected": [
-                {"snapshot": path, "reason": reason} for path, reason in self.snapshots_rejected
-            ],
-            "state_cleared": list(self.state_cleared),
-            "entry_hash": self.entry_hash,
-        }
 
 
 @dataclass(frozen=True, slots=True)
