@@ -14,7 +14,10 @@ checks the home's chain) is left alone. Otherwise, under the chain lock:
 3. checkpoints the restored chain cannot satisfy (they describe lost entries,
    or are malformed or unsigned) are moved to ``evidence/``, so that the
    recovered chain verifies while the proof of what was lost is kept;
-4. a ``ledger.recovered`` envelope records what was lost, then a fresh
+4. every ``budget.record_call`` line after the restored chain is sealed again
+   on it (``core.reseal``: honest ones and, fail-closed, those whose signature
+   does not verify), so no spend is dropped; then a ``ledger.recovered``
+   envelope records what was lost and names the records carried, and a fresh
    checkpoint binds the recovered chain;
 5. the derived state in ``state/`` is deleted: it is rebuilt from the verified
    chain on next use.
@@ -33,6 +36,8 @@ from ledger.core.checkpoint import (
     make_checkpoint,
 )
 from ledger.core.recovery import RecoveryPlan, plan_recovery
+from ledger.core.reseal import RECORD_EVENT, Carried, records_after_damage
+from ledger.core.schemacode import predicate
 from ledger.core.signing import Signer
 from ledger.core.snapshot import (
     Manifest,
@@ -206,10 +211,12 @@ def _recover(
         path for path, cp in checkpoints.parsed if not checkpoint_fits(cp, plan.lines, trust)
     ]
     stamp = format_ts(deps.clock.now()).replace("-", "").replace(":", "").replace(".", "")
+    conforms = predicate(deps.schema(RECORD_EVENT))
+    carried = records_after_damage(lines, plan.lines, plan.last_kept_line, trust, conforms)
     report = RecoverReport(
         action="recover",
         dry_run=dry_run,
-        message=_message(plan, chosen, files, dry_run=dry_run),
+        message=_message(plan, chosen, files, carried, dry_run=dry_run),
         damage=_clip(damage),
         damaged_lines=plan.damaged_lines,
         restored_entries=plan.entries,
@@ -223,10 +230,11 @@ def _recover(
         checkpoint_entries=None if newest_signed is None else newest_signed.entries,
         checkpoints_retired=tuple(files.relative(files.evidence_path(p.name)) for p in retire),
         snapshots_rejected=tuple(rejected),
+        resealed=tuple(item.summary() for item in carried),
     )
     if tx is None:
         return report
-    return _apply(deps, files, signer, tx, report, plan, data, retire, stamp)
+    return _apply(deps, files, signer, tx, report, plan, (data, carried), retire, stamp)
 
 
 def _apply(
@@ -236,7 +244,7 @@ def _apply(
     tx: ChainTx,
     report: RecoverReport,
     plan: RecoveryPlan,
-    data: bytes | None,
+    damaged: tuple[bytes | None, tuple[Carried, ...]],
     retire: list[Path],
     stamp: str,
 ) -> RecoverReport:
@@ -244,21 +252,29 @@ def _apply(
 
     Evidence first; then the chain (a crash here leaves the old checkpoints in
     place, so the restored chain fails verification and ``recover`` runs again);
-    then the checkpoints; then the record, a fresh checkpoint, the state.
+    then the checkpoints; then the carried records, the record of the recovery,
+    a fresh checkpoint, the state. A crash after some carried records leaves a
+    chain that verifies without ``ledger.recovered``: the evidence file keeps
+    the rest, and the records sealed so far keep their idempotency keys.
     """
+    data, carried = damaged
     evidence = None if data is None else files.relative(files.keep_damaged(data, stamp))
     files.replace_chain(b"".join(plan.lines))
     retired = tuple(files.relative(files.retire(path)) for path in retire)
-    final = replace(report, evidence=evidence, checkpoints_retired=retired)
-    sealed = Writer(deps).append(tx, RECOVERED_EVENT, final.payload(), signer=signer)
+    writer = Writer(deps)
+    hashes = tuple(
+        writer.append(tx, RECORD_EVENT, item.payload, signer=signer).entry_hash for item in carried
+    )
+    final = replace(report, evidence=evidence, checkpoints_retired=retired, resealed_hashes=hashes)
+    sealed = writer.append(tx, RECOVERED_EVENT, final.payload(), signer=signer)
     deps.write_checkpoint(
         make_checkpoint(
             signer,
-            plan.genesis_hash or sealed.entry_hash,
-            plan.entries + 1,
+            plan.genesis_hash or (hashes[0] if hashes else sealed.entry_hash),
+            plan.entries + len(hashes) + 1,
             sealed.entry_hash,
             sealed.ts_utc,
-            tree_root_of_lines(plan.lines, [sealed.entry_hash]),
+            tree_root_of_lines(plan.lines, [*hashes, sealed.entry_hash]),
         )
     )
     cleared = tuple(files.relative(path) for path in files.clear_state())
@@ -276,6 +292,7 @@ def _message(
     plan: RecoveryPlan,
     chosen: tuple[Path, VerifiedSnapshot] | None,
     files: SnapshotStore,
+    carried: tuple[Carried, ...] = (),
     *,
     dry_run: bool,
 ) -> str:
@@ -292,6 +309,19 @@ def _message(
     )
     if plan.first_lost_line is not None:
         text += f" from line {plan.first_lost_line} ({plan.reason})"
+    if carried:
+        honest = sum(1 for item in carried if item.verified)
+        text += (
+            f"; {len(carried)} record(s) after the damage "
+            + ("would be " if dry_run else "")
+            + f"sealed again so their spend counts ({honest} verified"
+            + (
+                f", {len(carried) - honest} not verified: counted until "
+                "`ledger reconcile --force-reason`)"
+                if honest < len(carried)
+                else ")"
+            )
+        )
     return text + ("; dry run: nothing changed" if dry_run else "")
 
 

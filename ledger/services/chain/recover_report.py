@@ -39,6 +39,10 @@ class RecoverReport:
     snapshots_rejected: tuple[tuple[str, str], ...] = ()
     state_cleared: tuple[str, ...] = ()
     entry_hash: str | None = None
+    # The records after the damage carried onto the recovered chain (``core.reseal``),
+    # and the hashes they were sealed again under (empty before they are).
+    resealed: tuple[dict[str, Any], ...] = ()
+    resealed_hashes: tuple[str, ...] = ()
 
     def payload(self) -> dict[str, Any]:
         """The ``ledger.recovered`` payload: what was lost, from which line, from which snapshot."""
@@ -55,6 +59,8 @@ class RecoverReport:
             "head_hash": self.head_hash,
             "checkpoint_entries": self.checkpoint_entries,
             "checkpoints_retired": list(self.checkpoints_retired),
+            "resealed": [dict(item) for item in self.resealed],
+            "resealed_hashes": list(self.resealed_hashes),
         }
 
     def to_json(self) -> dict[str, Any]:
