@@ -45,6 +45,7 @@ from ledger.daemon.jobs import (
     spool_job,
     verify_job,
 )
+from ledger.edges.processes import PARENT_ENV, check_free
 from ledger.errors import ConfigError
 from ledger.runtime import Runtime
 
@@ -131,15 +132,26 @@ class StopSignals:
 
 
 class ServerProcess:
-    """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies."""
+    """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies.
+
+    The child is told the daemon's pid (``LEDGER_PARENT_PID``) and ends when
+    the daemon does, ``kill -9`` included (``ledger.edges.processes``). A child
+    that exits with one of ``fatal`` codes is not restarted: ``on_fatal`` is
+    called with the code (the gateway's address taken: the daemon stops, 75).
+    """
 
     def __init__(
-        self, runtime: Runtime, command: str = "serve", drain_seconds: float = _SERVE_DRAIN_SECONDS
+        self,
+        runtime: Runtime,
+        command: str = "serve",
+        drain_seconds: float = _SERVE_DRAIN_SECONDS,
+        on_fatal: Callable[[int], None] | None = None,
     ) -> None:
         self._argv = [sys.executable, "-m", "ledger", "--home", str(runtime.home), command]
         self._command = command
         self._drain_seconds = drain_seconds
-        self._environ = dict(runtime.environ)
+        self._on_fatal = on_fatal
+        self._environ = {**runtime.environ, PARENT_ENV: str(os.getpid())}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -162,6 +174,10 @@ class ServerProcess:
                 return
             if code == _EXIT_CONFIG:
                 log_line(f"{self._command}: exited {code} (configuration error); not restarted")
+                return
+            if code == _EXIT_BUSY and self._on_fatal is not None:
+                log_line(f"{self._command}: exited {code} (its address is taken); not restarted")
+                self._on_fatal(code)
                 return
             # 75: another server answers for the home; try again later.
             pause = 30.0 if code == _EXIT_BUSY else 1.0
@@ -195,6 +211,13 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
     """
     if home_runtime.environ.get("LEDGER_NOW"):
         raise ConfigError("LEDGER_NOW is set: the daemon schedules on the real clock only")
+    failed: list[int] = []
+
+    def on_fatal(code: int) -> None:
+        # The gateway cannot listen: stop as if asked, and exit with its code.
+        failed.append(code)
+        os.kill(os.getpid(), signal.SIGTERM)
+
     with StopSignals() as stop:
         scheduler, polling = _scheduler(home_runtime)
         if stop.received is not None:
@@ -205,8 +228,10 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         config = home_runtime.config
         listen = config.proxy.listen
         if listen is not None:
-            # A gateway that would listen where it must not is refused before anything starts.
-            open_listen(listen, "proxy.listen", config.proxy)
+            # A gateway that would listen where it must not, or where another
+            # process listens already, is refused before anything starts.
+            address = open_listen(listen, "proxy.listen", config.proxy)
+            check_free(address.host, address.port, str(address), "proxy.listen")
         prime_alerts_job(home_runtime)
         scheduler.start()
         server = gateway = None
@@ -215,7 +240,7 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             if listen is not None:
                 # Streams in flight finish within the upstream timeout; wait for them.
                 drain = float(config.proxy.upstream_timeout_seconds or _GATEWAY_DRAIN_SECONDS)
-                gateway = ServerProcess(home_runtime, "proxy", drain).start()
+                gateway = ServerProcess(home_runtime, "proxy", drain, on_fatal).start()
             if polling:
                 poll_text = f"poll every {config.poll_seconds} s"
             elif config.poll_seconds > 0:
@@ -240,8 +265,8 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             if server is not None:
                 server.stop()
             _shutdown(scheduler, config.store_url)
-    log_line("stopped")
-    return 0
+    log_line("stopped" + (f" (exit {failed[0]}: the gateway could not listen)" if failed else ""))
+    return failed[0] if failed else 0
 
 
 def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
