@@ -33,7 +33,7 @@ _TOTAL_END = dt.date(9999, 12, 30)  # local midnight stays within the years a ti
 _ROLLING_RE = re.compile(r"^rolling:([1-9][0-9]{0,5})([hd])$")
 # A rolling window keeps one item per record inside it; a year bounds that.
 _ROLLING_MAX_HOURS = 366 * 24
-_KNOWN_KEYS = frozenset({"name", "usd", "period", "match", "per", "warn_pct"})
+_KNOWN_KEYS = frozenset({"name", "usd", "period", "match", "per", "warn_pct", "alert_pcts"})
 _MAX_MICROS = 2**53 - 1
 _GLOB_MAX = 256
 
@@ -49,6 +49,9 @@ class Budget(NamedTuple):
     warn_pct: Fraction | None = None
     # A rolling window's length in seconds (from ``period``); ``None`` for a calendar period.
     window_seconds: int | None = None
+    # The used-spend percentages a ``warn`` alert is sent at, each once per period
+    # (empty: at ``warn_pct``). Alerts only: not part of the derived state's key.
+    alert_pcts: tuple[Fraction, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """The definition as plain JSON (what the derived state is keyed by)."""
@@ -151,6 +154,7 @@ def _budget(table: dict[str, Any], name: str, label: str) -> Budget:
     return Budget(
         name, micros, period, _match(table.get("match"), label), per,
         _warn_pct(table.get("warn_pct"), label), _window_seconds(period),
+        _alert_pcts(table.get("alert_pcts"), label),
     )  # fmt: skip
 
 
@@ -184,6 +188,20 @@ def _match(value: Any, label: str) -> tuple[tuple[str, str], ...]:
             raise ConfigError(f"{label}.match.{key}: must be a non-empty glob pattern")
         pairs.append((key, glob))
     return tuple(sorted(pairs))
+
+
+def _alert_pcts(value: Any, label: str) -> tuple[Fraction, ...]:
+    """``alert_pcts = [50, 80, 100]``: percentages in [0, 100], sorted, each once."""
+    if value is None:
+        return ()
+    problem = f"{label}.alert_pcts: must be a non-empty list of percentages in [0, 100]"
+    if not isinstance(value, list) or not value:
+        raise ConfigError(problem)
+    try:
+        found = {_warn_pct(item, label) for item in value}
+    except ConfigError as exc:
+        raise ConfigError(problem) from exc
+    return tuple(sorted(pct for pct in found if pct is not None))
 
 
 def _warn_pct(value: Any, label: str) -> Fraction | None:

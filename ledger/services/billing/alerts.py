@@ -48,6 +48,8 @@ _KEEP_SENT_DAYS = 45
 PostAll = Callable[[list[tuple[str, dict[str, Any]]], float], list[Exception | None]]
 # What halts every verdict now (``services.billing.health``); None: cannot tell.
 Standing = Callable[[], list[Condition] | None]
+# The ``warn`` alerts the scopes' used spend calls for now (``services.billing.spent``).
+Spent = Callable[[], list[Alert]]
 
 
 class AlertState(Protocol):
@@ -79,13 +81,21 @@ def run_alerts(
     post_all: PostAll,
     log: Callable[[str], None],
     standing: Standing | None = None,
+    spent: Spent | None = None,
 ) -> AlertRun:
-    """Follow the chain from the saved position, open and close incidents, deliver the queue."""
+    """Follow the chain from the saved position, open and close incidents, deliver the queue.
+
+    Warnings on used spend are queued before the entries' halts: a scope warns
+    before it halts, so its alerts go out in the order its states were entered.
+    """
     run = AlertRun()
     if not config.alert_rules:
         return run
     state = store.load()
     conditions = standing() if standing is not None else []
+    if spent is not None and not _halting(conditions):
+        for alert in spent():
+            run.queued += _queue(state, alert, config, now)
     if not any(condition.event == "unavailable" for condition in conditions or []):
         try:
             breaks = _follow_from_position(chain, state, now, config, run)
@@ -100,6 +110,11 @@ def run_alerts(
     _deliver(state, now, post_all, float(config.alert_timeout_seconds), log, run)
     store.save(state)
     return run
+
+
+def _halting(conditions: list[Condition] | None) -> bool:
+    """Whether the figures are unknown now (no used-spend warning is read then)."""
+    return conditions is None or any(c.event in ("broken", "unavailable") for c in conditions)
 
 
 def _follow_from_position(
@@ -253,7 +268,9 @@ def _follow(
         alert = alert_for_entry(
             parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc, config.day_zone
         )
-        if alert is not None:
+        # A warn-90 verdict is a projection (its call's worst case): `warn`
+        # alerts follow used spend instead (``services.billing.spent``).
+        if alert is not None and alert.event != "warn":
             alerts.append(alert)
     return alerts, breaks
 
@@ -290,27 +307,51 @@ def _deliver(
     log: Callable[[str], None],
     run: AlertRun,
 ) -> None:
-    """Try every delivery that is due, side by side; reschedule failures with backoff."""
+    """Try every delivery that is due, side by side; reschedule failures with backoff.
+
+    The alerts of one scope reach one webhook in the order they were queued:
+    each round posts the oldest undelivered alert of every (webhook, scope)
+    side by side, then the next of those that were taken, and so on; a failed
+    or not yet due alert holds back the later ones of its scope (a `halt`
+    never arrives before its `warn`).
+    """
     pending: list[dict[str, Any]] = state.get("pending", [])
-    due = [item for item in pending if parse_ts(item["next_try"]) <= now]
-    kept = [item for item in pending if parse_ts(item["next_try"]) > now]
-    outcomes = post_all([(item["url"], item["body"]) for item in due], timeout) if due else []
-    for item, failure in zip(due, outcomes, strict=True):
-        shown = redacted_url(item["url"])
-        if failure is None:
-            run.delivered += 1
-            log(f"alert sent to {shown}: {item['body']['event']} {item['body']['scope']}")
-            continue
-        item["attempts"] += 1
-        run.failed += 1
-        if item["attempts"] >= MAX_ATTEMPTS:
-            log(f"alert to {shown} given up after {item['attempts']} tries: {failure}")
-            continue
-        delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
-        item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
-        log(f"alert to {shown} failed ({failure}); retrying in {delay} s")
-        kept.append(item)
-    state["pending"] = kept
+    done: set[int] = set()
+    blocked: set[tuple[str, str]] = set()
+    while True:
+        wave: list[int] = []
+        heads: set[tuple[str, str]] = set()
+        for index, item in enumerate(pending):
+            group = (str(item["url"]), str(item["body"].get("scope")))
+            if index in done or group in blocked or group in heads:
+                continue
+            heads.add(group)
+            if parse_ts(item["next_try"]) <= now:
+                wave.append(index)
+            else:
+                blocked.add(group)
+        if not wave:
+            break
+        outcomes = post_all([(pending[i]["url"], pending[i]["body"]) for i in wave], timeout)
+        for index, failure in zip(wave, outcomes, strict=True):
+            item = pending[index]
+            shown = redacted_url(item["url"])
+            if failure is None:
+                run.delivered += 1
+                done.add(index)
+                log(f"alert sent to {shown}: {item['body']['event']} {item['body']['scope']}")
+                continue
+            item["attempts"] += 1
+            run.failed += 1
+            if item["attempts"] >= MAX_ATTEMPTS:
+                done.add(index)
+                log(f"alert to {shown} given up after {item['attempts']} tries: {failure}")
+                continue
+            delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
+            item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
+            log(f"alert to {shown} failed ({failure}); retrying in {delay} s")
+            blocked.add((str(item["url"]), str(item["body"].get("scope"))))
+    state["pending"] = [item for index, item in enumerate(pending) if index not in done]
 
 
 def _prune_sent(state: dict[str, Any], now: dt.datetime) -> None:
