@@ -108,6 +108,12 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # url = "https://api.deepseek.com"
 # key_env = "DEEPSEEK_API_KEY"     # the gateway's own key, used with gateway keys
 
+# Alerts: the daemon POSTs one JSON message per state to each webhook (Slack, Teams, any URL).
+# [[alerts]]
+# url = "https://hooks.slack.com/services/T000/B000/XXXX"
+# on = ["warn", "halt", "uncertainty", "broken", "unavailable", "drift"]   # leave out for all
+# check_seconds = 10                # how often the daemon looks (the smallest of all tables)
+
 # Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
 # [[budgets]]
 # name = "research-monthly"
@@ -115,6 +121,7 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # period = "month"                  # day | week | month | total | rolling:<N>h | rolling:<N>d
 # match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag (globs)
 # per = "session"                   # optional: one cap per session | agent | key
+# alert_pcts = [50, 80, 100]        # optional: a `warn` alert at each used-spend percentage
 """
 
 
