@@ -248,9 +248,15 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             else:
                 poll_text = "polling off (billing.poll_seconds = 0)"
             verify_hours = float(config.verify_interval_hours)
+            if config.observer_command is None:
+                reconcile_text = "reconcile off (no observer.command)"
+            else:
+                reconcile_text = (
+                    f"reconcile every {float(config.interval_hours):g} h for "
+                    f"{', '.join(config.reconcile_providers)}"
+                )
             log_line(
-                f"started: reconcile every {float(config.interval_hours):g} h for "
-                f"{', '.join(config.reconcile_providers)}; {poll_text}; "
+                f"started: {reconcile_text}; {poll_text}; "
                 f"snapshot on '{config.snapshot_cron}' UTC; "
                 + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
                 + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
@@ -296,7 +302,10 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
     )
     now = dt.datetime.now(dt.UTC)  # noqa: TID251 - the scheduler runs on the real clock
     interval = IntervalTrigger(seconds=float(config.interval_hours) * 3600, timezone=dt.UTC)
-    for provider in config.reconcile_providers:
+    # Without an observer there is no bill to reconcile with (`init --billing none`):
+    # no job, rather than a "billing unreachable" reconcile every interval.
+    reconciling = config.observer_command is not None
+    for provider in config.reconcile_providers if reconciling else ():
         scheduler.add_job(
             reconcile_job, interval, args=[fresh_runtime, provider],
             id=f"reconcile-{provider}", next_run_time=now,
