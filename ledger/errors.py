@@ -83,6 +83,16 @@ class ChainIOError(LedgerError):
     exit_code = EXIT_IO
 
 
+class AddressInUseError(ChainIOError):
+    """A port the daemon or the gateway must listen on is held by another process.
+
+    Exit 75, not 74: nothing is wrong with this process or its home; it may
+    start once the other one has gone. Never retried in a loop.
+    """
+
+    exit_code = EXIT_TEMPFAIL
+
+
 class TornTailError(ChainIOError):
     """The chain's last line is incomplete; nothing may be appended after it."""
 

@@ -18,6 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 
+
 def _leave_served(code: int) -> "NoReturn":
     """Exit the ``ledger`` process with a served command's code, skipping the teardown.
 

@@ -19,7 +19,7 @@ from ledger.core.timefmt import parse_ts
 from ledger.core.units import usd_text
 from ledger.errors import ConfigError
 
-ALERT_EVENTS = ("warn", "halt", "uncertainty", "broken", "drift")
+ALERT_EVENTS = ("warn", "halt", "uncertainty", "broken", "unavailable", "drift")
 _VERDICT_EVENTS = {
     "budget.warn_90": "warn",
     "budget.halt_100": "halt",

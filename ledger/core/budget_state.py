@@ -394,7 +394,7 @@ def budget_checks(
         # In field order (key, cap, local, billing, reserved, last spend, reading,
         # reconcile blocking, drift): built for every budget of every verdict.
         scope = ScopeState(
-            found.scope_key, found.budget.cap_micros, max(seen.used_micros, 0), None,
+            found.scope_key, found.cap_micros, max(seen.used_micros, 0), None,
             seen.reserved_micros, seen.last_spend_ts, None, False, None,
         )  # fmt: skip
         warn = found.budget.warn_pct if found.budget.warn_pct is not None else default_warn_pct

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from fnmatch import translate
+from fnmatch import fnmatchcase, translate
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -33,7 +33,9 @@ _TOTAL_END = dt.date(9999, 12, 30)  # local midnight stays within the years a ti
 _ROLLING_RE = re.compile(r"^rolling:([1-9][0-9]{0,5})([hd])$")
 # A rolling window keeps one item per record inside it; a year bounds that.
 _ROLLING_MAX_HOURS = 366 * 24
-_KNOWN_KEYS = frozenset({"name", "usd", "period", "match", "per", "warn_pct"})
+_KNOWN_KEYS = frozenset(
+    {"name", "usd", "period", "match", "per", "warn_pct", "alert_pcts", "usd_for"}
+)
 _MAX_MICROS = 2**53 - 1
 _GLOB_MAX = 256
 
@@ -49,6 +51,20 @@ class Budget(NamedTuple):
     warn_pct: Fraction | None = None
     # A rolling window's length in seconds (from ``period``); ``None`` for a calendar period.
     window_seconds: int | None = None
+    # The used-spend percentages a ``warn`` alert is sent at, each once per period
+    # (empty: at ``warn_pct``). Alerts only: not part of the derived state's key.
+    alert_pcts: tuple[Fraction, ...] = ()
+    # ``usd_for``: (glob, cap) pairs for values of ``per``, first match wins, else
+    # ``cap_micros``. Applied when a verdict checks the cap: the state is not keyed by it.
+    usd_for: tuple[tuple[str, int], ...] = ()
+
+    def cap_for(self, value: str | None) -> int:
+        """The cap for one value of ``per``: its ``usd_for`` entry, else ``usd``."""
+        if value is not None:
+            for glob, micros in self.usd_for:
+                if fnmatchcase(value, glob):
+                    return micros
+        return self.cap_micros
 
     def as_json(self) -> dict[str, Any]:
         """The definition as plain JSON (what the derived state is keyed by)."""
@@ -153,6 +169,8 @@ def _budget(table: dict[str, Any], name: str, label: str) -> Budget:
     return Budget(
         name, micros, period, _match(table.get("match"), label), per,
         _warn_pct(table.get("warn_pct"), label), _window_seconds(period),
+        _alert_pcts(table.get("alert_pcts"), label),
+        _usd_for(table.get("usd_for"), per, label),
     )  # fmt: skip
 
 
@@ -188,6 +206,44 @@ def _match(value: Any, label: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
+def _usd_for(value: Any, per: str | None, label: str) -> tuple[tuple[str, int], ...]:
+    """``usd_for = { alice = 5, "ci-*" = 20 }``: a cap per value (glob) of ``per``, in order."""
+    if value is None:
+        return ()
+    if per is None:
+        raise ConfigError(f"{label}.usd_for: needs per (a cap for each value of per)")
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{label}.usd_for: must be a table of value (or glob) = USD")
+    found = []
+    for glob, cap in value.items():
+        if not isinstance(glob, str) or not glob or len(glob) > _GLOB_MAX:
+            raise ConfigError(f"{label}.usd_for: each value must be 1 to {_GLOB_MAX} characters")
+        if isinstance(cap, bool) or not isinstance(cap, (int, float, str)):
+            raise ConfigError(f"{label}.usd_for.{glob}: must be a number ≥ 0")
+        try:
+            micros = usd_to_micros(cap)
+        except ValueError as exc:
+            raise ConfigError(f"{label}.usd_for.{glob}: {exc}") from exc
+        if micros < 0 or micros > _MAX_MICROS:
+            raise ConfigError(f"{label}.usd_for.{glob}: must be a number ≥ 0")
+        found.append((glob, micros))
+    return tuple(found)
+
+
+def _alert_pcts(value: Any, label: str) -> tuple[Fraction, ...]:
+    """``alert_pcts = [50, 80, 100]``: percentages in [0, 100], sorted, each once."""
+    if value is None:
+        return ()
+    problem = f"{label}.alert_pcts: must be a non-empty list of percentages in [0, 100]"
+    if not isinstance(value, list) or not value:
+        raise ConfigError(problem)
+    try:
+        found = {_warn_pct(item, label) for item in value}
+    except ConfigError as exc:
+        raise ConfigError(problem) from exc
+    return tuple(sorted(pct for pct in found if pct is not None))
+
+
 def _warn_pct(value: Any, label: str) -> Fraction | None:
     if value is None:
         return None
@@ -219,6 +275,11 @@ class Applicable(NamedTuple):
 
     budget: Budget
     per_value: str | None
+
+    @property
+    def cap_micros(self) -> int:
+        """This value's cap (``usd_for``), else the budget's."""
+        return self.budget.cap_for(self.per_value)
 
     @property
     def scope_key(self) -> str:

@@ -116,6 +116,11 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # tls_certfile = "/etc/ledger/console.pem"   # beyond loopback: TLS files...
 # tls_keyfile = "/etc/ledger/console.key"
 # behind_proxy = false             # ...or a TLS reverse proxy in front
+# Alerts: the daemon POSTs one JSON message per state to each webhook (Slack, Teams, any URL).
+# [[alerts]]
+# url = "https://hooks.slack.com/services/T000/B000/XXXX"
+# on = ["warn", "halt", "uncertainty", "broken", "unavailable", "drift"]   # leave out for all
+# check_seconds = 10                # how often the daemon looks (the smallest of all tables)
 
 # Budgets: a USD cap over a period for the calls that match (see docs/budgets.md).
 # [[budgets]]
@@ -124,6 +129,7 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # period = "month"                  # day | week | month | total | rolling:<N>h | rolling:<N>d
 # match = {{ agent = "research-*" }}  # agent, provider, model, session, key, tag, client (globs)
 # per = "session"                   # optional: one cap per session | agent | key
+# alert_pcts = [50, 80, 100]        # optional: a `warn` alert at each used-spend percentage
 """
 
 

@@ -30,9 +30,14 @@ def halt_message(verdict: Any) -> str:
             return verdict.get(name)
         return getattr(verdict, name, None)
 
-    def money(name: str) -> str:
+    # A counter that cannot be trusted has no figures to show: unknown, never $0.00.
+    untrusted = field("uncertainty_reason") == "counter_inconsistent"
+
+    def money(name: str, *, spent: bool = True) -> str:
         micros = field(name)
-        return usd_text(micros) if isinstance(micros, int) else "unknown"
+        if not isinstance(micros, int) or (spent and untrusted):
+            return "unknown"
+        return usd_text(micros)
 
     what = field("verdict") or "halt"
     kind = field("kind")
@@ -44,9 +49,10 @@ def halt_message(verdict: Any) -> str:
         reason = "the cap is 0" if projected is None else f"projected {projected} % of the cap"
     text = f"{what}" + (f" ({reason})" if reason else "")
     text += (
-        f": the deciding cap {field('deciding_cap') or 'unknown'} of {money('daily_cap_micros')} "
+        f": the deciding cap {field('deciding_cap') or 'unknown'} of "
+        f"{money('daily_cap_micros', spent=False)} "
         f"has {money('usd_used_micros')} used and {money('usd_reserved_micros')} reserved, "
-        f"and this call's estimate is {money('estimated_micros')}"
+        f"and this call's estimate is {money('estimated_micros', spent=False)}"
     )
     diagnostic = field("diagnostic")
     if diagnostic:

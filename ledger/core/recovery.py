@@ -37,6 +37,8 @@ class RecoveryPlan:
     first_lost_line: int | None
     reason: str | None
     damaged: ChainReport
+    # The damaged file's last line (from 1) the restored chain holds; 0 for none.
+    last_kept_line: int = 0
 
 
 def _link_start(damaged: Sequence[bytes], head: str) -> int | None:
@@ -107,6 +109,7 @@ def plan_recovery(
         first_lost_line=first_lost,
         reason=_lost_reason(first_lost, damaged_report, continuation),
         damaged=damaged_report,
+        last_kept_line=max(kept, default=0),
     )
 
 

@@ -46,6 +46,7 @@ from ledger.daemon.jobs import (
     spool_job,
     verify_job,
 )
+from ledger.edges.processes import PARENT_ENV, check_free
 from ledger.errors import ConfigError
 from ledger.runtime import Runtime
 
@@ -135,15 +136,26 @@ _CONSOLE_DRAIN_SECONDS = 5.0  # open live feeds are cut; a page answer is quick
 
 
 class ServerProcess:
-    """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies."""
+    """``ledger serve`` (or ``ledger proxy``) for the daemon's home, restarted when it dies.
+
+    The child is told the daemon's pid (``LEDGER_PARENT_PID``) and ends when
+    the daemon does, ``kill -9`` included (``ledger.edges.processes``). A child
+    that exits with one of ``fatal`` codes is not restarted: ``on_fatal`` is
+    called with the code (the gateway's address taken: the daemon stops, 75).
+    """
 
     def __init__(
-        self, runtime: Runtime, command: str = "serve", drain_seconds: float = _SERVE_DRAIN_SECONDS
+        self,
+        runtime: Runtime,
+        command: str = "serve",
+        drain_seconds: float = _SERVE_DRAIN_SECONDS,
+        on_fatal: Callable[[int], None] | None = None,
     ) -> None:
         self._argv = [sys.executable, "-m", "ledger", "--home", str(runtime.home), command]
         self._command = command
         self._drain_seconds = drain_seconds
-        self._environ = dict(runtime.environ)
+        self._on_fatal = on_fatal
+        self._environ = {**runtime.environ, PARENT_ENV: str(os.getpid())}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -166,6 +178,10 @@ class ServerProcess:
                 return
             if code == _EXIT_CONFIG:
                 log_line(f"{self._command}: exited {code} (configuration error); not restarted")
+                return
+            if code == _EXIT_BUSY and self._on_fatal is not None:
+                log_line(f"{self._command}: exited {code} (its address is taken); not restarted")
+                self._on_fatal(code)
                 return
             # 75: another server answers for the home; try again later.
             pause = 30.0 if code == _EXIT_BUSY else 1.0
@@ -199,6 +215,13 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
     """
     if home_runtime.environ.get("LEDGER_NOW"):
         raise ConfigError("LEDGER_NOW is set: the daemon schedules on the real clock only")
+    failed: list[int] = []
+
+    def on_fatal(code: int) -> None:
+        # The gateway cannot listen: stop as if asked, and exit with its code.
+        failed.append(code)
+        os.kill(os.getpid(), signal.SIGTERM)
+
     with StopSignals() as stop:
         scheduler, polling = _scheduler(home_runtime)
         if stop.received is not None:
@@ -209,8 +232,10 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
         config = home_runtime.config
         listen = config.proxy.listen
         if listen is not None:
-            # A gateway that would listen where it must not is refused before anything starts.
-            open_listen(listen, "proxy.listen", config.proxy)
+            # A gateway that would listen where it must not, or where another
+            # process listens already, is refused before anything starts.
+            address = open_listen(listen, "proxy.listen", config.proxy)
+            check_free(address.host, address.port, str(address), "proxy.listen")
         if config.console.listen is not None:
             console_address(config.console, None)  # refused (78) before anything starts
         prime_alerts_job(home_runtime)
@@ -223,23 +248,8 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             if listen is not None:
                 # Streams in flight finish within the upstream timeout; wait for them.
                 drain = float(config.proxy.upstream_timeout_seconds or _GATEWAY_DRAIN_SECONDS)
-                gateway = ServerProcess(home_runtime, "proxy", drain).start()
-            if polling:
-                poll_text = f"poll every {config.poll_seconds} s"
-            elif config.poll_seconds > 0:
-                poll_text = "polling off (no observer.command)"
-            else:
-                poll_text = "polling off (billing.poll_seconds = 0)"
-            verify_hours = float(config.verify_interval_hours)
-            log_line(
-                f"started: reconcile every {float(config.interval_hours):g} h for "
-                f"{', '.join(config.reconcile_providers)}; {poll_text}; "
-                f"snapshot on '{config.snapshot_cron}' UTC; "
-                + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
-                + ("serving gate.sock" if server is not None else "not serving (--no-serve)")
-                + (f"; gateway on {listen}" if listen is not None else "")
-                + (f"; console on {config.console.listen}" if console is not None else "")
-            )
+                gateway = ServerProcess(home_runtime, "proxy", drain, on_fatal).start()
+            log_line(_started_line(config, polling, serving=server is not None, console=console))
             notify_systemd("READY=1")
             log_line(f"received {stop.wait().name}, stopping")
         finally:
@@ -251,8 +261,35 @@ def run_daemon(home_runtime: Runtime, *, serve: bool = True) -> int:
             if server is not None:
                 server.stop()
             _shutdown(scheduler, config.store_url)
-    log_line("stopped")
-    return 0
+    log_line("stopped" + (f" (exit {failed[0]}: the gateway could not listen)" if failed else ""))
+    return failed[0] if failed else 0
+
+
+def _started_line(config: Any, polling: bool, *, serving: bool, console: object | None) -> str:
+    """The daemon's ``started:`` line: what it runs, how often, and where it listens."""
+    listen = config.proxy.listen
+    if polling:
+        poll_text = f"poll every {config.poll_seconds} s"
+    elif config.poll_seconds > 0:
+        poll_text = "polling off (no observer.command)"
+    else:
+        poll_text = "polling off (billing.poll_seconds = 0)"
+    verify_hours = float(config.verify_interval_hours)
+    if config.observer_command is None:
+        reconcile_text = "reconcile off (no observer.command)"
+    else:
+        reconcile_text = (
+            f"reconcile every {float(config.interval_hours):g} h for "
+            f"{', '.join(config.reconcile_providers)}"
+        )
+    return (
+        f"started: {reconcile_text}; {poll_text}; "
+        f"snapshot on '{config.snapshot_cron}' UTC; "
+        + (f"verify every {verify_hours:g} h; " if verify_hours else "verify off; ")
+        + ("serving gate.sock" if serving else "not serving (--no-serve)")
+        + (f"; gateway on {listen}" if listen is not None else "")
+        + (f"; console on {config.console.listen}" if console is not None else "")
+    )
 
 
 def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
@@ -282,7 +319,10 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
     )
     now = dt.datetime.now(dt.UTC)  # noqa: TID251 - the scheduler runs on the real clock
     interval = IntervalTrigger(seconds=float(config.interval_hours) * 3600, timezone=dt.UTC)
-    for provider in config.reconcile_providers:
+    # Without an observer there is no bill to reconcile with (`init --billing none`):
+    # no job, rather than a "billing unreachable" reconcile every interval.
+    reconciling = config.observer_command is not None
+    for provider in config.reconcile_providers if reconciling else ():
         scheduler.add_job(
             reconcile_job, interval, args=[fresh_runtime, provider],
             id=f"reconcile-{provider}", next_run_time=now,

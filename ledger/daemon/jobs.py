@@ -79,12 +79,15 @@ def alerts_job(runtime_factory: Callable[[], Runtime]) -> None:
     from ledger.edges.alertfiles import AlertStateFile
     from ledger.edges.webhook import post_all
     from ledger.services.billing.alerts import run_alerts
+    from ledger.services.billing.health import standing_conditions
+    from ledger.services.billing.spent import spend_alerts
 
     runtime = runtime_factory()
     try:
         run_alerts(
             runtime.chain, runtime.config, AlertStateFile(runtime.home),
             runtime.clock.now(), post_all, lambda line: log_line(f"alerts: {line}"),
+            lambda: standing_conditions(runtime), lambda: spend_alerts(runtime),
         )  # fmt: skip
     except LedgerError as exc:
         log_line(f"alerts: error: {exc}")

@@ -1,7 +1,8 @@
 """Running the gateway: the listening socket, uvicorn, the committer, and the SIGTERM drain.
 
 The socket is bound before anything else starts, so an address in use is one
-``ledger:`` line (exit 74) rather than a server that never answers. SIGTERM and
+``ledger:`` line naming the process that holds it (exit 75) rather than a
+server that never answers. SIGTERM and
 SIGINT stop accepting; every request in flight (streams included) completes
 and is recorded; then the committer finishes what was submitted and the
 process exits 0.
@@ -9,6 +10,7 @@ process exits 0.
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import socket
 import sys
@@ -18,6 +20,7 @@ from pathlib import Path
 import uvicorn
 
 from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, open_listen
+from ledger.edges.processes import in_use_error
 from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
@@ -68,7 +71,8 @@ def bind(address: ListenAddress) -> socket.socket:
     """A listening socket on ``address``.
 
     Raises:
-        ChainIOError: the address cannot be bound (in use, not this machine's).
+        AddressInUseError: another process listens there; it is named (exit 75).
+        ChainIOError: the address cannot be bound (not this machine's).
     """
     family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -81,6 +85,8 @@ def bind(address: ListenAddress) -> socket.socket:
         sock.listen(socket.SOMAXCONN)
     except OSError as exc:
         sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise in_use_error(str(address), address.port, "proxy.listen (or --listen)") from exc
         raise ChainIOError(f"cannot listen on {address}: {exc.strerror}") from exc
     sock.set_inheritable(True)
     return sock

@@ -87,9 +87,13 @@ def exit_code(proc: subprocess.Popen[str], lines: Lines) -> int:
 
 
 @pytest.mark.parametrize("serve", [False, True], ids=["no-serve", "serve"])
-def test_sigterm_taken_by_a_thread_other_than_the_main_one_stops_it(home: Path, serve: bool):
+def test_sigterm_taken_by_a_thread_other_than_the_main_one_stops_it(
+    home: Path, serve: bool, tmp_path: Path
+):
     """The main thread waits for the stop however the signal reached the process."""
-    with daemon(home, *([] if serve else ["--no-serve"])) as (proc, lines):
+    # An observer, so that the start-up reconcile runs (without one there is none).
+    env = slow_observer_env(tmp_path, tmp_path / "observed")
+    with daemon(home, *([] if serve else ["--no-serve"]), env=env) as (proc, lines):
         assert lines.wait_for("started:"), lines.lines
         assert lines.wait_for("reconcile aggregate: "), lines.lines  # the start-up job ran
         threads = other_threads(proc.pid)

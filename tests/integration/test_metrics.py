@@ -92,3 +92,23 @@ def test_billing_reading_age_per_scope(home, run_inproc, tmp_path: Path):
     later = {**env, "LEDGER_NOW": "2026-03-02T10:07:30Z"}
     got = samples(run_inproc([*h, "metrics"], env=later).stdout)
     assert got["ledger_billing_reading_age_seconds", (("scope", "aggregate"),)] == 450.0
+
+
+def test_money_is_unknown_not_zero_while_the_chain_is_torn(home, run_inproc):
+    """A torn chain: used, reserved and usage are NaN (unknown), the cap stays, trusted 0."""
+    import math
+
+    h = ["--home", str(home)]
+    env = {**NOW, "LEDGER_BUDGETS": '[{"name": "team", "usd": 4, "period": "day"}]'}
+    assert run_inproc([*h, "record", "3", "--provider", "openai"], env=env).code == 0
+    chain = home / "events.jsonl"
+    chain.write_bytes(chain.read_bytes()[:-7])
+    result = run_inproc([*h, "metrics"], env=env)
+    assert result.code == 0, result.stderr
+    got = samples(result.stdout)
+    assert got["ledger_counter_trusted", ()] == 0.0
+    for name in ("ledger_used_usd", "ledger_reserved_usd", "ledger_usage_pct"):
+        assert math.isnan(got[name, (("scope", "aggregate"),)]), name
+    assert got["ledger_cap_usd", (("scope", "aggregate"),)] == 100.0
+    budget = (("budget", "team"), ("per", ""))
+    assert math.isnan(got["ledger_budget_used_usd", budget])

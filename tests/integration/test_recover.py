@@ -21,7 +21,7 @@ PAYLOAD = {
 }
 NOW = "2031-05-01T12:00:00Z"
 # Fields of the report that differ between --dry-run and the real run.
-RUN_ONLY = {"dry_run", "message", "state_cleared", "entry_hash"}
+RUN_ONLY = {"dry_run", "message", "state_cleared", "entry_hash", "resealed_hashes"}
 
 
 def add(home: Path, count: int) -> None:
@@ -118,8 +118,10 @@ def recover_checked(run_inproc, home: Path, damaged: bytes | None) -> dict[str, 
     assert recorded.event_type == "ledger.recovered"
     assert recorded.entry_hash == report["entry_hash"]
     assert recorded.payload == {key: report[key] for key in recorded.payload}
-    assert len(chain_lines(home)) == report["restored_entries"] + 1
-    assert verify_ok(run_inproc, home) == report["restored_entries"] + 1
+    carried = len(report["resealed"])
+    assert len(report["resealed_hashes"]) == carried
+    assert len(chain_lines(home)) == report["restored_entries"] + carried + 1
+    assert verify_ok(run_inproc, home) == report["restored_entries"] + carried + 1
     return report
 
 
@@ -197,9 +199,17 @@ def test_edited_entry_after_the_snapshot_point(home, run_inproc):
     retired = home / report["checkpoints_retired"][0]
     assert json.loads(retired.read_bytes())["entries"] == 9
     assert chain_lines(home)[:7] == original[:7]
+    # Both records after the damage are sealed again: the edited one (its
+    # signature fails) counted fail-closed, the honest one as it was.
+    assert [
+        (item["line"], item["verified"], item["actual_micros"]) for item in report["resealed"]
+    ] == [
+        (8, False, 1),
+        (9, True, 1000),
+    ]
     # The recovered chain can be snapshotted again.
     take_snapshot(run_inproc, home)
-    assert verify_ok(run_inproc, home) == 9
+    assert verify_ok(run_inproc, home) == 11
 
 
 def test_deleted_file(home, run_inproc):
@@ -257,6 +267,52 @@ def test_no_snapshot_at_all(home, run_inproc):
         4,
     )
     assert chain_lines(home)[:3] == original[:3]
+
+
+def test_an_edited_line_loses_none_of_the_honest_spend_after_it(home, run_inproc):
+    """Five honest records after an edited verdict: their spend counts after recover."""
+    for _number in range(3):
+        assert cli(run_inproc, home, "record", "0.5", "--provider", "openai").code == 0
+    ref = cli(run_inproc, home, "verdict", "1").json()["verdict_ref"]
+    for number in range(5):
+        key = f"after-{number}"
+        args = ("record", "0.25", "--provider", "openai", "--idempotency-key", key)
+        assert cli(run_inproc, home, *args, "--verdict-ref", ref).code == 0
+    before = cli(run_inproc, home, "usage").json()
+    assert before["usd_used_micros"] == 2_750_000
+    lines = chain_lines(home)
+    edited = next(i for i, line in enumerate(lines) if b"budget.allow" in line)
+    lines[edited] = lines[edited].replace(b'"estimated_micros":1000000', b'"estimated_micros":1', 1)
+    write_lines(home, lines)
+    report = recover_checked(run_inproc, home, b"".join(lines))
+    assert report["first_lost_line"] == edited + 1
+    assert [item["verified"] for item in report["resealed"]] == [True] * 5
+    assert report["resealed"][0]["line"] == edited + 2
+    after = cli(run_inproc, home, "usage").json()
+    assert after["uncertainty_reason"] is None
+    assert after["usd_used_micros"] == before["usd_used_micros"]
+    # Each carried record keeps its idempotency key: a retry still counts once.
+    again = cli(run_inproc, home, "record", "0.25", "--provider", "openai",
+                "--idempotency-key", "after-0")  # fmt: skip
+    assert again.json()["duplicate"] is True
+    assert cli(run_inproc, home, "usage").json()["usd_used_micros"] == 2_750_000
+
+
+def test_an_edited_record_is_still_counted_until_a_forced_reconcile(home, run_inproc):
+    """A record whose signature no longer verifies is kept as evidence and counted."""
+    for _number in range(4):
+        assert cli(run_inproc, home, "record", "0.5", "--provider", "openai").code == 0
+    lines = chain_lines(home)
+    lines[1] = lines[1].replace(b'"provider":"openai"', b'"provider":"anthropic"', 1)
+    write_lines(home, lines)
+    report = recover_checked(run_inproc, home, b"".join(lines))
+    assert [(item["line"], item["verified"]) for item in report["resealed"]] == [
+        (2, False),
+        (3, True),
+        (4, True),
+    ]
+    assert "counted until `ledger reconcile --force-reason`" in report["message"]
+    assert cli(run_inproc, home, "usage").json()["usd_used_micros"] == 2_000_000
 
 
 def test_the_snapshot_option_chooses_an_older_snapshot(home, run_inproc):

@@ -25,6 +25,20 @@ class TestHaltMessage:
             "reserved, and this call's estimate is $0.12"
         )
 
+    def test_an_untrusted_counter_shows_its_figures_as_unknown_never_zero(self):
+        """A torn or broken chain: what was used is not known, so no $0.00 is shown."""
+        document = {
+            "verdict": "halt-uncertainty", "uncertainty_reason": "counter_inconsistent",
+            "diagnostic": "events.jsonl ends in a torn line", "deciding_cap": "aggregate",
+            "usd_used_micros": 0, "usd_reserved_micros": 0,
+            "daily_cap_micros": 100_000_000, "estimated_micros": 500_000,
+        }  # fmt: skip
+        assert halt_message(document) == (
+            "halt-uncertainty (counter_inconsistent): the deciding cap aggregate of $100.00 has "
+            "unknown used and unknown reserved, and this call's estimate is $0.50 — "
+            "events.jsonl ends in a torn line"
+        )
+
     def test_uncertainty_names_its_reason_and_diagnostic(self):
         """A halt-uncertainty says why the counter is not trusted."""
         document = {

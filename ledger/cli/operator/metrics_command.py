@@ -8,6 +8,7 @@ installed; 74 the chain or the output cannot be read or written; 75 lock
 timeout; 78 config error.
 """
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from ledger.services.views.metrics import Metrics
+
+
+def _money(micros: int, known: bool) -> float:
+    return micros / 1e6 if known else math.nan
 
 
 def build_registry(metrics: "Metrics") -> "CollectorRegistry":
@@ -45,13 +50,17 @@ def build_registry(metrics: "Metrics") -> "CollectorRegistry":
         "ledger_billing_reading_age_seconds",
         "Seconds since the newest billing reading was fetched.", ["scope"], registry=registry,
     )  # fmt: skip
+    # While the counter cannot be trusted the money figures are unknown: NaN, never 0.
+    known = metrics.counter_trusted
     for scope in metrics.scopes:
         if scope.billing_age_seconds is not None:
             billing_age.labels(scope.scope).set(scope.billing_age_seconds)
-        scope_gauges["used_usd"].labels(scope.scope).set(scope.used_micros / 1e6)
-        scope_gauges["reserved_usd"].labels(scope.scope).set(scope.reserved_micros / 1e6)
+        scope_gauges["used_usd"].labels(scope.scope).set(_money(scope.used_micros, known))
+        scope_gauges["reserved_usd"].labels(scope.scope).set(_money(scope.reserved_micros, known))
         scope_gauges["cap_usd"].labels(scope.scope).set(scope.cap_micros / 1e6)
-        if scope.usage_pct is not None:
+        if not known:
+            scope_gauges["usage_pct"].labels(scope.scope).set(math.nan)
+        elif scope.usage_pct is not None:
             scope_gauges["usage_pct"].labels(scope.scope).set(scope.usage_pct)
         if scope.drift_pct is not None:
             drift.labels(scope.scope).set(scope.drift_pct)
@@ -99,12 +108,15 @@ def _budget_gauges(metrics: "Metrics", registry: "CollectorRegistry") -> None:
             ("usage_pct", "100 x (used + reserved) / cap of the budget."),
         )
     }
+    known = metrics.counter_trusted
     for row in metrics.budgets:
         labels = (row["name"], row["per_value"] or "")
-        gauges["used_usd"].labels(*labels).set(row["used_micros"] / 1e6)
-        gauges["reserved_usd"].labels(*labels).set(row["reserved_micros"] / 1e6)
+        gauges["used_usd"].labels(*labels).set(_money(row["used_micros"], known))
+        gauges["reserved_usd"].labels(*labels).set(_money(row["reserved_micros"], known))
         gauges["cap_usd"].labels(*labels).set(row["cap_micros"] / 1e6)
-        if row["usage_pct"] is not None:
+        if not known:
+            gauges["usage_pct"].labels(*labels).set(math.nan)
+        elif row["usage_pct"] is not None:
             gauges["usage_pct"].labels(*labels).set(row["usage_pct"])
 
 

@@ -251,8 +251,8 @@ def register(commands: Any) -> None:
     record.add_argument(
         "--verdict-ref",
         metavar="R",
-        help="the verdict_ref printed by `ledger verdict` (64 hex digits); "
-        "settles that reservation",
+        help="the verdict_ref printed by `ledger verdict` (64 hex digits, or a prefix of "
+        "12 or more that names one open reservation); settles that reservation",
     )
     record.add_argument(
         "--model-id",

@@ -14,6 +14,14 @@ webhook never holds back another. A delivery that fails is retried with backoff
 
 The first run on a home starts at the chain's current head: old halts are history,
 not news.
+
+Some conditions halt every verdict without any entry saying so (the refusals
+cannot be sealed): a torn or broken chain, a store that cannot be reached, an
+uncertainty every verdict runs into. Each run also asks what stands now
+(``services.billing.health``) and keeps each such condition as an open
+incident: one alert when it begins, one ``recovered`` alert when it clears.
+A break the follower itself meets (a line that no longer links, a sealed
+BROKEN finding) opens the same ``broken`` incident, so it is told once.
 """
 
 import datetime as dt
@@ -21,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ledger.core.alerts import Alert, alert_for_entry, broken_alert, redacted_url
+from ledger.core.alerts import Alert, alert_for_entry, redacted_url
 from ledger.core.config import Config
 from ledger.core.envelope import EnvelopeFormatError, parse_line
+from ledger.core.incidents import Condition, incident_alert, recovered_alert
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
+from ledger.errors import ChainIOError
 from ledger.services.ports import ChainStore
 
 MAX_ATTEMPTS = 12
@@ -36,6 +46,10 @@ _KEEP_SENT_DAYS = 45
 # POST each (url, body) of one round side by side within the timeout; for each,
 # None (taken) or the failure, whose message never quotes the URL.
 PostAll = Callable[[list[tuple[str, dict[str, Any]]], float], list[Exception | None]]
+# What halts every verdict now (``services.billing.health``); None: cannot tell.
+Standing = Callable[[], list[Condition] | None]
+# The ``warn`` alerts the scopes' used spend calls for now (``services.billing.spent``).
+Spent = Callable[[], list[Alert]]
 
 
 class AlertState(Protocol):
@@ -66,22 +80,88 @@ def run_alerts(
     now: dt.datetime,
     post_all: PostAll,
     log: Callable[[str], None],
+    standing: Standing | None = None,
+    spent: Spent | None = None,
 ) -> AlertRun:
-    """Follow the chain from the saved position, queue new alerts, deliver the queue."""
+    """Follow the chain from the saved position, open and close incidents, deliver the queue.
+
+    Warnings on used spend are queued before the entries' halts: a scope warns
+    before it halts, so its alerts go out in the order its states were entered.
+    """
     run = AlertRun()
     if not config.alert_rules:
         return run
     state = store.load()
-    if _lost_place(chain, state):
-        state = _start_at_head(chain, state)
-    else:
-        for alert in _follow(chain, state, now, config):
+    conditions = standing() if standing is not None else []
+    if spent is not None and not _halting(conditions):
+        for alert in spent():
             run.queued += _queue(state, alert, config, now)
+    if not any(condition.event == "unavailable" for condition in conditions or []):
+        try:
+            breaks = _follow_from_position(chain, state, now, config, run)
+        except ChainIOError as exc:
+            breaks, conditions = [], [Condition("unavailable", "store", str(exc))]
+        if conditions is not None:
+            conditions = breaks + conditions
+    if conditions is not None:
+        run.queued += _incidents(state, conditions, config, now)
     _prune_sent(state, now)
     store.save(state)
     _deliver(state, now, post_all, float(config.alert_timeout_seconds), log, run)
     store.save(state)
     return run
+
+
+def _halting(conditions: list[Condition] | None) -> bool:
+    """Whether the figures are unknown now (no used-spend warning is read then)."""
+    return conditions is None or any(c.event in ("broken", "unavailable") for c in conditions)
+
+
+def _follow_from_position(
+    chain: ChainStore, state: dict[str, Any], now: dt.datetime, config: Config, run: AlertRun
+) -> list[Condition]:
+    """Queue the alerts of the entries after the saved position; the breaks met on the way."""
+    if not chain.exists():
+        return []  # nothing sealed yet: nothing to follow
+    if _lost_place(chain, state):
+        state.update(_start_at_head(chain, state))
+        return []
+    alerts, breaks = _follow(chain, state, config)
+    for alert in alerts:
+        run.queued += _queue(state, alert, config, now)
+    return breaks
+
+
+def _incidents(
+    state: dict[str, Any], conditions: list[Condition], config: Config, now: dt.datetime
+) -> int:
+    """Open an incident for each new condition and close those gone; the deliveries queued.
+
+    An uncertainty a sealed verdict already told of (the same scope and budget
+    day) opens its incident without a second message, and one opened here
+    keeps the verdicts' own alert for that day from repeating it.
+    """
+    incidents: dict[str, dict[str, str]] = state.setdefault("incidents", {})
+    sent: dict[str, str] = state.setdefault("sent", {})
+    at, day = format_ts(now), budget_day(now, config.day_zone)
+    standing: dict[str, Condition] = {}
+    for condition in conditions:
+        standing.setdefault(condition.key, condition)
+    queued = 0
+    for key, condition in standing.items():
+        if key in incidents:
+            continue
+        incidents[key] = {"event": condition.event, "scope": condition.scope, "since": at}
+        verdicts_key = f"{condition.event}|{condition.scope}|{day}"
+        if condition.event == "uncertainty" and verdicts_key in sent:
+            continue
+        sent[verdicts_key] = at
+        queued += _enqueue(state, incident_alert(condition, at, day), condition.event, config, now)
+    for key in [key for key in incidents if key not in standing]:
+        gone = incidents.pop(key)
+        alert = recovered_alert(gone["event"], gone["scope"], gone["since"], at, day)
+        queued += _enqueue(state, alert, gone["event"], config, now)
+    return queued
 
 
 def prime_alerts(chain: ChainStore, config: Config, store: AlertState) -> int | None:
@@ -117,6 +197,7 @@ def _start_at_head(chain: ChainStore, old: dict[str, Any]) -> dict[str, Any]:
         "last_hash": None,
         "sent": old.get("sent", {}),
         "pending": old.get("pending", []),
+        "incidents": old.get("incidents", {}),
     }
     if not chain.exists():
         return state
@@ -150,35 +231,48 @@ def _still_there(chain: ChainStore, state: dict[str, Any]) -> bool:
     return len(lines) == 1 and _hash_or_none(lines[0]) == state.get("last_hash")
 
 
+def _broken(number: int, reason: str) -> Condition:
+    return Condition("broken", "chain", f"BROKEN at line {number} ({reason})")
+
+
 def _follow(
-    chain: ChainStore, state: dict[str, Any], now: dt.datetime, config: Config
-) -> list[Alert]:
-    """The alerts of the complete lines after the position; stops at a line that breaks."""
+    chain: ChainStore, state: dict[str, Any], config: Config
+) -> tuple[list[Alert], list[Condition]]:
+    """The alerts of the complete lines after the position, and the break it stopped at.
+
+    A line that does not parse or link stops the follower where it is (the next
+    run meets it again while it stands); a sealed BROKEN finding is read past.
+    Both are a ``broken`` condition, not an alert of their own.
+    """
     alerts: list[Alert] = []
+    breaks: list[Condition] = []
     for line in chain.iter_lines(int(state["position"])):
         if not line.endswith(b"\n"):
-            break  # still being written, or torn: the gate halts on a torn tail itself
+            break  # still being written, or torn: the health check sees a torn tail
         number = state["line"] + 1
         try:
             parsed = parse_line(line.rstrip(b"\n"))
         except EnvelopeFormatError as exc:
-            alerts.append(_broken(number, str(exc), now, config))
-            break
+            return alerts, [*breaks, _broken(number, str(exc))]
         expected = state["last_hash"] or "GENESIS"
         if parsed.prev_hash != expected:
-            alerts.append(_broken(number, "prev_hash does not match", now, config))
-            break
+            return alerts, [*breaks, _broken(number, "prev_hash does not match")]
         _advance(state, line, parsed.entry_hash)
+        if parsed.event_type == "chain.finding":
+            # A full verification found an old line edited in place; until
+            # `ledger recover` the health check sees the finding itself.
+            found = parsed.payload.get("line")
+            reason = str(parsed.payload.get("reason"))
+            breaks.append(_broken(found if isinstance(found, int) else 0, reason))
+            continue
         alert = alert_for_entry(
             parsed.event_type, parsed.payload, parsed.entry_hash, parsed.ts_utc, config.day_zone
         )
-        if alert is not None:
+        # A warn-90 verdict is a projection (its call's worst case): `warn`
+        # alerts follow used spend instead (``services.billing.spent``).
+        if alert is not None and alert.event != "warn":
             alerts.append(alert)
-    return alerts
-
-
-def _broken(number: int, reason: str, now: dt.datetime, config: Config) -> Alert:
-    return broken_alert(number, reason, format_ts(now), budget_day(now, config.day_zone))
+    return alerts, breaks
 
 
 def _queue(state: dict[str, Any], alert: Alert, config: Config, now: dt.datetime) -> int:
@@ -187,10 +281,17 @@ def _queue(state: dict[str, Any], alert: Alert, config: Config, now: dt.datetime
     if alert.key in sent:
         return 0
     sent[alert.key] = format_ts(now)
+    return _enqueue(state, alert, alert.event, config, now)
+
+
+def _enqueue(
+    state: dict[str, Any], alert: Alert, event: str, config: Config, now: dt.datetime
+) -> int:
+    """Queue ``alert`` for every webhook that asked for ``event`` (a recovery: the incident's)."""
     pending: list[dict[str, Any]] = state.setdefault("pending", [])
     queued = 0
     for rule in config.alert_rules:
-        if alert.event in rule.on and len(pending) < _MAX_PENDING:
+        if event in rule.on and len(pending) < _MAX_PENDING:
             pending.append(
                 {"url": rule.url, "body": alert.body(), "attempts": 0, "next_try": format_ts(now)}
             )
@@ -206,27 +307,51 @@ def _deliver(
     log: Callable[[str], None],
     run: AlertRun,
 ) -> None:
-    """Try every delivery that is due, side by side; reschedule failures with backoff."""
+    """Try every delivery that is due, side by side; reschedule failures with backoff.
+
+    The alerts of one scope reach one webhook in the order they were queued:
+    each round posts the oldest undelivered alert of every (webhook, scope)
+    side by side, then the next of those that were taken, and so on; a failed
+    or not yet due alert holds back the later ones of its scope (a `halt`
+    never arrives before its `warn`).
+    """
     pending: list[dict[str, Any]] = state.get("pending", [])
-    due = [item for item in pending if parse_ts(item["next_try"]) <= now]
-    kept = [item for item in pending if parse_ts(item["next_try"]) > now]
-    outcomes = post_all([(item["url"], item["body"]) for item in due], timeout) if due else []
-    for item, failure in zip(due, outcomes, strict=True):
-        shown = redacted_url(item["url"])
-        if failure is None:
-            run.delivered += 1
-            log(f"alert sent to {shown}: {item['body']['event']} {item['body']['scope']}")
-            continue
-        item["attempts"] += 1
-        run.failed += 1
-        if item["attempts"] >= MAX_ATTEMPTS:
-            log(f"alert to {shown} given up after {item['attempts']} tries: {failure}")
-            continue
-        delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
-        item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
-        log(f"alert to {shown} failed ({failure}); retrying in {delay} s")
-        kept.append(item)
-    state["pending"] = kept
+    done: set[int] = set()
+    blocked: set[tuple[str, str]] = set()
+    while True:
+        wave: list[int] = []
+        heads: set[tuple[str, str]] = set()
+        for index, item in enumerate(pending):
+            group = (str(item["url"]), str(item["body"].get("scope")))
+            if index in done or group in blocked or group in heads:
+                continue
+            heads.add(group)
+            if parse_ts(item["next_try"]) <= now:
+                wave.append(index)
+            else:
+                blocked.add(group)
+        if not wave:
+            break
+        outcomes = post_all([(pending[i]["url"], pending[i]["body"]) for i in wave], timeout)
+        for index, failure in zip(wave, outcomes, strict=True):
+            item = pending[index]
+            shown = redacted_url(item["url"])
+            if failure is None:
+                run.delivered += 1
+                done.add(index)
+                log(f"alert sent to {shown}: {item['body']['event']} {item['body']['scope']}")
+                continue
+            item["attempts"] += 1
+            run.failed += 1
+            if item["attempts"] >= MAX_ATTEMPTS:
+                done.add(index)
+                log(f"alert to {shown} given up after {item['attempts']} tries: {failure}")
+                continue
+            delay = min(2 ** (item["attempts"] - 1), _MAX_BACKOFF_SECONDS)
+            item["next_try"] = format_ts(now + dt.timedelta(seconds=delay))
+            log(f"alert to {shown} failed ({failure}); retrying in {delay} s")
+            blocked.add((str(item["url"]), str(item["body"].get("scope"))))
+    state["pending"] = [item for index, item in enumerate(pending) if index not in done]
 
 
 def _prune_sent(state: dict[str, Any], now: dt.datetime) -> None:

@@ -14,7 +14,10 @@ checks the home's chain) is left alone. Otherwise, under the chain lock:
 3. checkpoints the restored chain cannot satisfy (they describe lost entries,
    or are malformed or unsigned) are moved to ``evidence/``, so that the
    recovered chain verifies while the proof of what was lost is kept;
-4. a ``ledger.recovered`` envelope records what was lost, then a fresh
+4. every ``budget.record_call`` line after the restored chain is sealed again
+   on it (``core.reseal``: honest ones and, fail-closed, those whose signature
+   does not verify), so no spend is dropped; then a ``ledger.recovered``
+   envelope records what was lost and names the records carried, and a fresh
    checkpoint binds the recovered chain;
 5. the derived state in ``state/`` is deleted: it is rebuilt from the verified
    chain on next use.
@@ -25,7 +28,6 @@ take the lock, which would create the lock file in a home that has none).
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ledger.core.chain_check import ChainCheck, check_chain, checkpoint_fits, split_lines
 from ledger.core.checkpoint import (
@@ -34,6 +36,8 @@ from ledger.core.checkpoint import (
     make_checkpoint,
 )
 from ledger.core.recovery import RecoveryPlan, plan_recovery
+from ledger.core.reseal import RECORD_EVENT, Carried, records_after_damage
+from ledger.core.schemacode import predicate
 from ledger.core.signing import Signer
 from ledger.core.snapshot import (
     Manifest,
@@ -47,7 +51,8 @@ from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
 from ledger.services.chain.proofs import tree_root_of_lines
-from ledger.services.chain.recover_verifying import RECOVERED_EVENT, settle_verifying_chain
+from ledger.services.chain.recover_report import RECOVERED_EVENT, RecoverReport
+from ledger.services.chain.recover_verifying import settle_verifying_chain
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
     SnapshotStore,
@@ -58,68 +63,6 @@ from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
 _MAX_REASON = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class RecoverReport:
-    """What ``ledger recover`` found, did (or would do), and lost.
-
-    ``action`` is ``"none"`` when the chain verifies or there is nothing to
-    restore, else ``"recover"`` (also under ``--dry-run``, where ``dry_run`` says
-    that nothing was changed). Line numbers count lines of the damaged file
-    from 1; paths are relative to the home.
-    """
-
-    action: str
-    dry_run: bool
-    message: str
-    damage: str | None
-    damaged_lines: int
-    restored_entries: int
-    snapshot_entries: int
-    lost_lines: int
-    first_lost_line: int | None
-    reason: str | None
-    snapshot: str | None
-    evidence: str | None
-    head_hash: str | None
-    checkpoint_entries: int | None
-    checkpoints_retired: tuple[str, ...] = ()
-    snapshots_rejected: tuple[tuple[str, str], ...] = ()
-    state_cleared: tuple[str, ...] = ()
-    entry_hash: str | None = None
-
-    def payload(self) -> dict[str, Any]:
-        """The ``ledger.recovered`` payload: what was lost, from which line, from which snapshot."""
-        return {
-            "damage": self.damage or "",
-            "damaged_lines": self.damaged_lines,
-            "restored_entries": self.restored_entries,
-            "snapshot_entries": self.snapshot_entries,
-            "lost_lines": self.lost_lines,
-            "first_lost_line": self.first_lost_line,
-            "reason": self.reason,
-            "snapshot": self.snapshot,
-            "evidence": self.evidence,
-            "head_hash": self.head_hash,
-            "checkpoint_entries": self.checkpoint_entries,
-            "checkpoints_retired": list(self.checkpoints_retired),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The report printed on stdout."""
-        return {
-            "action": self.action,
-            "dry_run": self.dry_run,
-            "message": self.message,
-            **self.payload(),
-            "damage": self.damage,
-            "snapshots_rejected": [
-                {"snapshot": path, "reason": reason} for path, reason in self.snapshots_rejected
-            ],
-            "state_cleared": list(self.state_cleared),
-            "entry_hash": self.entry_hash,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,10 +211,12 @@ def _recover(
         path for path, cp in checkpoints.parsed if not checkpoint_fits(cp, plan.lines, trust)
     ]
     stamp = format_ts(deps.clock.now()).replace("-", "").replace(":", "").replace(".", "")
+    conforms = predicate(deps.schema(RECORD_EVENT))
+    carried = records_after_damage(lines, plan.lines, plan.last_kept_line, trust, conforms)
     report = RecoverReport(
         action="recover",
         dry_run=dry_run,
-        message=_message(plan, chosen, files, dry_run=dry_run),
+        message=_message(plan, chosen, files, carried, dry_run=dry_run),
         damage=_clip(damage),
         damaged_lines=plan.damaged_lines,
         restored_entries=plan.entries,
@@ -285,10 +230,11 @@ def _recover(
         checkpoint_entries=None if newest_signed is None else newest_signed.entries,
         checkpoints_retired=tuple(files.relative(files.evidence_path(p.name)) for p in retire),
         snapshots_rejected=tuple(rejected),
+        resealed=tuple(item.summary() for item in carried),
     )
     if tx is None:
         return report
-    return _apply(deps, files, signer, tx, report, plan, data, retire, stamp)
+    return _apply(deps, files, signer, tx, report, plan, (data, carried), retire, stamp)
 
 
 def _apply(
@@ -298,7 +244,7 @@ def _apply(
     tx: ChainTx,
     report: RecoverReport,
     plan: RecoveryPlan,
-    data: bytes | None,
+    damaged: tuple[bytes | None, tuple[Carried, ...]],
     retire: list[Path],
     stamp: str,
 ) -> RecoverReport:
@@ -306,21 +252,29 @@ def _apply(
 
     Evidence first; then the chain (a crash here leaves the old checkpoints in
     place, so the restored chain fails verification and ``recover`` runs again);
-    then the checkpoints; then the record, a fresh checkpoint, the state.
+    then the checkpoints; then the carried records, the record of the recovery,
+    a fresh checkpoint, the state. A crash after some carried records leaves a
+    chain that verifies without ``ledger.recovered``: the evidence file keeps
+    the rest, and the records sealed so far keep their idempotency keys.
     """
+    data, carried = damaged
     evidence = None if data is None else files.relative(files.keep_damaged(data, stamp))
     files.replace_chain(b"".join(plan.lines))
     retired = tuple(files.relative(files.retire(path)) for path in retire)
-    final = replace(report, evidence=evidence, checkpoints_retired=retired)
-    sealed = Writer(deps).append(tx, RECOVERED_EVENT, final.payload(), signer=signer)
+    writer = Writer(deps)
+    hashes = tuple(
+        writer.append(tx, RECORD_EVENT, item.payload, signer=signer).entry_hash for item in carried
+    )
+    final = replace(report, evidence=evidence, checkpoints_retired=retired, resealed_hashes=hashes)
+    sealed = writer.append(tx, RECOVERED_EVENT, final.payload(), signer=signer)
     deps.write_checkpoint(
         make_checkpoint(
             signer,
-            plan.genesis_hash or sealed.entry_hash,
-            plan.entries + 1,
+            plan.genesis_hash or (hashes[0] if hashes else sealed.entry_hash),
+            plan.entries + len(hashes) + 1,
             sealed.entry_hash,
             sealed.ts_utc,
-            tree_root_of_lines(plan.lines, [sealed.entry_hash]),
+            tree_root_of_lines(plan.lines, [*hashes, sealed.entry_hash]),
         )
     )
     cleared = tuple(files.relative(path) for path in files.clear_state())
@@ -338,6 +292,7 @@ def _message(
     plan: RecoveryPlan,
     chosen: tuple[Path, VerifiedSnapshot] | None,
     files: SnapshotStore,
+    carried: tuple[Carried, ...] = (),
     *,
     dry_run: bool,
 ) -> str:
@@ -354,6 +309,19 @@ def _message(
     )
     if plan.first_lost_line is not None:
         text += f" from line {plan.first_lost_line} ({plan.reason})"
+    if carried:
+        honest = sum(1 for item in carried if item.verified)
+        text += (
+            f"; {len(carried)} record(s) after the damage "
+            + ("would be " if dry_run else "")
+            + f"sealed again so their spend counts ({honest} verified"
+            + (
+                f", {len(carried) - honest} not verified: counted until "
+                "`ledger reconcile --force-reason`)"
+                if honest < len(carried)
+                else ")"
+            )
+        )
     return text + ("; dry run: nothing changed" if dry_run else "")
 
 

@@ -17,20 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError
 from ledger.services.chain.findings import describe_finding, sealed_finding, stored_finding
+from ledger.services.chain.recover_report import RECOVERED_EVENT, RecoverReport
 from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
 if TYPE_CHECKING:
-    from ledger.services.chain.recover import RecoverReport
     from ledger.services.chain.snapshot import SnapshotDeps, SnapshotStore
 
-RECOVERED_EVENT = "ledger.recovered"
 _MAX_REASON = 1000
 
 
 def settle_verifying_chain(
-    deps: "SnapshotDeps", tx: ChainTx, files: "SnapshotStore", report: "RecoverReport"
-) -> "RecoverReport":
+    deps: "SnapshotDeps", tx: ChainTx, files: "SnapshotStore", report: RecoverReport
+) -> RecoverReport:
     """The report of a recover that found the chain verifying, after clearing what it must."""
     finding = stored_finding(deps.states) or sealed_finding(deps.chain)
     if finding is not None:
@@ -65,9 +64,9 @@ def _clear_finding(
     deps: "SnapshotDeps",
     tx: ChainTx,
     files: "SnapshotStore",
-    report: "RecoverReport",
+    report: RecoverReport,
     finding: dict[str, Any],
-) -> "RecoverReport":
+) -> RecoverReport:
     """A ``ledger.recovered`` entry with nothing lost clears the finding; the state is rebuilt."""
     damage = describe_finding(finding).removesuffix("; run `ledger recover`")
     cleared_report = replace(report, damage=f"{damage}; the chain verifies again"[:_MAX_REASON])

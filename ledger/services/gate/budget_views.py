@@ -164,9 +164,10 @@ def budget_rows_untrusted(budgets: Any, now: Any, zone: Any, problem: str) -> di
 
 def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:
     used = max(seen.used_micros, 0)
+    cap = budget.cap_for(value)
     pct = None
-    if budget.cap_micros:
-        pct = round(100 * (used + seen.reserved_micros) / budget.cap_micros, 4)
+    if cap:
+        pct = round(100 * (used + seen.reserved_micros) / cap, 4)
     return {
         "name": budget.name,
         "period": budget.period,
@@ -177,12 +178,12 @@ def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:
         "period_end": format_ts(seen.period_end),
         "used": usd(used),
         "reserved": usd(seen.reserved_micros),
-        "cap": usd(budget.cap_micros),
-        "remaining": usd(max(budget.cap_micros - used - seen.reserved_micros, 0)),
+        "cap": usd(cap),
+        "remaining": usd(max(cap - used - seen.reserved_micros, 0)),
         "usage_pct": pct,
         "used_micros": used,
         "reserved_micros": seen.reserved_micros,
-        "cap_micros": budget.cap_micros,
+        "cap_micros": cap,
     }
 
 

@@ -18,6 +18,7 @@ from ledger.core.prices import (
     quote_cost_micros,
     quote_estimate_micros,
 )
+from ledger.core.refs import MIN_REF_PREFIX, REF_PREFIX_RE
 from ledger.core.request_pricing import RequestPricing
 from ledger.core.server_tools import web_searches
 from ledger.core.usage_objects import UsageObjectError, usage_reading, usage_tokens
@@ -345,8 +346,13 @@ def record(
     unknown = unknown_provider(deps, name)
     ref = None
     if verdict_ref is not None:
-        if not isinstance(verdict_ref, str) or not REF_RE.fullmatch(verdict_ref):
-            raise UsageError("--verdict-ref: must be a 64-digit lowercase hex hash")
+        if not isinstance(verdict_ref, str) or not (
+            REF_RE.fullmatch(verdict_ref) or REF_PREFIX_RE.fullmatch(verdict_ref)
+        ):
+            raise UsageError(
+                "--verdict-ref: must be a verdict_ref (64 lowercase hex digits) or a prefix "
+                f"of {MIN_REF_PREFIX} or more of them"
+            )
         ref = verdict_ref
     key = idempotency_key(idempotency_key_value)
     model_name = text_arg(model, "--model")

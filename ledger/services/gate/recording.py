@@ -7,7 +7,7 @@ kept in the home's spool and sealed later, exactly once.
 
 from typing import TYPE_CHECKING, Any, cast
 
-from ledger.core.refs import short_ref
+from ledger.core.refs import FULL_REF_DIGITS, short_ref
 from ledger.core.response_keys import another_call, verdict_key
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
@@ -74,6 +74,20 @@ def record_call(
         if getattr(deps, "spool", None) is None:
             raise
         return spool_record(cast("Any", deps), request)
+
+
+def whole_ref(reservations: dict[str, Any], prefix: str) -> tuple[str | None, str | None]:
+    """The open reservation a short ``--verdict-ref`` names; else ``None`` and why.
+
+    A prefix names a reservation only when it is the prefix of exactly one open
+    reservation's ref; otherwise the spend is recorded without a ref (never
+    refused for it), with a warning.
+    """
+    matches = [ref for ref in reservations if ref.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0], None
+    why = "names more than one open reservation" if matches else "names no open reservation"
+    return None, f"verdict_ref {prefix}… {why}; recorded anyway, settling nothing"
 
 
 def _beyond_charge(request: dict[str, Any], charged: int) -> dict[str, Any]:
@@ -191,6 +205,8 @@ def _seal_record(
         day, spend_utc_day = budget_day(now, deps.config.day_zone), utc_day(now)
         warning = None
         settled = False
+        if verdict_ref is not None and len(verdict_ref) < FULL_REF_DIGITS:
+            verdict_ref, warning = whole_ref(counter.data["usd"]["reservations"], verdict_ref)
         if verdict_ref is not None:
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
             charged = None if reservation is not None else charged_at_expiry(

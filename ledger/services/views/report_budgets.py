@@ -125,7 +125,7 @@ def _row(found: Applicable, seen: Any, rolling_end: dt.datetime | None) -> dict[
     budget = found.budget
     used = max(seen.used_micros, 0)
     reserved = seen.reserved_micros
-    cap = budget.cap_micros
+    cap = found.cap_micros
     end = rolling_end if rolling_end is not None else seen.period_end
     return {
         "name": budget.name,

@@ -131,7 +131,9 @@ def test_alerts_config_parses_and_takes_the_smallest_check_seconds():
         "http://127.0.0.1:9/b",
     ]
     assert config.alert_rules[0].on == frozenset({"halt", "broken"})
-    assert config.alert_rules[1].on == frozenset({"warn", "halt", "uncertainty", "broken", "drift"})
+    assert config.alert_rules[1].on == frozenset(
+        {"warn", "halt", "uncertainty", "broken", "unavailable", "drift"}
+    )
     assert config.alert_check_seconds == 3
     assert config.alert_timeout_seconds == 4
     assert from_mapping({}, {}).alert_check_seconds == 10
