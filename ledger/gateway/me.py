@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ledger.errors import GatewayKeyError, LedgerError
-from ledger.gateway.caller import presented_key
+from ledger.gateway.caller import CallerRefusedError, presented_key
 from ledger.runtime import Runtime
 from ledger.services.views.calls import CallIndex
 
@@ -34,7 +34,10 @@ def me_endpoint(home: Path, environ: dict[str, str]) -> Callable[[Request], Awai
         return key_figures(index, runtime, resolve_gateway_key(runtime, secret))
 
     async def endpoint(request: Request) -> Response:
-        secret = presented_key(request.headers)
+        try:
+            secret = presented_key(request.headers, list(request.query_params.multi_items()))
+        except CallerRefusedError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=401)
         if secret is None:
             return JSONResponse({"error": "present your gateway key (lk_...)"}, status_code=401)
         try:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import typer
 
-from ledger.cli import FAST_COMMANDS
+from ledger.cli.arguments import FAST_COMMANDS
 from ledger.cli.operator.app import app
 from ledger.cli.percall.parser import build_parser
 

@@ -40,7 +40,7 @@ def console_command(
 
 
 def _home() -> str | None:
-    from ledger.cli.operator.app import State
+    from ledger.cli.operator.shared import State
 
     return State.home
 

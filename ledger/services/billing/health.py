@@ -20,7 +20,7 @@ from ledger.core.incidents import Condition
 from ledger.core.verdict_kind import Uncertainty
 from ledger.errors import ChainIOError, LockTimeoutError, TornTailError
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps
+from ledger.services.gate.deps import GateDeps
 
 
 def _store_condition(deps: GateDeps) -> Condition | None:

@@ -25,7 +25,7 @@ from ledger.core.units import usd_text
 from ledger.core.verdict_kind import Uncertainty
 from ledger.services.gate.budget_views import budget_rows
 from ledger.services.gate.figures import usage
-from ledger.services.gate.gate import GateDeps
+from ledger.services.gate.deps import GateDeps
 
 
 def _pct_text(pct: Fraction) -> str:
