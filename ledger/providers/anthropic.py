@@ -7,8 +7,8 @@ across a stream's ``message_start`` and ``message_delta`` events.
 
 from typing import Any
 
+from ledger.providers.reader import UsageReader
 from ledger.providers.tally import Tally, field, items
-from ledger.providers.usage import UsageReader
 
 _BY_REFERENCE = frozenset({"url", "file"})  # a source the provider fetches itself
 

@@ -7,8 +7,8 @@ stream) reports ``usageMetadata``, the call's usage so far.
 
 from typing import Any
 
+from ledger.providers.reader import UsageReader
 from ledger.providers.tally import Tally, field, items
-from ledger.providers.usage import UsageReader
 
 
 def _gemini_parts(tally: Tally, content: Any) -> None:

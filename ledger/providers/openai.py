@@ -8,9 +8,9 @@ chunk (when asked for), or in a Responses stream's terminal event.
 from typing import Any, ClassVar
 
 from ledger.core.server_tools import OPENAI_SEARCH_FIELD
+from ledger.providers.reader import UsageReader
 from ledger.providers.sse import ServerSentEvent
 from ledger.providers.tally import Tally, field, items
-from ledger.providers.usage import UsageReader
 
 
 def _openai_content(tally: Tally, content: Any) -> None:
