@@ -10,7 +10,6 @@ forwarded as they are, as are the paths an operator lists in
 """
 
 import contextlib
-import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -54,8 +53,9 @@ from ledger.providers import (
     compatible_route,
     estimate_request,
     route,
+    tool_fee_micros,
 )
-from ledger.providers.limits import limited_body
+from ledger.providers.limits import body_bytes, limited_body
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate.request_verdict import RequestVerdict, request_verdict
@@ -238,21 +238,22 @@ class Gateway:
         body = await self._body(request)
         try:
             estimate = estimate_request(
-                found, body, default_output_limit=self.settings.default_max_output_tokens
-            )
+                found, body, default_output_limit=self.settings.default_max_output_tokens,
+                headers=request.headers.items(),
+            )  # fmt: skip
+            # Bounded in the parsed request (read once): every body built from it below keeps it.
+            uses = self.settings.server_tool_max_uses
+            bounded, searches = bound_document_searches(found, estimate.document, uses)
+            fees = tool_fee_micros(found, estimate.document, uses)
+            if not estimate.limit_given:
+                # The limit the estimate assumed is the one the upstream must enforce.
+                body = limited_body(
+                    found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
+                )
+            elif bounded:
+                body = body_bytes(estimate.document)
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        # Bounded in the parsed request (read once): every body built from it below keeps it.
-        bounded, searches = bound_document_searches(
-            found, estimate.document, self.settings.server_tool_max_uses
-        )
-        if not estimate.limit_given:
-            # The limit the estimate assumed is the one the upstream must enforce.
-            body = limited_body(
-                found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
-            )
-        elif bounded:
-            body = json.dumps(estimate.document, ensure_ascii=False).encode("utf-8")
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
@@ -264,7 +265,7 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        decided = await self._decide(provider, estimate, cycle_id, caller, searches)
+        decided = await self._decide(provider, estimate, cycle_id, caller, searches, fees)
         if isinstance(decided, Response):
             return decided
         document = decided.document
@@ -273,12 +274,6 @@ class Gateway:
             return error_response(provider, 402, halt_message(document), headers)
         if decided.verdict is Verdict.WARN_90:
             self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
-        clamped = document.get("clamped_output_tokens")
-        if isinstance(clamped, int):
-            # Admitted at a lower output limit than asked: the upstream must enforce it.
-            limit = clamped // estimate.choices
-            body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
-            headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
@@ -287,6 +282,16 @@ class Gateway:
             "agent": caller.agent, "tags": list(caller.tags) or None,
             "gateway_key": caller.key_name,
         }  # fmt: skip
+        clamped = document.get("clamped_output_tokens")
+        if isinstance(clamped, int):
+            # Admitted at a lower output limit than asked: the upstream must enforce it.
+            limit = clamped // estimate.choices
+            try:
+                body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
+            except RequestRefused as exc:
+                await exchange.record(None)  # nothing was sent: the reservation settles at $0
+                return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+            headers["x-ledger-clamped"] = str(limit)
         outgoing = self.client.build_request(
             request.method,
             self._url(provider, request, caller),
@@ -329,7 +334,13 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int
+        self,
+        provider: str,
+        estimate: Any,
+        cycle_id: str | None,
+        caller: Any,
+        searches: int,
+        fees: int = 0,
     ) -> RequestVerdict | Response:
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
@@ -338,7 +349,8 @@ class Gateway:
 
         def job(runtime: Runtime) -> RequestVerdict:
             return request_verdict(
-                runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
+                runtime, estimate, searches=searches, fee_micros=fees, cycle_id=cycle_id,
+                agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
                 min_output_tokens=min_output, output_step=estimate.choices,
             )  # fmt: skip
