@@ -105,40 +105,51 @@ TOOL_TYPES: dict[str, str] = {
 # The memory tool's is not published: it counts as the text editor's.
 TOOL_FIXED_TOKENS = {"bash": 245, "text_editor": 700, "computer": 735 + 499, "memory": 700}
 
-# Betas: the context-1m family makes the window 1M tokens; the others change
-# no input size. Any other beta counts as the context window.
+# Betas: the context-1m family makes the window 1M tokens; the others listed
+# as settings change no input size or price (administrative ones do nothing
+# on a Messages call). The rest change what a call may cost in ways the body
+# does not show (a faster priced mode, fallbacks, compaction, stored threads
+# and memory, another model advising), and so does any beta not listed: the
+# context window.
 LONG_CONTEXT_BETA = "context-1m-"
 LONG_CONTEXT_WINDOW = 1_000_000
 _SIZE_NEUTRAL_BETAS = (
-    "prompt-caching-2024-07-31",
-    "pdfs-2024-09-25",
-    "token-counting-2024-11-01",
-    "message-batches-2024-09-24",
-    "computer-use-2024-10-22",
-    "computer-use-2025-01-24",
-    "computer-use-2025-11-24",
-    "token-efficient-tools-2025-02-19",
-    "output-128k-2025-02-19",
-    "files-api-2025-04-14",
-    "mcp-client-2025-04-04",
-    "mcp-client-2025-11-20",
-    "interleaved-thinking-2025-05-14",
-    "fine-grained-tool-streaming-2025-05-14",
-    "code-execution-2025-05-22",
-    "code-execution-2025-08-25",
-    "extended-cache-ttl-2025-04-11",
-    "search-results-2025-06-09",
-    "context-management-2025-06-27",
-    "model-context-window-exceeded-2025-08-26",
-    "web-fetch-2025-09-10",
-    "skills-2025-10-02",
-    "structured-outputs-2025-11-13",
-    "effort-2025-11-24",
-    "advanced-tool-use-2025-11-20",
+    "prompt-caching-2024-07-31", "pdfs-2024-09-25", "token-counting-2024-11-01",
+    "message-batches-2024-09-24", "computer-use-2024-10-22", "computer-use-2025-01-24",
+    "computer-use-2025-11-24", "token-efficient-tools-2025-02-19", "output-128k-2025-02-19",
+    "output-300k-2026-03-24", "files-api-2025-04-14", "mcp-client-2025-04-04",
+    "mcp-client-2025-11-20", "interleaved-thinking-2025-05-14",
+    "fine-grained-tool-streaming-2025-05-14", "code-execution-2025-05-22",
+    "code-execution-2025-08-25", "extended-cache-ttl-2025-04-11", "search-results-2025-06-09",
+    "context-management-2025-06-27", "model-context-window-exceeded-2025-08-26",
+    "web-fetch-2025-09-10", "skills-2025-10-02", "structured-outputs-2025-11-13",
+    "effort-2025-11-24", "advanced-tool-use-2025-11-20", "dev-full-thinking-2025-05-14",
+    "thinking-token-count-2026-05-13", "thinking-display-updates-2026-08-18",
+    "thinking-binding-controls-2026-08-01", "cache-diagnosis-2026-04-07",
+    # Administrative APIs' betas: nothing on a Messages call.
+    "admin-user-sign-out-2026-10-08", "analytics-usage-cost-2026-08-24",
+    "ce-claude-code-managed-settings-2026-10-06", "ce-plugins-2026-09-01",
+    "ce-user-management-2026-07-13", "google-managed-data-controls-2026-09-01",
+    "spend-limit-reads-2026-09-26", "telemetry-destinations-2026-08-11",
+    "user-profiles-2026-03-24", "user-profiles-2026-08-18", "user-profiles-2026-09-04",
+    "user-profiles-billing-2026-10-01", "webhooks-2026-10-07", "experimental-claude-tag-2026-10-21",
+    "efs-2026-10-01",
+)  # fmt: skip
+_WINDOW_BETAS = (
+    "fast-mode-2026-02-01", "compact-2026-01-12", "compact-2026-09-04",
+    "server-side-fallback-2026-06-01", "server-side-fallback-2026-07-01",
+    "fallback-credit-2026-06-01", "fallback-credit-2026-07-01", "message-threads-2026-08-12",
+    "agent-memory-2026-07-22", "dreaming-2026-04-21", "managed-agents-2026-04-01",
+    "advisor-tool-2026-03-01", "inline-tools-2026-09-15", "mcp-client-2026-09-15",
+    "mcp-tunnels-2026-06-22", "mid-conversation-output-config-2026-07-01",
+    "mid-conversation-system-clear-at-2026-08-21", "mid-conversation-tool-changes-2026-07-01",
+    "task-budgets-2026-03-13",
+)  # fmt: skip
+BETAS: dict[str, str] = (
+    dict.fromkeys(_SIZE_NEUTRAL_BETAS, SETTING)
+    | dict.fromkeys(_WINDOW_BETAS, WINDOW)
+    | {LONG_CONTEXT_BETA + "2025-08-07": "context window of 1M tokens"}
 )
-BETAS: dict[str, str] = dict.fromkeys(_SIZE_NEUTRAL_BETAS, SETTING) | {
-    LONG_CONTEXT_BETA + "2025-08-07": "context window of 1M tokens"
-}
 
 # Framing the provider adds (Anthropic's "Tool use system prompt" table:
 # 346 tokens with tool_choice auto or none, 313 with any or tool, Claude 4
@@ -267,7 +278,7 @@ def beta_window(tally: Tally, betas: Iterable[str]) -> int | None:
     for beta in betas:
         if beta.startswith(LONG_CONTEXT_BETA):
             window = LONG_CONTEXT_WINDOW
-        elif beta not in BETAS:
+        elif BETAS.get(beta, WINDOW) == WINDOW:
             tally.window(f"beta {beta!r}")
     return window
 

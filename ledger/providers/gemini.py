@@ -27,7 +27,10 @@ REQUEST_FIELDS: dict[str, str] = {
     "labels": SETTING,
     "cachedContent": WINDOW,  # input stored at the provider
     "serviceTier": SETTING,  # priced by the price table's tier rates
+    "store": SETTING,
     "modelArmorConfig": WINDOW,  # a screening pass the price table does not price
+    "continuationToken": WINDOW,  # continues a stored answer
+    "automaticContinuation": WINDOW,
 }
 GENERATION_CONFIG_FIELDS: dict[str, str] = {
     "maxOutputTokens": OUTPUT,
@@ -52,8 +55,12 @@ GENERATION_CONFIG_FIELDS: dict[str, str] = {
     "imageConfig": SETTING,
     "enableEnhancedCivicAnswers": SETTING,
     "enableAffectiveDialog": SETTING,
+    "audioTranscriptionConfig": SETTING,
+    "translationConfig": SETTING,
+    "responseFormat": TEXT,
     "routingConfig": WINDOW,  # another model may answer
     "modelSelectionConfig": WINDOW,
+    "generationOutputConfig": WINDOW,
 }
 # google-genai's GenerateContentConfig options its client keeps (never sent).
 CLIENT_ONLY_FIELDS = frozenset(
@@ -73,8 +80,20 @@ PART_FIELDS: dict[str, str] = {
     "videoMetadata": SETTING,
     "mediaResolution": SETTING,
     "partMetadata": SETTING,
+    "audioMetadata": SETTING,
+    "documentMetadata": SETTING,
+    "speechMetadata": SETTING,
+    "spreadsheetMetadata": SETTING,
+    "audioTranscription": TEXT,
     "fileData": WINDOW,  # a file by URI: its size is the provider's to know
+    "mediaProcessing": WINDOW,
 }
+# Each function declaration counts every field it gives as its text.
+DECLARATION_FIELDS: dict[str, str] = dict.fromkeys(
+    ("name", "description", "parameters", "parametersJsonSchema", "response",
+     "responseJsonSchema", "behavior"),
+    TEXT,
+)  # fmt: skip
 TOOL_FIELDS: dict[str, str] = {
     "functionDeclarations": TEXT,  # name, description and schemas, plus TOOL_TOKENS each
     # Tools the provider runs: what they bring in is unseen; searches are priced.
@@ -88,6 +107,8 @@ TOOL_FIELDS: dict[str, str] = {
     "fileSearch": WINDOW,
     "computerUse": WINDOW,
     "mcpServers": WINDOW,
+    "exaAiSearch": WINDOW,
+    "parallelAiSearch": WINDOW,
 }
 # Per-call fees (ai.google.dev/gemini-api/docs/pricing, "Grounding with Google
 # Search": $35 per 1,000 grounded prompts; Google Maps $25): one use each.

@@ -41,6 +41,7 @@ _COMMON_FIELDS: dict[str, str] = {
 CHAT_FIELDS: dict[str, str] = _COMMON_FIELDS | {
     "messages": WALKED,
     "functions": WALKED,
+    "function_call": SETTING,  # the older tool_choice
     "response_format": WALKED,  # its json_schema reaches the model
     "max_completion_tokens": OUTPUT,
     "max_tokens": OUTPUT,
