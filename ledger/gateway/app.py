@@ -46,16 +46,9 @@ from ledger.gateway.relay import (
     upstream_headers,
     verdict_headers,
 )
-from ledger.providers import (
-    RequestRefused,
-    UsageReader,
-    bound_document_searches,
-    compatible_route,
-    estimate_request,
-    route,
-    tool_fee_micros,
-)
-from ledger.providers.limits import body_bytes, limited_body
+from ledger.providers import RequestRefused, UsageReader, compatible_route, route
+from ledger.providers.limits import limited_body
+from ledger.providers.outgoing import Outgoing, outgoing_request
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate.request_verdict import RequestVerdict, request_verdict
@@ -237,23 +230,14 @@ class Gateway:
         chat_field = "max_completion_tokens" if provider == "openai" else "max_tokens"
         body = await self._body(request)
         try:
-            estimate = estimate_request(
-                found, body, default_output_limit=self.settings.default_max_output_tokens,
-                headers=request.headers.items(),
+            prepared = outgoing_request(
+                found, body, request.headers.items(),
+                default_output_limit=self.settings.default_max_output_tokens,
+                server_tool_max_uses=self.settings.server_tool_max_uses, chat_field=chat_field,
             )  # fmt: skip
-            # Bounded in the parsed request (read once): every body built from it below keeps it.
-            uses = self.settings.server_tool_max_uses
-            bounded, searches = bound_document_searches(found, estimate.document, uses)
-            fees = tool_fee_micros(found, estimate.document, uses)
-            if not estimate.limit_given:
-                # The limit the estimate assumed is the one the upstream must enforce.
-                body = limited_body(
-                    found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
-                )
-            elif bounded:
-                body = body_bytes(estimate.document)
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+        estimate, body = prepared.estimate, prepared.body
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
@@ -265,7 +249,7 @@ class Gateway:
             checked_id(caller.agent, "x-ledger-agent")
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        decided = await self._decide(provider, estimate, cycle_id, caller, searches, fees)
+        decided = await self._decide(provider, estimate, cycle_id, caller, prepared)
         if isinstance(decided, Response):
             return decided
         document = decided.document
@@ -282,6 +266,7 @@ class Gateway:
             "agent": caller.agent, "tags": list(caller.tags) or None,
             "gateway_key": caller.key_name,
         }  # fmt: skip
+        exchange.hide_usage_chunk = prepared.added_usage
         clamped = document.get("clamped_output_tokens")
         if isinstance(clamped, int):
             # Admitted at a lower output limit than asked: the upstream must enforce it.
@@ -305,7 +290,10 @@ class Gateway:
             message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
             return error_response(provider, 502, message, headers)
         passed = {**client_headers(response), **headers}
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
+        content_type = response.headers.get("content-type", "")
+        # Gemini streams without alt=sse as one JSON array: passed on as it comes too.
+        exchange.json_array = found.streamed and response.is_success and "json" in content_type
+        if content_type.startswith("text/event-stream") or exchange.json_array:
             assert self.pumps is not None  # noqa: S101 - set by the app's lifespan
             relay = exchange.relay_stream(response, self.pumps, self.settings.drain_seconds)
             return _RecordingStreamingResponse(
@@ -339,8 +327,7 @@ class Gateway:
         estimate: Any,
         cycle_id: str | None,
         caller: Any,
-        searches: int,
-        fees: int = 0,
+        prepared: Outgoing,
     ) -> RequestVerdict | Response:
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
@@ -349,7 +336,8 @@ class Gateway:
 
         def job(runtime: Runtime) -> RequestVerdict:
             return request_verdict(
-                runtime, estimate, searches=searches, fee_micros=fees, cycle_id=cycle_id,
+                runtime, estimate, searches=prepared.searches, fee_micros=prepared.fee_micros,
+                cycle_id=cycle_id,
                 agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
                 min_output_tokens=min_output, output_step=estimate.choices,

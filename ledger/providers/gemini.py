@@ -8,6 +8,7 @@ Anything else counts as the model's context window. A response (or each
 chunk of a stream) reports ``usageMetadata``, the call's usage so far.
 """
 
+import json
 import math
 import re
 from typing import Any
@@ -274,10 +275,68 @@ def tally_request(tally: Tally, body: dict[str, Any], model: str = "") -> None:
     _fields(tally, get(body, "generationConfig"), GENERATION_CONFIG_FIELDS, "generationConfig")
 
 
+# The most of one streamed array element held while it arrives (as the SSE decoder's limit).
+_ELEMENT_LIMIT = 16 * 1024 * 1024
+_SPACE = b" \t\r\n"
+
+
 class GeminiUsageReader(UsageReader):
-    """Gemini API responses (``generateContent`` and ``streamGenerateContent``)."""
+    """Gemini API responses (``generateContent`` and ``streamGenerateContent``).
+
+    A stream without ``alt=sse`` is one JSON array of responses, fed here as
+    it arrives (``feed_array``): each element is read once it is whole, and
+    ``array_closed`` says the array's closing bracket came.
+    """
 
     provider = "google"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending = b""
+        self._opened = False
+        self.array_closed = False
+
+    def feed_array(self, chunk: bytes) -> None:
+        """Read the next bytes of a JSON-array stream (split anywhere)."""
+        if self.array_closed or self._unreadable:
+            return
+        self._pending += chunk
+        decoder = json.JSONDecoder()
+        while True:
+            rest = self._pending.lstrip(_SPACE)
+            if not self._opened:
+                if not rest:
+                    return
+                if not rest.startswith(b"["):
+                    self._unreadable = True
+                    return
+                self._opened = True
+                rest = rest[1:]
+            rest = rest.lstrip(_SPACE + b",")
+            self._pending = rest
+            if rest.startswith(b"]"):
+                self.array_closed = True
+                self._pending = b""
+                return
+            try:
+                text = rest.decode("utf-8")
+                element, end = decoder.raw_decode(text)
+            except (ValueError, RecursionError):  # not whole yet (or never: the limit ends it)
+                if len(rest) > _ELEMENT_LIMIT:
+                    self._unreadable = True
+                    self.content_began = True
+                return
+            self._pending = text[end:].encode("utf-8")
+            self._element(element)
+
+    def _element(self, element: Any) -> None:
+        if not isinstance(element, dict):
+            self._unreadable = self.content_began = True
+            return
+        if self._take_error(element):
+            return
+        self.content_began = True
+        self._data(element)
 
     def feed_json(self, body: bytes) -> None:
         """Read a whole JSON body: one response, or a stream's array of them."""
