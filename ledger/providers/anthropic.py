@@ -208,15 +208,15 @@ def _document(tally: Tally, block: dict[str, Any]) -> None:
     if source_kind in _BY_REFERENCE:
         tally.window("document by reference")
     elif source_kind == "base64":
-        pages = media.pdf_pages(source.get("data"))
+        pages = media.pdf_pages(field(source, "data"))
         if pages is None:
             tally.window("unreadable PDF")
         else:
             tally.add(pages * PDF_PAGE_TOKENS)
     elif source_kind == "text":
-        tally.text(source.get("data"))
+        tally.text(field(source, "data"))
     elif source_kind == "content":
-        _content(tally, source.get("content"))
+        _content(tally, field(source, "content"))
     else:
         tally.window(f"document source {source_kind!r}")
 

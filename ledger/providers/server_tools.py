@@ -60,7 +60,7 @@ def tool_fee_micros(route: Route, document: dict[str, Any], default_max_uses: in
     given = document.get("tools")
     kinds = [_openai_kind(tool) for tool in (given if isinstance(given, list) else [])]
     calls = document.get("max_tool_calls")
-    uses = calls if _positive(calls) else default_max_uses
+    uses: int = calls if isinstance(calls, int) and _positive(calls) else default_max_uses
     fee = 0
     if "file_search" in kinds:
         fee += uses * OPENAI_FILE_SEARCH_MICROS

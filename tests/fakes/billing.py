@@ -55,7 +55,9 @@ def _pdf_pages(data: Any) -> int:
 def _claude_image(data: Any) -> int:
     width, height = imagesize.get(io.BytesIO(_raw(data)))
     scale = min(1.0, 1568 / max(width, height))
-    return min(1600, math.ceil(math.floor(width * scale) * math.floor(height * scale) / 750))
+    pixels = math.floor(width * scale) * math.floor(height * scale)
+    tokens: int = min(1600, math.ceil(pixels / 750))
+    return tokens
 
 
 def _claude_content(content: Any) -> int:

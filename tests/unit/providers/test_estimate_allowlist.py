@@ -166,7 +166,7 @@ class TestServerToolsAndReferences:
         assert estimate_request(generate(), request).unseen_input
 
     def test_gemini_grounding_is_priced_per_use(self):
-        document = {"tools": [{"google_search": {}}, {"urlContext": {}}]}
+        document: dict[str, object] = {"tools": [{"google_search": {}}, {"urlContext": {}}]}
         assert gemini.grounding_fee_micros(document, 5) == 5 * 35_000
 
 
