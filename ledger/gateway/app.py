@@ -10,7 +10,6 @@ forwarded as they are, as are the paths an operator lists in
 """
 
 import contextlib
-import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -44,15 +43,9 @@ from ledger.gateway.relay import (
     verdict_headers,
 )
 from ledger.gateway.routing import identify, upstream_provider, upstream_url
-from ledger.providers import (
-    RequestRefused,
-    UsageReader,
-    bound_document_searches,
-    compatible_route,
-    estimate_request,
-    route,
-)
+from ledger.providers import RequestRefused, UsageReader, compatible_route, route
 from ledger.providers.limits import limited_body
+from ledger.providers.outgoing import Outgoing, outgoing_request
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
 from ledger.services.gate.request_verdict import RequestVerdict, request_verdict
@@ -191,22 +184,14 @@ class Gateway:
         chat_field = "max_completion_tokens" if provider == "openai" else "max_tokens"
         body = await self._body(request)
         try:
-            estimate = estimate_request(
-                found, body, default_output_limit=self.settings.default_max_output_tokens
-            )
+            prepared = outgoing_request(
+                found, body, request.headers.items(),
+                default_output_limit=self.settings.default_max_output_tokens,
+                server_tool_max_uses=self.settings.server_tool_max_uses, chat_field=chat_field,
+            )  # fmt: skip
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        # Bounded in the parsed request (read once): every body built from it below keeps it.
-        bounded, searches = bound_document_searches(
-            found, estimate.document, self.settings.server_tool_max_uses
-        )
-        if not estimate.limit_given:
-            # The limit the estimate assumed is the one the upstream must enforce.
-            body = limited_body(
-                found.kind, estimate.document, estimate.output_limit, chat_field=chat_field
-            )
-        elif bounded:
-            body = json.dumps(estimate.document, ensure_ascii=False).encode("utf-8")
+        estimate, body = prepared.estimate, prepared.body
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and provider == "anthropic":
@@ -219,7 +204,7 @@ class Gateway:
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
         client = client_of(request.headers.get("user-agent"))
-        decided = await self._decide(provider, estimate, cycle_id, caller, searches, client)
+        decided = await self._decide(provider, estimate, cycle_id, caller, prepared, client)
         if isinstance(decided, Response):
             return decided
         document = decided.document
@@ -228,12 +213,6 @@ class Gateway:
             return error_response(provider, 402, halt_message(document), headers)
         if decided.verdict is Verdict.WARN_90:
             self.log(f"warn-90 for {provider}/{estimate.model}: {document.get('usage_pct')} %")
-        clamped = document.get("clamped_output_tokens")
-        if isinstance(clamped, int):
-            # Admitted at a lower output limit than asked: the upstream must enforce it.
-            limit = clamped // estimate.choices
-            body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
-            headers["x-ledger-clamped"] = str(limit)
         exchange = Exchange(
             self.committer, provider, estimate.model, document, cycle_id,
             UsageReader.for_route(found), self.log,
@@ -242,6 +221,17 @@ class Gateway:
             "agent": caller.agent, "tags": list(caller.tags) or None,
             "gateway_key": caller.key_name,
         }  # fmt: skip
+        exchange.hide_usage_chunk = prepared.added_usage
+        clamped = document.get("clamped_output_tokens")
+        if isinstance(clamped, int):
+            # Admitted at a lower output limit than asked: the upstream must enforce it.
+            limit = clamped // estimate.choices
+            try:
+                body = limited_body(found.kind, estimate.document, limit, chat_field=chat_field)
+            except RequestRefused as exc:
+                await exchange.record(None)  # nothing was sent: the reservation settles at $0
+                return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
+            headers["x-ledger-clamped"] = str(limit)
         outgoing = self.client.build_request(
             request.method,
             upstream_url(self.settings, provider, found, request, caller),
@@ -255,7 +245,10 @@ class Gateway:
             message = f"ledger: the upstream could not be reached ({type(exc).__name__}: {exc})"
             return error_response(provider, 502, message, headers)
         passed = {**client_headers(response), **headers}
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
+        content_type = response.headers.get("content-type", "")
+        # Gemini streams without alt=sse as one JSON array: passed on as it comes too.
+        exchange.json_array = found.streamed and response.is_success and "json" in content_type
+        if content_type.startswith("text/event-stream") or exchange.json_array:
             assert self.pumps is not None  # noqa: S101 - set by the app's lifespan
             relay = exchange.relay_stream(response, self.pumps, self.settings.drain_seconds)
             return _RecordingStreamingResponse(
@@ -284,9 +277,14 @@ class Gateway:
         return Response(content, status_code=response.status_code, headers=headers)
 
     async def _decide(
-        self, provider: str, estimate: Any, cycle_id: str | None, caller: Any, searches: int,
+        self,
+        provider: str,
+        estimate: Any,
+        cycle_id: str | None,
+        caller: Any,
+        prepared: Outgoing,
         client: str,
-    ) -> RequestVerdict | Response:  # fmt: skip
+    ) -> RequestVerdict | Response:
         # The clamp: a call that does not fit is sent with the most output that does.
         min_output = (
             self.settings.min_output_tokens * estimate.choices if self.settings.clamp else None
@@ -294,7 +292,9 @@ class Gateway:
 
         def job(runtime: Runtime) -> RequestVerdict:
             return request_verdict(
-                runtime, estimate, searches=searches, cycle_id=cycle_id, agent=caller.agent,
+                runtime, estimate, searches=prepared.searches, fee_micros=prepared.fee_micros,
+                cycle_id=cycle_id,
+                agent=caller.agent,
                 tags=list(caller.tags) or None, gateway_key=caller.key_name, forwarded=True,
                 min_output_tokens=min_output, output_step=estimate.choices, client=client,
             )  # fmt: skip

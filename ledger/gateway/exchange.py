@@ -10,10 +10,15 @@ not fully readable, never less than the estimate.
 
 A stream is read from the upstream by its own task, not by the client's: a
 client that goes away does not stop the reading, which goes on for at most
-``proxy.drain_seconds`` so the call's final usage is recorded.
+``proxy.drain_seconds`` so the call's final usage is recorded. Streams are
+SSE, or (Gemini's ``streamGenerateContent`` without ``alt=sse``) one JSON
+array passed on chunk by chunk, its closing bracket held until the record.
+A Chat Completions stream whose usage chunk the gateway asked for (the
+client did not) has that chunk kept from the client.
 """
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -65,6 +70,11 @@ class Exchange:
         # The caller's agent, tags and gateway key, sealed with the record too: a
         # response that outlives its reservation still counts on the caller's budgets.
         self.scope: dict[str, Any] = {}
+        # The body is a JSON array of responses (Gemini without alt=sse), not SSE.
+        self.json_array = False
+        # The gateway added stream_options.include_usage: the usage chunk is its own.
+        self.hide_usage_chunk = False
+        self._partial = b""
 
     @property
     def verdict_ref(self) -> str:
@@ -171,6 +181,13 @@ class Exchange:
         once; only the terminal event (from the end of the event before it)
         waits for the record. A chunk without the terminal event is all ahead.
         """
+        if self.json_array:
+            was_closed = self.reader.array_closed
+            self.reader.feed_array(chunk)
+            if self.reader.array_closed and not was_closed:
+                bracket = chunk.rfind(b"]")
+                return chunk[:bracket], chunk[bracket:]
+            return chunk, b""
         start = 0
         for end in _event_ends(chunk):
             self.reader.feed_sse(chunk[start:end])
@@ -199,12 +216,14 @@ class Exchange:
             with reading:
                 async for chunk in _body_chunks(response):
                     if held:
-                        self.reader.feed_sse(chunk)  # usage may still follow the end
+                        self._feed(chunk)  # usage may still follow the end
                         held.append(chunk)
                         if not listening:
                             break
                         continue
                     ahead, terminal = self._split_at_terminal(chunk)
+                    if self.hide_usage_chunk:
+                        ahead = self._without_usage_chunk(ahead)
                     if ahead and listening:
                         try:
                             await send.send(ahead)
@@ -227,6 +246,38 @@ class Exchange:
                         await send.send(b"".join(held))
                 done.set()
                 send.close()
+
+    def _feed(self, chunk: bytes) -> None:
+        if self.json_array:
+            self.reader.feed_array(chunk)
+        else:
+            self.reader.feed_sse(chunk)
+
+    def _without_usage_chunk(self, data: bytes) -> bytes:
+        """``data``'s whole events but the usage chunk; a partial event waits for its rest."""
+        data = self._partial + data
+        ends = [match.end() for match in _EVENT_END.finditer(data)]
+        whole = ends[-1] if ends else 0
+        self._partial = data[whole:]
+        kept = []
+        start = 0
+        for end in ends:
+            if not _is_usage_chunk(data[start:end]):
+                kept.append(data[start:end])
+            start = end
+        return b"".join(kept)
+
+
+def _is_usage_chunk(event: bytes) -> bool:
+    """Whether an SSE event is Chat Completions' usage chunk (no choices, a usage)."""
+    for line in event.splitlines():
+        if line.startswith(b"data:"):
+            try:
+                data = json.loads(line[5:])
+            except ValueError:
+                return False
+            return isinstance(data, dict) and data.get("choices") == [] and bool(data.get("usage"))
+    return False
 
 
 def _event_ends(chunk: bytes) -> list[int]:

@@ -25,6 +25,7 @@ response id (else from the verdict), so a retried record never counts twice.
 import logging
 import warnings
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from ledger.api import BudgetHalted, Ledger, Micros, VerdictKind
@@ -64,7 +65,7 @@ class CallGate:
         """The model route of a request, or ``None`` for one that is not gated."""
         return client_route(self.provider, method, path)
 
-    def admit(self, route: Route, body: bytes) -> "Call":
+    def admit(self, route: Route, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> "Call":
         """Decide one request and reserve its estimate.
 
         Raises:
@@ -73,7 +74,7 @@ class CallGate:
             BudgetWarning: ``warn-90`` while warnings are errors; nothing may be sent.
             LedgerError: the verdict could not be run (configuration, price, chain).
         """
-        estimate = estimate_request(route, body)
+        estimate = estimate_request(route, body, headers=headers)
         # The SDK sends the body as it is: its searches are bounded only by the
         # request's own limits (the gateway writes a default one in).
         _body, searches = bound_web_searches(route, body, DEFAULT_SEARCHES)

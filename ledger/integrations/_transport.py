@@ -86,7 +86,7 @@ class GuardTransport(httpx.BaseTransport):
         if route is None:
             return self._inner.handle_request(request)
         try:
-            call = self._gate.admit(route, request.read())
+            call = self._gate.admit(route, request.read(), list(request.headers.items()))
         except (LedgerError, BudgetWarning) as exc:
             raise adopt(exc, self._sdk_error) from None
         try:

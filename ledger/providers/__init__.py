@@ -18,7 +18,11 @@ from ledger.providers.routes import (
     error_body,
     route,
 )
-from ledger.providers.server_tools import bound_document_searches, bound_web_searches
+from ledger.providers.server_tools import (
+    bound_document_searches,
+    bound_web_searches,
+    tool_fee_micros,
+)
 from ledger.providers.sse import ServerSentEvent, SSEDecoder
 from ledger.providers.usage import UsageReader
 
@@ -40,5 +44,6 @@ __all__ = [
     "estimate_request",
     "route",
     "settle",
+    "tool_fee_micros",
     "unreadable_usage",
 ]

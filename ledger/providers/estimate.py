@@ -1,26 +1,36 @@
 """The estimate of a model request, read from the request body alone.
 
-The input estimate is the UTF-8 size of all the text a request sends to the
-model ÷ 3, rounded up (a token is rarely under 3 bytes of text, so this
-over-counts rather than under-counts): the system prompt or instructions, the
-text of every message and content block (tool calls as their name and input,
-tool results as their content), and each tool's name, description and input
-schema as JSON. Each image adds 1,600 tokens; a document sent as base64 adds
-its base64 bytes ÷ 3. Blocks of a kind not named here count as their whole
-JSON text, so something new in a provider's format is over-counted, never
-free. Input the request only points at — a document or image by URL, a Files
-API ``file_id``, ``previous_response_id`` or ``conversation`` — cannot be
-counted here: the estimate says so (``unseen_input``,
-``previous_response_id``), and the caller estimates it as the model's whole
-context window (or, for a response it recorded itself, that response's
-input and output). The output estimate is the request's own output limit
-(times ``n`` for an OpenAI request asking for several choices). A request
-without one has no upper bound: it is refused before anything is sent, unless
-the caller (the gateway) gives it a default limit, which it then writes into
-the body it sends.
+Each provider's module (``anthropic``, ``openai``, ``gemini``) lists every
+request field, content part, tool type and beta its estimate knows, each
+with its rule; anything it does not list counts as if it filled the model's
+context window, so a new provider feature makes a call dearer in the ledger,
+never cheaper. The rules:
+
+- text (system prompts and instructions, every message's text, tool calls
+  and results, tool definitions and schemas): its UTF-8 bytes ÷ 3, rounded
+  up (a token is rarely under 3 bytes of text, so this over-counts);
+- an image: its provider's formula from its real dimensions, else the
+  provider's documented maximum;
+- a PDF: its page count times the provider's per-page bound; a PDF that
+  cannot be read counts as the context window;
+- the provider's own framing: fixed tokens per request, per message and per
+  tool definition (Anthropic's tool-use system prompt among them);
+- input the request only points at or the provider fetches — a document or
+  image by URL, a Files API ``file_id``, ``conversation``, a stored prompt,
+  cached content, a server tool that searches or fetches — and any field,
+  part, tool or beta not listed: the model's context window (``unseen_input``;
+  the caller sizes it, a ``previous_response_id`` it recorded itself as that
+  response's input and output). Anthropic's ``context-1m-*`` beta makes the
+  window 1M tokens (``context_window``).
+
+The output estimate is the request's own output limit (times ``n`` for an
+OpenAI request asking for several choices). A request without one has no
+upper bound: it is refused before anything is sent, unless the caller (the
+gateway) gives it a default limit, which it then writes into the body it sends.
 """
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +72,10 @@ class RequestEstimate:
     unseen_input: bool = False
     # A Responses request continuing a stored response (its input is that response's).
     previous_response_id: str | None = None
+    # The context window the request asks for (Anthropic's context-1m beta), if it sets one.
+    context_window: int | None = None
+    # What counts as the context window, for a reader of the estimate.
+    window_reasons: tuple[str, ...] = ()
 
 
 _WALKERS = {
@@ -73,7 +87,11 @@ _WALKERS = {
 
 
 def estimate_request(
-    route: Route, body: bytes, *, default_output_limit: int | None = None
+    route: Route,
+    body: bytes,
+    *,
+    default_output_limit: int | None = None,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> RequestEstimate:
     """The model and token upper bounds of a request to ``route``.
 
@@ -82,6 +100,7 @@ def estimate_request(
         body: the request body as sent.
         default_output_limit: the output limit (for each choice) of a request
             that states none; without it, such a request is refused.
+        headers: the request's headers (Anthropic's ``anthropic-beta`` counts).
 
     Raises:
         RequestRefused: the route is not a model call, the body is not a JSON
@@ -92,6 +111,8 @@ def estimate_request(
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise RequestRefused(f"the request body is not JSON ({type(exc).__name__})") from exc
+    except Exception as exc:  # any text json cannot read is a bad request, never a crash
         raise RequestRefused(f"the request body is not JSON ({type(exc).__name__})") from exc
     if not isinstance(document, dict):
         raise RequestRefused("the request body is not a JSON object")
@@ -106,9 +127,16 @@ def estimate_request(
     answers = choices(route.kind, document)
     tally = Tally()
     try:
-        _WALKERS[route.kind](tally, document)
+        _WALKERS[route.kind](tally, document, model)
+        window = (
+            anthropic.beta_window(tally, anthropic.request_betas(headers))
+            if route.kind == "messages"
+            else None
+        )
     except RecursionError as exc:
         raise RequestRefused("the request body nests too deeply to be estimated") from exc
+    except (ValueError, TypeError) as exc:  # text no rule can read: refused, never a crash
+        raise RequestRefused(f"the request cannot be estimated ({type(exc).__name__})") from exc
     user_id = (
         tally_field(document.get("metadata"), "user_id") if route.provider == "anthropic" else None
     )
@@ -129,4 +157,6 @@ def estimate_request(
         document=document,
         unseen_input=tally.unseen > 0 or conversation is not None,
         previous_response_id=previous,
+        context_window=window,
+        window_reasons=tuple(tally.reasons),
     )

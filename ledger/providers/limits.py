@@ -13,13 +13,16 @@ known:
   ``max_tokens``), for each of ``n`` choices.
 - OpenAI Responses: ``max_output_tokens`` (reasoning included).
 - Gemini: ``generationConfig.maxOutputTokens`` (thinking included);
-  ``generationConfig.thinkingConfig.thinkingBudget`` is lowered to it.
+  ``generationConfig.thinkingConfig.thinkingBudget`` is lowered to it. Gemini
+  takes every name in snake_case too (``generation_config.max_output_tokens``):
+  both are read, and a limit is written in the spelling the request used.
 
 Reasoning budgets some OpenAI-compatible routers take (``reasoning.max_tokens``)
 are lowered to the limit as well.
 """
 
 import json
+import re
 from typing import Any
 
 from ledger.errors import UsageError
@@ -50,6 +53,25 @@ def _stated(document: dict[str, Any], path: str) -> Any:
     return value
 
 
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", lambda found: "_" + found.group(1).lower(), name)
+
+
+def _spellings(value: Any, name: str) -> list[str]:
+    """The spellings of camelCase ``name`` an object uses (Gemini takes both)."""
+    if not isinstance(value, dict):
+        return []
+    return [spelling for spelling in dict.fromkeys((name, _snake(name))) if spelling in value]
+
+
+def _gemini_stated(document: dict[str, Any], path: str) -> list[Any]:
+    """Every value at ``path`` in any mix of camelCase and snake_case."""
+    values: list[Any] = [document]
+    for part in path.split("."):
+        values = [value[name] for value in values for name in _spellings(value, part)]
+    return values
+
+
 def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
@@ -62,12 +84,17 @@ def read_output_limit(kind: str, document: dict[str, Any]) -> int | None:
     """
     limits = []
     for name in OUTPUT_LIMIT_FIELDS[kind]:
-        value = _stated(document, name)
-        if value is None:
-            continue
-        if not _positive(value):
-            raise RequestRefused(f"the request's {name} is not a positive integer: {value!r}")
-        limits.append(value)
+        found = (
+            _gemini_stated(document, name)
+            if kind == "generate_content"
+            else [_stated(document, name)]
+        )
+        for value in found:
+            if value is None:
+                continue
+            if not _positive(value):
+                raise RequestRefused(f"the request's {name} is not a positive integer: {value!r}")
+            limits.append(value)
     return max(limits) if limits else None
 
 
@@ -77,7 +104,8 @@ def choices(kind: str, document: dict[str, Any]) -> int:
     if kind == "chat_completions":
         count = document.get("n")
     elif kind == "generate_content":
-        count = _field(document.get("generationConfig"), "candidateCount")
+        counts = _gemini_stated(document, "generationConfig.candidateCount")
+        return max([int(value) for value in counts if _positive(value)], default=1)
     return int(count) if _positive(count) else 1
 
 
@@ -109,21 +137,58 @@ def write_output_limit(
     elif kind == "responses":
         document["max_output_tokens"] = tokens
     elif kind == "generate_content":
-        config = document.get("generationConfig")
-        if not isinstance(config, dict):
-            config = document["generationConfig"] = {}
-        config["maxOutputTokens"] = tokens
-        thinking = config.get("thinkingConfig")
-        budget = _field(thinking, "thinkingBudget")
-        # -1 asks the model to choose: bounded by maxOutputTokens all the same.
-        if isinstance(thinking, dict) and _positive(budget) and budget > tokens:
-            thinking["thinkingBudget"] = tokens
+        _write_gemini_limit(document, tokens)
     else:
         raise ValueError(f"no output limit for a {kind} request")
     reasoning = document.get("reasoning")
     budget = _field(reasoning, "max_tokens")
     if isinstance(reasoning, dict) and _positive(budget) and budget >= tokens:
         reasoning["max_tokens"] = max(1, tokens - 1)
+
+
+def _write_gemini_limit(document: dict[str, Any], tokens: int) -> None:
+    """Set every generation config's output limit, in the spelling the request used."""
+    names = _spellings(document, "generationConfig")
+    if not names:
+        # No config given: one in the spelling of the request's other fields.
+        snake_request = any("_" in key for key in document)
+        names = ["generation_config" if snake_request else "generationConfig"]
+    for name in names:
+        config = document.get(name)
+        if not isinstance(config, dict):
+            config = document[name] = {}
+        snake_config = name == "generation_config" or any("_" in key for key in config)
+        limits = _spellings(config, "maxOutputTokens") or [
+            "max_output_tokens" if snake_config else "maxOutputTokens"
+        ]
+        for limit in limits:
+            config[limit] = tokens
+        for thinking_name in _spellings(config, "thinkingConfig"):
+            thinking = config[thinking_name]
+            # -1 asks the model to choose: bounded by the output limit all the same.
+            for budget_name in _spellings(thinking, "thinkingBudget"):
+                budget = thinking[budget_name]
+                if _positive(budget) and budget > tokens:
+                    thinking[budget_name] = tokens
+
+
+def body_bytes(document: dict[str, Any]) -> bytes:
+    """The JSON body to send for ``document``.
+
+    Text that UTF-8 cannot carry (a lone surrogate a client's truncation left)
+    goes as the JSON escape it arrived as, so the upstream judges it.
+
+    Raises:
+        RequestRefused: the document nests too deeply to be written.
+    """
+    try:
+        try:
+            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(document, separators=(",", ":")).encode("ascii")
+    except RecursionError as exc:
+        raise RequestRefused("the request body nests too deeply to be sent") from exc
 
 
 def _lower_anthropic_thinking(document: dict[str, Any], tokens: int) -> None:
@@ -142,4 +207,4 @@ def limited_body(
 ) -> bytes:
     """The body to send with its output limit set to ``tokens`` (``document`` is changed)."""
     write_output_limit(kind, document, tokens, chat_field=chat_field)
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return body_bytes(document)

@@ -25,7 +25,11 @@ else the next one a test queued on ``FakeProvider.scenarios``:
   ``usage.server_tool_use``, OpenAI Responses ``web_search_call`` output items);
 - ``gzip``: a JSON answer compressed with gzip; ``bad-usage``: an Anthropic
   answer whose usage has a negative count;
-- ``cookie``: a JSON answer that sets a cookie (as providers behind a CDN do).
+- ``cookie``: a JSON answer that sets a cookie (as providers behind a CDN do);
+- ``bill``: an Anthropic or Gemini JSON answer whose usage is what the provider
+  would bill for the request, by ``tests.fakes.billing`` (output at its limit);
+- ``array:NAME``: a Gemini JSON-array stream that waits before each element
+  after the first (and before its closing bracket) until the test releases it.
 
 Two headers shape an answer beside the scenario: ``x-test-response-id`` is the
 id it answers with (``chatcmpl-<id>``, ``msg_<id>``, ``resp_<id>``, Gemini's
@@ -53,7 +57,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.fakes import agent_mode
+from tests.fakes import agent_mode, billing
 from tests.fakes.answers import (
     DETAILED_USAGE,
     OVERLOADED,
@@ -169,11 +173,12 @@ class Handler(BaseHTTPRequestHandler):
             status = int(self.scenario.split(":", 1)[1])
             self._json(status, status_error(parts.path, status))
         elif parts.path.startswith("/v1beta/models/"):
-            self._gemini(parts.path, parts.query, suffix)
+            self._gemini(parts.path, parts.query, suffix, request)
         elif parts.path == "/v1/messages/count_tokens":
             self._json(200, {"input_tokens": 12})
         elif parts.path == "/v1/messages":
-            self._anthropic(model, f"msg_{suffix}", stream=request.get("stream") is True)
+            stream = request.get("stream") is True
+            self._anthropic(model, f"msg_{suffix}", stream=stream, request=request)
         elif parts.path.endswith("/chat/completions"):
             # /v1/chat/completions, or an OpenAI-compatible base URL's own
             # (Google's /v1beta/openai/chat/completions).
@@ -199,9 +204,13 @@ class Handler(BaseHTTPRequestHandler):
             return found
         return dict(self.server.usage[kind])
 
-    def _anthropic(self, model: str, message_id: str, *, stream: bool) -> None:
+    def _anthropic(
+        self, model: str, message_id: str, *, stream: bool, request: dict[str, Any]
+    ) -> None:
         usage = self._usage("anthropic")
-        if self.scenario.startswith("search:"):
+        if self.scenario == "bill":
+            usage = billing.anthropic_usage(request)
+        elif self.scenario.startswith("search:"):
             searches = {"web_search_requests": int(self.scenario.split(":", 1)[1])}
             usage = {**usage, "server_tool_use": searches}
         elif self.scenario == "bad-usage":
@@ -243,14 +252,19 @@ class Handler(BaseHTTPRequestHandler):
             self._sse(events)
         return True
 
-    def _gemini(self, path: str, query: str, suffix: str) -> None:
+    def _gemini(self, path: str, query: str, suffix: str, request: dict[str, Any]) -> None:
         model, _, method = path.removeprefix("/v1beta/models/").partition(":")
         response_id = f"gemini{suffix}"
         usage = self._usage("gemini")
         if method == "countTokens":
             self._json(200, {"totalTokens": 12})
         elif method == "generateContent":
-            self._json(200, gemini_response(model, response_id, usage))
+            answer = gemini_response(model, response_id, usage)
+            if self.scenario == "bill":
+                answer["usageMetadata"] = billing.gemini_usage(request)
+            self._json(200, answer)
+        elif method == "streamGenerateContent" and self.scenario.startswith("array:"):
+            self._array(gemini_chunks(model, response_id, usage), self.scenario.split(":", 1)[1])
         elif method == "streamGenerateContent" and "alt=sse" in query:
             chunks = gemini_chunks(model, response_id, usage)
             self._sse([f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks])
@@ -317,6 +331,21 @@ class Handler(BaseHTTPRequestHandler):
             if index == 0 and scenario == "cut":
                 self._drop()
                 return
+
+    def _array(self, elements: list[dict[str, Any]], gate: str) -> None:
+        """A JSON-array stream, element by element, each after the first once released."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        pieces = [f"[{json.dumps(elements[0])}"]
+        pieces += [f",\r\n{json.dumps(element)}" for element in elements[1:]]
+        for index, piece in enumerate([*pieces, "]"]):
+            if index:
+                self.server.gate(gate).acquire()
+            self.wfile.write(piece.encode())
+            self.wfile.flush()
 
     def _drop(self) -> None:
         self.wfile.flush()

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from ledger.providers import estimate_request, route
 from tests.conftest import REPO, clean_env
 
 NOW = "2026-06-01T12:00:00Z"
@@ -193,15 +194,13 @@ STREAM_ROUTES = {
 }
 
 # Data events of each route's stream, its full usage, and a request's estimate
-# (one input token, "hi", and the request's 1,000 output tokens).
+# (one input token, "hi", with its provider's framing, and the request's 1,000
+# output tokens).
 STREAM_EVENTS = {"messages": 6, "chat_completions": 4, "responses": 3}
 STREAM_FULL_MICROS = {
     "messages": micros("anthropic/claude-test", 1000, 700),
     "chat_completions": micros("openai/gpt-test", 2000, 500),
     "responses": micros("openai/gpt-test", 3000, 900),
-}
-STREAM_ESTIMATE_MICROS = {
-    kind: micros(model, 1, 1000) for kind, (_path, model) in STREAM_ROUTES.items()
 }
 
 
@@ -216,6 +215,17 @@ def stream_body(kind: str) -> bytes:
     else:
         body = {"model": "gpt-test", "max_output_tokens": 1000, "stream": True, "input": "hi"}
     return json.dumps(body).encode()
+
+
+def _framed_input(kind: str) -> int:
+    found = route("POST", STREAM_ROUTES[kind][0])
+    assert found is not None
+    return estimate_request(found, stream_body(kind)).input_tokens
+
+
+STREAM_ESTIMATE_MICROS = {
+    kind: micros(model, _framed_input(kind), 1000) for kind, (_path, model) in STREAM_ROUTES.items()
+}
 
 
 def stream_headers(kind: str) -> dict[str, str]:

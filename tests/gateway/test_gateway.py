@@ -144,8 +144,10 @@ class TestOpenAIThroughTheGateway:
         spent = [r["actual_micros"] for r in records(gateway_home)]
         assert spent == [micros("openai/gpt-test", 2000, 500)] * 2 == [8000, 8000]
 
-    def test_a_chat_stream_without_usage_is_recorded_at_its_estimate(self, proxy, gateway_home):
-        """No include_usage: the call completed but reported nothing, so its upper bound counts."""
+    def test_a_chat_stream_without_include_usage_is_recorded_at_its_usage(
+        self, proxy, gateway_home
+    ):
+        """No include_usage: the gateway asks for it, and keeps the usage chunk from the client."""
         with _openai(proxy) as client:
             raw = client.chat.completions.with_raw_response.create(
                 model="gpt-test", max_completion_tokens=100, stream=True,
@@ -155,7 +157,8 @@ class TestOpenAIThroughTheGateway:
         assert all(chunk.usage is None for chunk in chunks)
         (record,) = records(gateway_home)
         (verdict,) = verdicts(gateway_home)
-        assert record["actual_micros"] == verdict["payload"]["estimated_micros"] > 0
+        assert record["actual_micros"] == micros("openai/gpt-test", 2000, 500)
+        assert verdict["payload"]["estimated_micros"] > 0
         assert record["verdict_ref"] == raw.headers["x-ledger-verdict-ref"]
 
     def test_responses_json_and_stream_are_recorded(self, proxy, gateway_home):

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ledger.providers import anthropic
 from tests.conftest import clean_env
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
@@ -20,6 +21,9 @@ from tests.gateway.helpers import (
     verdicts,
     write_config,
 )
+
+# "hi" and the framing Anthropic adds to a request and its one message.
+HI_INPUT = 1 + anthropic.REQUEST_TOKENS + anthropic.MESSAGE_TOKENS
 
 pytestmark = pytest.mark.timeout(120)
 OPENAI_HEADERS = {"authorization": "Bearer sk-test"}
@@ -47,7 +51,9 @@ class TestDefaultOutputLimit:
         assert _sent(upstream)[0]["max_tokens"] == 32_000
         (verdict,) = verdicts(home)
         assert verdict["payload"]["max_output_tokens"] == 32_000
-        assert verdict["payload"]["estimated_micros"] == micros("anthropic/claude-test", 1, 32_000)
+        assert verdict["payload"]["estimated_micros"] == micros(
+            "anthropic/claude-test", HI_INPUT, 32_000
+        )
 
     def test_the_default_is_proxy_default_max_output_tokens(self, home, upstream):
         """Chat Completions gets max_completion_tokens, Responses max_output_tokens, per n choice."""
@@ -102,7 +108,7 @@ CLAUDE_CODE = {
 }
 # "hi" is 1 input token ($3 per million): what is left of the cap, less that and
 # one micro-USD (reaching 100 % halts), over $15 per million output tokens.
-INPUT_MICROS = micros("anthropic/claude-test", 1, 0)
+INPUT_MICROS = micros("anthropic/claude-test", HI_INPUT, 0)
 
 
 def _fitting(room_micros: int) -> int:
@@ -129,7 +135,7 @@ class TestClamp:
         (verdict,) = verdicts(home)
         assert verdict["event_type"] == "budget.warn_90"
         assert verdict["payload"]["max_output_tokens"] == limit
-        estimate = micros("anthropic/claude-test", 1, limit)
+        estimate = micros("anthropic/claude-test", HI_INPUT, limit)
         assert verdict["payload"]["estimated_micros"] == estimate
         assert verdict["payload"]["reservation"]["micros"] == estimate
         assert estimate < 300_000
@@ -198,13 +204,13 @@ class TestClamp:
                     title.close()
         finally:
             assert proxy.stop() == 0
-        first_estimate = micros("anthropic/claude-test", 1, 32_000)
+        first_estimate = micros("anthropic/claude-test", HI_INPUT, 32_000)
         limit = _fitting(600_000 - first_estimate)
         assert any("message_stop" in line for line in rest)
         assert prompt.status_code == 200, prompt.text
         assert prompt.headers["x-ledger-clamped"] == str(limit)
         reserved = [v["payload"]["reservation"]["micros"] for v in verdicts(home)]
-        assert reserved == [first_estimate, micros("anthropic/claude-test", 1, limit)]
+        assert reserved == [first_estimate, micros("anthropic/claude-test", HI_INPUT, limit)]
         assert sum(reserved) < 600_000
 
 
@@ -264,7 +270,7 @@ def test_concurrent_clamped_calls_never_share_the_same_room(home, upstream):
             thread.join(timeout=60)
     finally:
         assert proxy.stop() == 0
-    first_estimate = micros("anthropic/claude-test", 1, 32_000)
+    first_estimate = micros("anthropic/claude-test", HI_INPUT, 32_000)
     limit = _fitting(600_000 - first_estimate)
     assert sorted(answers, key=str) == sorted(
         [(200, None), (200, str(limit))] + [(402, None)] * 6, key=str

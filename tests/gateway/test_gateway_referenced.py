@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from ledger.providers import openai
 from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
@@ -78,9 +79,10 @@ def test_a_previous_response_recorded_here_counts_its_input_and_output(home, ups
         assert proxy.stop() == 0, proxy.lines
     assert [first.status_code, follow.status_code, unknown.status_code] == [200, 200, 200]
     estimates = [entry["payload"]["estimated_micros"] for entry in verdicts(home)]
+    frame = openai.REQUEST_TOKENS  # the request's own framing
     assert estimates == [
-        micros("openai/gpt-test", 1, 10),
-        micros("openai/gpt-test", 1 + 3000 + 900, 10),
+        micros("openai/gpt-test", 1 + frame, 10),
+        micros("openai/gpt-test", 1 + frame + 3000 + 900, 10),
         micros("openai/gpt-test", DEFAULT_CONTEXT_WINDOW, 10),
     ]
     assert len(records(home)) == 3

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from ledger.edges.locks import exclusive_lock
+from ledger.providers import anthropic
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
     Proxy,
@@ -31,8 +32,9 @@ from tests.gateway.helpers import (
 pytestmark = pytest.mark.timeout(180)
 EVENTS_AFTER_FIRST = 5  # an Anthropic stream is six events
 RECEIVED_AT_START = micros("anthropic/claude-test", 1000, 1)  # message_start's usage
-# One input token ("hi") and max_tokens 1000: above what message_start reports.
-ESTIMATE = micros("anthropic/claude-test", 1, 1000)
+# One input token ("hi") and its framing, max_tokens 1000: above what message_start reports.
+FRAMED_INPUT = 1 + anthropic.REQUEST_TOKENS + anthropic.MESSAGE_TOKENS
+ESTIMATE = micros("anthropic/claude-test", FRAMED_INPUT, 1000)
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@ import pytest
 import ledger
 from ledger.integrations import anthropic as guard_anthropic
 from ledger.integrations import openai as guard_openai
+from ledger.providers import anthropic as provider_anthropic
+from ledger.providers import openai as provider_openai
 from ledger.services.gate.referenced import DEFAULT_CONTEXT_WINDOW
 from tests.fakes.provider import FakeProvider
 from tests.gate_helpers import events_of
@@ -42,12 +44,16 @@ CHAT_MICROS = 8_500
 # 2000×2.5 + 1000×1.25 + 900×10
 RESPONSES_MICROS = 15_250
 MESSAGES = [{"role": "user", "content": "héllo there"}]  # 12 UTF-8 bytes: 4 tokens
+# Each provider's framing: per request and per message.
+CLAUDE_FRAME = provider_anthropic.REQUEST_TOKENS + provider_anthropic.MESSAGE_TOKENS
+OPENAI_FRAME = provider_openai.REQUEST_TOKENS + provider_openai.MESSAGE_TOKENS
 ASK = {"model": "test-model", "max_tokens": 800, "messages": MESSAGES}
-# 4×3 + 800×15
-ASK_ESTIMATE = 12_012
+ASK_INPUT = 4 + CLAUDE_FRAME
+# (4 + framing)×3 + 800×15
+ASK_ESTIMATE = ASK_INPUT * 3 + 12_000
 CHAT = {"model": "test-gpt", "max_completion_tokens": 600, "messages": MESSAGES}
-# 4×2.5 + 600×10
-CHAT_ESTIMATE = 6_010
+# (4 + framing)×2.5 + 600×10, rounded up
+CHAT_ESTIMATE = -(-(4 + OPENAI_FRAME) * 5 // 2) + 6_000
 
 
 @pytest.fixture
@@ -108,7 +114,7 @@ class TestAnthropicPaths:
         message = client.messages.create(**ASK)
         assert message.content[0].text == "hello"
         [verdict] = verdicts(home)
-        assert (verdict["input_tokens"], verdict["max_output_tokens"]) == (4, 800)
+        assert (verdict["input_tokens"], verdict["max_output_tokens"]) == (ASK_INPUT, 800)
         assert verdict["estimated_micros"] == ASK_ESTIMATE
         [record] = records(home)
         assert record["idempotency_key"] == f"anthropic:{message.id}"
@@ -145,10 +151,10 @@ class TestAnthropicPaths:
     def test_stream_closed_early_costs_at_least_its_estimate(self, server, book, home):
         """Closed before its final usage: the larger of the estimate and the usage received."""
         server.scenarios = ["hold"]
-        ask = {**ASK, "max_tokens": 8000}  # estimate 4×3 + 8000×15, above message_start's
+        ask = {**ASK, "max_tokens": 8000}  # estimate above message_start's usage
         with anthropic_client(server, book).messages.create(**ask, stream=True) as stream:
             assert next(iter(stream)).type == "message_start"
-        assert_settled(book, home, [4 * 3 + 8000 * 15])
+        assert_settled(book, home, [ASK_INPUT * 3 + 8000 * 15])
 
     def test_raw_response(self, server, book, home):
         raw = anthropic_client(server, book).messages.with_raw_response.create(**ASK)
@@ -255,8 +261,8 @@ class TestAnthropicFailures:
         assert isinstance(halted, anthropic.AnthropicError)  # the SDK neither retries nor wraps it
         assert halted.verdict.verdict == "halt-100"
         assert str(halted) == (
-            "halt-100 (projected 1201.2 % of the cap): the deciding cap aggregate of $0.001 has $0.00 used and $0.00 reserved, "
-            "and this call's estimate is $0.012012"
+            f"halt-100 (projected {ASK_ESTIMATE / 10:.1f} % of the cap): the deciding cap aggregate of $0.001 has $0.00 used and $0.00 reserved, "
+            f"and this call's estimate is ${ASK_ESTIMATE / 1e6:.6f}"
         )
         assert server.requests == []
         assert len(events_of(home, "budget.halt_100")) == 1
@@ -358,7 +364,8 @@ class TestOpenAI:
         assert events[-1].type == "response.completed"
         with client.responses.stream(model="test-gpt", max_output_tokens=900, input="hé") as s:
             assert s.get_final_response().usage.output_tokens == 900
-        assert [v["input_tokens"] for v in verdicts(home)] == [2, 2, 1]
+        frame = provider_openai.REQUEST_TOKENS
+        assert [v["input_tokens"] for v in verdicts(home)] == [2 + frame, 2 + frame, 1 + frame]
         assert_settled(book, home, [RESPONSES_MICROS] * 3)
 
     def test_streaming_response_and_copy(self, server, book, home):

@@ -19,8 +19,8 @@ incidents already open stay as they are.
 from ledger.core.incidents import Condition
 from ledger.core.verdict_kind import Uncertainty
 from ledger.errors import ChainIOError, LockTimeoutError, TornTailError
-from ledger.services.gate.figures import usage
 from ledger.services.gate.deps import GateDeps
+from ledger.services.gate.figures import usage
 
 
 def _store_condition(deps: GateDeps) -> Condition | None:

@@ -24,8 +24,8 @@ from ledger.core.timefmt import format_ts
 from ledger.core.units import usd_text
 from ledger.core.verdict_kind import Uncertainty
 from ledger.services.gate.budget_views import budget_rows
-from ledger.services.gate.figures import usage
 from ledger.services.gate.deps import GateDeps
+from ledger.services.gate.figures import usage
 
 
 def _pct_text(pct: Fraction) -> str:

@@ -47,11 +47,15 @@ def input_tokens(deps: Any, estimate: RequestEstimate) -> int:
     """The request's input estimate, referenced input included."""
     tokens = estimate.input_tokens
     provider, model = estimate.provider, estimate.model
+    # The window the request asks for (Anthropic's context-1m beta) is at least the model's.
+    window = window_tokens(deps, provider, model)
+    if estimate.context_window is not None:
+        window = max(window, estimate.context_window)
     if estimate.unseen_input:
-        return max(tokens, window_tokens(deps, provider, model))
+        return max(tokens, window)
     if estimate.previous_response_id is not None:
         earlier = _recorded_tokens(deps.states, provider, estimate.previous_response_id)
         if earlier is None:
-            return max(tokens, window_tokens(deps, provider, model))
+            return max(tokens, window)
         return tokens + earlier
     return tokens

@@ -29,12 +29,19 @@ class RequestVerdict(NamedTuple):
 
 
 def request_verdict(
-    deps: Any, estimate: RequestEstimate, *, searches: int = 0, **verdict_args: Any
+    deps: Any,
+    estimate: RequestEstimate,
+    *,
+    searches: int = 0,
+    fee_micros: int = 0,
+    **verdict_args: Any,
 ) -> RequestVerdict:
     """Decide and reserve one request; its typed verdict beside the printed document.
 
-    ``verdict_args`` go to ``calls.verdict`` as they are (the call's cycle id,
-    agent, tags, gateway key, whether it is forwarded once admitted, ...).
+    ``fee_micros`` is the most the request's other server tools may cost in
+    fees (``ledger.providers.tool_fee_micros``). ``verdict_args`` go to
+    ``calls.verdict`` as they are (the call's cycle id, agent, tags, gateway
+    key, whether it is forwarded once admitted, ...).
 
     Raises:
         UsageError: a bad argument, or a model with no price.
@@ -45,7 +52,7 @@ def request_verdict(
         deps, None, provider, model=model,
         input_tokens=referenced.input_tokens(deps, estimate),
         max_output_tokens=estimate.max_output_tokens,
-        server_tool_micros=web_search_fee_micros(deps, provider, model, searches),
+        server_tool_micros=web_search_fee_micros(deps, provider, model, searches) + fee_micros,
         pricing=request_pricing(provider, estimate.document),
         **verdict_args,
     )  # fmt: skip

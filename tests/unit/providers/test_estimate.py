@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ledger.providers import RequestRefused, Route, estimate_request
+from ledger.providers import RequestRefused, Route, anthropic, estimate_request, openai
 from tests.unit.providers.fixtures import fixture
 
 MESSAGES = Route("anthropic", "messages")
@@ -28,6 +28,21 @@ def body(**fields: object) -> bytes:
     return json.dumps(fields).encode()
 
 
+def claude_frame(messages: int, tools: int = 0) -> int:
+    """Anthropic's framing: per request, per message, its tool-use prompt and each tool's."""
+    prompt = anthropic.TOOL_USE_PROMPT_TOKENS if tools else 0
+    return (
+        anthropic.REQUEST_TOKENS
+        + messages * anthropic.MESSAGE_TOKENS
+        + prompt
+        + tools * anthropic.TOOL_TOKENS
+    )
+
+
+def openai_frame(messages: int, tools: int = 0) -> int:
+    return openai.REQUEST_TOKENS + messages * openai.MESSAGE_TOKENS + tools * openai.TOOL_TOKENS
+
+
 class TestAnthropicGolden:
     def test_every_kind_of_block_counts(self):
         """System, text, tool name + input, tool result, tool schema, a base64 PDF; +1600 per image."""
@@ -43,7 +58,6 @@ class TestAnthropicGolden:
         }
         sent = utf8(
             "You are a careful assistant.",
-            "JVBERi0xLjcKJcfsj6IKNSAwIG9iago=",  # the document's base64 bytes
             "What is the weather like in San Francisco? Ünïcödé ✓",
             "I'll check.",
             "get_weather",
@@ -56,7 +70,11 @@ class TestAnthropicGolden:
         estimate = estimate_request(MESSAGES, fixture("anthropic_request.json"))
         assert estimate.provider == "anthropic"
         assert estimate.model == "claude-sonnet-4-5"
-        assert estimate.input_tokens == tokens(sent) + 1600
+        # The image's data is no image: the most Claude bills for one.
+        assert estimate.input_tokens == tokens(sent) + 1600 + claude_frame(3, tools=1)
+        # The document's base64 is no readable PDF: it counts as the context window.
+        assert estimate.unseen_input
+        assert estimate.window_reasons == ("unreadable PDF",)
         assert estimate.max_output_tokens == 1024
         assert estimate.stream is True
         assert estimate.metadata_user_id == "session-42"
@@ -68,15 +86,17 @@ class TestAnthropicGolden:
             messages=[{"role": "user", "content": "abcd"}],
         )  # fmt: skip
         estimate = estimate_request(MESSAGES, request)
-        assert estimate.input_tokens == tokens(8 + 4)
+        assert estimate.input_tokens == tokens(8 + 4) + claude_frame(1)
         assert estimate.stream is False
         assert estimate.metadata_user_id is None
 
-    def test_a_block_of_an_unknown_kind_counts_as_its_json(self):
-        """Something new in the format is over-counted, never free."""
-        block = {"type": "container_upload", "file_id": "file_0123456789"}
+    def test_a_block_of_an_unknown_kind_counts_as_the_context_window(self):
+        """Something new in the format counts as the most it could cost, never free."""
+        block = {"type": "hologram", "data": "x"}
         request = body(model="m", max_tokens=1, messages=[{"role": "user", "content": [block]}])
-        assert estimate_request(MESSAGES, request).input_tokens == tokens(utf8(compact(block)))
+        estimate = estimate_request(MESSAGES, request)
+        assert estimate.unseen_input
+        assert estimate.window_reasons == ("content block 'hologram'",)
 
     def test_text_and_nested_documents(self):
         """A plain-text document counts its text; a content document its blocks."""
@@ -86,7 +106,9 @@ class TestAnthropicGolden:
                 {"type": "text", "text": "xyz"}, {"type": "image", "source": {}}]}},
         ]  # fmt: skip
         request = body(model="m", max_tokens=1, messages=[{"role": "user", "content": blocks}])
-        assert estimate_request(MESSAGES, request).input_tokens == tokens(7) + 1600
+        assert estimate_request(MESSAGES, request).input_tokens == (
+            tokens(7) + 1600 + claude_frame(1)
+        )
 
 
 class TestOpenAIGolden:
@@ -95,8 +117,6 @@ class TestOpenAIGolden:
         sent = utf8(
             "You are a careful assistant.",
             "What is in this image?",
-            "JVBERi0xLjcK",  # the data URL's base64 part
-            "a.pdf",
             "get_weather",
             '{"location":"Boston"}',
             "15 degrees",
@@ -106,7 +126,9 @@ class TestOpenAIGolden:
         )
         estimate = estimate_request(CHAT, fixture("chat_request.json"))
         assert (estimate.provider, estimate.model) == ("openai", "gpt-4.1")
-        assert estimate.input_tokens == tokens(sent) + 1600
+        assert estimate.input_tokens == tokens(sent) + openai_frame(4, tools=1)
+        # The image is by URL and the file no readable PDF: the context window.
+        assert estimate.window_reasons == ("image by reference", "unreadable file")
         assert estimate.max_output_tokens == 2 * 500  # n = 2 choices
         assert estimate.stream is True
         assert estimate.metadata_user_id is None
@@ -116,25 +138,24 @@ class TestOpenAIGolden:
         sent = utf8(
             "You are a careful assistant.",
             "Describe this.",
-            "JVBERi0xLjcK",
-            "a.pdf",
             "get_weather",
             '{"location":"Paris"}',
             "15 degrees",
             "get_weather",
             "Get the weather",
             compact({"type": "object", "properties": {"location": {"type": "string"}}}),
-            compact({"type": "web_search"}),
         )
         estimate = estimate_request(RESPONSES, fixture("responses_request.json"))
-        assert estimate.input_tokens == tokens(sent) + 1600
+        assert estimate.input_tokens == tokens(sent) + openai_frame(1, tools=2)
+        reasons = ("image by reference", "unreadable file", "tool 'web_search'")
+        assert estimate.window_reasons == reasons
         assert estimate.max_output_tokens == 256
         assert estimate.stream is False
 
     def test_responses_plain_string_input(self):
         """``input`` may be one string."""
         request = body(model="gpt-4.1", max_output_tokens=5, input="hello world!")
-        assert estimate_request(RESPONSES, request).input_tokens == 4
+        assert estimate_request(RESPONSES, request).input_tokens == 4 + openai_frame(0)
 
     def test_chat_takes_the_larger_of_two_limits(self):
         """max_tokens (deprecated) and max_completion_tokens both bound the output."""
@@ -180,7 +201,7 @@ class TestRefused:
 
     def test_nested_tool_results_are_walked(self):
         """Tool results inside tool results count their text."""
-        assert estimate_request(MESSAGES, self.nested(200)).input_tokens == 1
+        assert estimate_request(MESSAGES, self.nested(200)).input_tokens == 1 + claude_frame(1)
 
     def test_nesting_too_deep_is_refused_not_a_crash(self):
         """Nesting that exhausts the parser or the walk is a refusal, not a traceback."""
@@ -238,9 +259,9 @@ class TestCodexResponsesRequest:
             "shell", "Run a command", compact(CODEX_SCHEMA),
             "apply_patch", "Patch files", compact(CODEX_GRAMMAR),
             "mcp", compact({"tools": CODEX_NAMESPACE}),
-            compact({"type": "web_search"}),
         )  # fmt: skip
         estimate = estimate_request(RESPONSES, json.dumps(request).encode(), default_output_limit=7)
-        assert estimate.input_tokens == tokens(sent)
+        assert estimate.input_tokens == tokens(sent) + openai_frame(1, tools=4)
+        assert estimate.window_reasons == ("tool 'web_search'",)
         assert estimate.max_output_tokens == 7
         assert estimate.stream is True

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ledger.core.usage_objects import usage_tokens
-from ledger.providers import Route, error_body, estimate_request, route
+from ledger.providers import Route, error_body, estimate_request, gemini, route
 from ledger.providers.usage import UsageReader
 from tests.unit.providers.fixtures import fixture
 
@@ -60,19 +60,22 @@ class TestRoutes:
 
 
 def test_the_estimate_counts_every_text_part_and_an_image():
-    """System instruction, text, function calls and responses, declarations ÷ 3; +1600 per image."""
+    """System instruction, text, calls, responses, declarations ÷ 3; an image by its tiles."""
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     sent = utf8(
         "You are a careful coding assistant.",
         "What is in this picture? Ünïcödé ✓",
         "read_file", compact({"path": "README.md"}),
         "read_file", compact({"output": "# ledger"}),
+        "CiQBcsjafE2v",  # the thought signature, read back by the model
         "read_file", "Read a file from the workspace", compact(schema),
     )  # fmt: skip
     estimate = estimate_request(GENERATE, fixture("gemini_request.json"))
     assert estimate.provider == "google"
     assert estimate.model == "gemini-2.5-flash"
-    assert estimate.input_tokens == -(-sent // 3) + 1600
+    # A 1×1 image is one tile; the instruction and three contents, one declaration framed.
+    frame = gemini.REQUEST_TOKENS + 4 * gemini.CONTENT_TOKENS + gemini.TOOL_TOKENS
+    assert estimate.input_tokens == -(-sent // 3) + gemini.IMAGE_TILE_TOKENS + frame
     assert estimate.max_output_tokens == 8192
     assert estimate.stream is False
     streamed = Route("google", "generate_content", model="gemini-2.5-flash", streamed=True)

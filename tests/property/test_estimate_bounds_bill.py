@@ -1,0 +1,110 @@
+"""For random requests, the estimate is never below what the provider bills for them.
+
+Requests are drawn from the parts the SDKs' types allow (text, images of
+several sizes, PDFs, tool definitions and calls, client tools, both Gemini
+spellings); the bill is the fake provider's (``tests.fakes.billing``), which
+follows each provider's documented rules at an honest worst case.
+"""
+
+import base64
+import io
+import json
+
+import pypdf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from ledger.providers import Route, estimate_request
+from tests.fakes import billing
+
+
+def _png(width: int, height: int) -> str:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height)).save(out, format="PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def _pdf(pages: int) -> str:
+    writer = pypdf.PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=612, height=792)
+    out = io.BytesIO()
+    writer.write(out)
+    return base64.b64encode(out.getvalue()).decode()
+
+
+IMAGES = [_png(*size) for size in ((1, 1), (300, 200), (1000, 1000), (2400, 900))]
+PDFS = [_pdf(pages) for pages in (1, 7)]
+TEXT = st.text(max_size=200)
+SCHEMA = st.dictionaries(st.text(max_size=10), st.sampled_from(["string", "integer"]), max_size=4)
+
+CLAUDE_BLOCKS = st.one_of(
+    st.builds(lambda text: {"type": "text", "text": text}, TEXT),
+    st.builds(lambda data: {"type": "image", "source": {"type": "base64",
+              "media_type": "image/png", "data": data}}, st.sampled_from(IMAGES)),
+    st.builds(lambda data: {"type": "document", "source": {"type": "base64",
+              "media_type": "application/pdf", "data": data}}, st.sampled_from(PDFS)),
+    st.builds(lambda name, args: {"type": "tool_use", "id": "t", "name": name, "input": args},
+              TEXT, SCHEMA),
+    st.builds(lambda text: {"type": "tool_result", "tool_use_id": "t",
+              "content": [{"type": "text", "text": text}]}, TEXT),
+)  # fmt: skip
+CLAUDE_TOOLS = st.one_of(
+    st.builds(lambda name, text, schema: {"name": name or "t", "description": text,
+              "input_schema": {"type": "object", "properties": schema}}, TEXT, TEXT, SCHEMA),
+    st.just({"type": "bash_20250124", "name": "bash"}),
+    st.just({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    system=st.one_of(st.none(), TEXT),
+    messages=st.lists(st.lists(CLAUDE_BLOCKS, min_size=1, max_size=4), max_size=4),
+    tools=st.lists(CLAUDE_TOOLS, max_size=3),
+)
+def test_an_anthropic_request_is_estimated_at_least_at_its_bill(system, messages, tools):
+    request: dict[str, object] = {
+        "model": "claude-sonnet-4-5", "max_tokens": 100,
+        "messages": [{"role": "user", "content": blocks} for blocks in messages],
+    }  # fmt: skip
+    if system is not None:
+        request["system"] = system
+    if tools:
+        request["tools"] = tools
+    estimate = estimate_request(Route("anthropic", "messages"), json.dumps(request).encode())
+    bill = billing.anthropic_usage(request)
+    assert not estimate.unseen_input
+    assert estimate.input_tokens >= bill["input_tokens"]
+    assert estimate.max_output_tokens >= bill["output_tokens"]
+
+
+GEMINI_PARTS = st.one_of(
+    st.builds(lambda text: {"text": text}, TEXT),
+    st.builds(lambda data, snake: {("inline_data" if snake else "inlineData"): {
+              ("mime_type" if snake else "mimeType"): "image/png", "data": data}},
+              st.sampled_from(IMAGES), st.booleans()),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    system=TEXT,
+    contents=st.lists(st.lists(GEMINI_PARTS, min_size=1, max_size=4), max_size=4),
+    snake=st.booleans(),
+)
+def test_a_gemini_request_in_either_spelling_is_estimated_at_least_at_its_bill(
+    system, contents, snake
+):
+    request = {
+        ("system_instruction" if snake else "systemInstruction"): {"parts": [{"text": system}]},
+        "contents": [{"role": "user", "parts": parts} for parts in contents],
+        ("generation_config" if snake else "generationConfig"): {
+            ("max_output_tokens" if snake else "maxOutputTokens"): 100},
+    }  # fmt: skip
+    route = Route("google", "generate_content", model="gemini-2.5-flash")
+    estimate = estimate_request(route, json.dumps(request).encode())
+    bill = billing.gemini_usage(request)
+    assert estimate.input_tokens >= bill["promptTokenCount"]
+    assert estimate.max_output_tokens >= bill["candidatesTokenCount"]
