@@ -16,6 +16,10 @@ Each token is counted once, at its own kind:
 - ``google`` (Gemini ``usageMetadata``): ``promptTokenCount`` *includes*
   ``cachedContentTokenCount``; ``toolUsePromptTokenCount`` is more input;
   the output is ``candidatesTokenCount`` plus ``thoughtsTokenCount``.
+- ``bedrock`` and ``vertex`` serve Claude in the Messages format (read as
+  ``anthropic``); Bedrock's Converse ``usage`` has ``inputTokens`` (uncached),
+  ``cacheReadInputTokens``, ``cacheWriteInputTokens`` and ``outputTokens``;
+  Vertex's Gemini models report ``google``'s; ``azure`` is OpenAI's.
 - Any other provider is taken to speak the OpenAI API (the OpenAI-compatible
   providers the gateway serves): its usage is read as OpenAI's.
 
@@ -25,6 +29,7 @@ non-integer count, or a part larger than the whole it belongs to is an error.
 
 from typing import Any
 
+from ledger.core.cloud_models import usage_format
 from ledger.core.prices import TokenCounts
 
 MAX_COUNT = 2**53 - 1
@@ -89,6 +94,20 @@ def anthropic_tokens(usage: dict[str, Any]) -> TokenCounts:
     )
 
 
+def converse_tokens(usage: dict[str, Any]) -> TokenCounts:
+    """Token counts of a Bedrock Converse ``usage`` object (``inputTokens`` are uncached).
+
+    Raises:
+        UsageObjectError: a required field is missing or a count is malformed.
+    """
+    return TokenCounts(
+        input=_count(usage, "inputTokens", required=True),
+        cache_write_5m=_count(usage, "cacheWriteInputTokens"),
+        cache_read=_count(usage, "cacheReadInputTokens"),
+        output=_count(usage, "outputTokens", required=True),
+    )
+
+
 def openai_tokens(usage: dict[str, Any]) -> TokenCounts:
     """Token counts of an OpenAI Chat Completions or Responses ``usage`` object.
 
@@ -148,6 +167,9 @@ def usage_tokens(provider: str, usage: Any) -> TokenCounts:
     """
     if not isinstance(usage, dict):
         raise UsageObjectError("usage object is not a JSON object")
+    provider = usage_format(provider, usage)
+    if provider == "bedrock-converse":
+        return converse_tokens(usage)
     if provider == "anthropic":
         return anthropic_tokens(usage)
     if provider == "google":

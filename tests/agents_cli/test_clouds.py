@@ -1,0 +1,172 @@
+"""The real Claude Code (Bedrock and Vertex modes) and Codex (Azure) on a $1 cap, via the gateway.
+
+The fake clouds verify the gateway's own credential on every call (a SigV4
+signature recomputed with botocore, the Vertex token its token server issued,
+the Azure api-key) and answer in each cloud's format; the clients hold only a
+gateway key.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from decimal import ROUND_CEILING, Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from genai_prices import Usage, calc_price
+
+from tests.agents_cli import clis
+from tests.agents_cli.conftest import need
+from tests.agents_cli.harness import CAP_MICROS, ledger
+from tests.conftest import clean_env
+from tests.fakes import clouds
+from tests.gateway.helpers import NOW, REPO, Proxy, chain, records, start_proxy
+
+pytestmark = pytest.mark.timeout(300)
+CLAUDE = f"{clis.CLAUDE_CODE}@{clis.CLAUDE_CODE_RELEASES[0]}"
+CODEX = f"{clis.CODEX}@0.171.0"
+PROMPT = "Check the workspace with the shell, again and again."
+# The price table's own source for each cloud's models.
+_PRICED_AS = {"bedrock": "aws", "vertex": "google", "azure": "openai"}
+
+
+class Clouds:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.clouds"], cwd=REPO,
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
+
+    def get(self, path: str) -> Any:
+        return httpx.get(self.url + path, timeout=10).json()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[Clouds]:
+    server = Clouds()
+    yield server
+    server.stop()
+
+
+def _home(home: Path, fake: Clouds) -> str:
+    (home / "ledger.toml").write_text(
+        "[usd]\ndaily_cap = 1\n\n[billing]\nstale_halt_pct = 100\n\n"
+        "[proxy]\nrequire_keys = true\n\n"
+        f'[proxy.upstream]\nbedrock = "{fake.url}"\nbedrock_control = "{fake.url}"\n'
+        f'vertex = "{fake.url}"\n\n'
+        '[proxy.bedrock]\nregion = "us-east-1"\n\n'
+        f'[proxy.azure]\nendpoint = "{fake.url}"\n\n'
+        '[proxy.azure.deployments]\nprod-gpt5 = "gpt-5"\n'
+    )
+    issued = ledger(home, "keys", "issue", "dev")
+    assert issued.returncode == 0, issued.stderr
+    secret: str = json.loads(issued.stdout)["key"]
+    return secret
+
+
+def _gateway(home: Path, tmp_path: Path, fake: Clouds) -> Proxy:
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps({
+        "type": "authorized_user", "client_id": "ledger-test", "client_secret": "not-a-secret",
+        "refresh_token": "ledger-test-refresh", "token_uri": f"{fake.url}/token",
+    }))  # fmt: skip
+    env = clean_env(
+        LEDGER_NOW=NOW, AWS_ACCESS_KEY_ID=clouds.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=clouds.SECRET_KEY,
+        AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true", GOOGLE_APPLICATION_CREDENTIALS=str(adc),
+        AZURE_OPENAI_API_KEY=clouds.AZURE_KEY,
+    )  # fmt: skip
+    return start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+
+
+def _price(call: dict[str, Any]) -> int:
+    provider = call["path"].split("/")[1]
+    usage = call["usage"]
+    tokens = Usage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
+    price = calc_price(tokens, model_ref=call["model"], provider_id=_PRICED_AS[provider])
+    return int((Decimal(price.total_price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def _account(home: Path, fake: Clouds) -> tuple[int, int, int]:
+    """Every call recorded once at its exact price: (calls, records, micro-USD billed)."""
+    calls = fake.get("/_control/calls")["calls"]
+    found = records(home)
+    for call in calls:
+        provider = call["path"].split("/")[1]
+        mine = [r for r in found if r["idempotency_key"] == f"{provider}:{call['id']}"]
+        assert len(mine) == 1, (call, found)
+        assert mine[0]["actual_micros"] == _price(call), (call, mine[0])
+    keyed = {f"{c['path'].split('/')[1]}:{c['id']}" for c in calls}
+    strays = [r for r in found if r["idempotency_key"] not in keyed and r["actual_micros"]]
+    assert not strays, strays
+    return (
+        len(calls),
+        sum(1 for r in found if r["idempotency_key"] in keyed),
+        sum(_price(c) for c in calls),
+    )
+
+
+def _claude_env(cli_home: Path, secret: str, **mode: str) -> dict[str, str]:
+    return clis.sealed_env(
+        cli_home, ANTHROPIC_AUTH_TOKEN=secret, DISABLE_TELEMETRY="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1", IS_SANDBOX="1",
+        PYTHONPATH=os.environ.get("PYTHONPATH", ""), LEDGER_NOW=NOW, **mode,
+    )  # fmt: skip
+
+
+def _figures(name: str, calls: int, recorded: int, billed: int, fake: Clouds) -> None:
+    verified = fake.get("/_control/auth")
+    sys.stderr.write(
+        f"\n[figures] {name}: {billed * 100 / CAP_MICROS:.1f} % of the $1 cap, {calls} upstream "
+        f"calls, {recorded} records, signatures/tokens verified {verified['verified']}, "
+        f"refused {verified['refused']}\n"
+    )
+
+
+def _session_checks(home: Path, fake: Clouds, name: str) -> None:
+    calls, recorded, billed = _account(home, fake)
+    _figures(name, calls, recorded, billed, fake)
+    assert calls == recorded > 1
+    assert billed <= CAP_MICROS
+    assert billed >= CAP_MICROS * 0.9
+    assert fake.get("/_control/auth")["refused"] == 0
+    assert any(e["event_type"] == "budget.halt_100" for e in chain(home))
+    assert ledger(home, "verify-chain").returncode == 0
+
+
+def test_claude_code_in_bedrock_mode_stops_at_the_cap_every_call_signed_and_recorded_once(
+    home: Path, tmp_path: Path, fake: Clouds
+) -> None:
+    secret = _home(home, fake)
+    gateway = _gateway(home, tmp_path, fake)
+    cli_home = tmp_path / "cli"
+    (cli_home / "work").mkdir(parents=True)
+    env = _claude_env(
+        cli_home, secret, CLAUDE_CODE_USE_BEDROCK="1", CLAUDE_CODE_SKIP_BEDROCK_AUTH="1",
+        ANTHROPIC_BEDROCK_BASE_URL=f"{gateway.url}/bedrock", AWS_REGION="us-east-1",
+    )  # fmt: skip
+    done = clis.run(
+        need(CLAUDE),
+        ["-p", PROMPT, "--output-format", "json", "--dangerously-skip-permissions",
+         "--model", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"],
+        env, cwd=cli_home / "work",
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["is_error"] is True, result
+    assert "402" in result["result"], result["result"]
+    assert "halt-100" in result["result"], result["result"]
+    _session_checks(home, fake, "Claude Code (Bedrock mode)")
+    assert gateway.stop() == 0, gateway.lines
