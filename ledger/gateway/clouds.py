@@ -106,6 +106,10 @@ class CloudRoutes:
         path = request.url.path
         provider = path.removeprefix("/").partition("/")[0]
         call = _understood(request.method, path)
+        if "websocket" in request.headers.get("upgrade", "").lower():
+            # Codex tries a WebSocket first: refused at once, it falls back to HTTP.
+            message = f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused"
+            return error_response(provider, 426, message)
         if call is None:
             message = (
                 f"ledger: {request.method} {path} is not served by this gateway "

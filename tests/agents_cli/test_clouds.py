@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from genai_prices import Usage, calc_price
 
 from tests.agents_cli import clis
@@ -78,10 +80,7 @@ def _home(home: Path, fake: Clouds) -> str:
 
 def _gateway(home: Path, tmp_path: Path, fake: Clouds) -> Proxy:
     adc = tmp_path / "adc.json"
-    adc.write_text(json.dumps({
-        "type": "authorized_user", "client_id": "ledger-test", "client_secret": "not-a-secret",
-        "refresh_token": "ledger-test-refresh", "token_uri": f"{fake.url}/token",
-    }))  # fmt: skip
+    adc.write_text(json.dumps(service_account(fake.url)))
     env = clean_env(
         LEDGER_NOW=NOW, AWS_ACCESS_KEY_ID=clouds.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=clouds.SECRET_KEY,
         AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
@@ -89,6 +88,20 @@ def _gateway(home: Path, tmp_path: Path, fake: Clouds) -> Proxy:
         AZURE_OPENAI_API_KEY=clouds.AZURE_KEY,
     )  # fmt: skip
     return start_proxy(home, "--listen", "127.0.0.1:0", env=env)
+
+
+def service_account(url: str) -> dict[str, str]:
+    """A service-account key file whose token server is the fake's (no network)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()  # fmt: skip
+    return {
+        "type": "service_account", "project_id": "ledger-test", "private_key_id": "test",
+        "private_key": pem, "client_email": "gateway@ledger-test.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": f"{url}/token",
+    }  # fmt: skip
 
 
 def _price(call: dict[str, Any]) -> int:
@@ -169,4 +182,60 @@ def test_claude_code_in_bedrock_mode_stops_at_the_cap_every_call_signed_and_reco
     assert "402" in result["result"], result["result"]
     assert "halt-100" in result["result"], result["result"]
     _session_checks(home, fake, "Claude Code (Bedrock mode)")
+    assert gateway.stop() == 0, gateway.lines
+
+
+def test_claude_code_in_vertex_mode_stops_at_the_cap_with_a_refreshed_token_on_every_call(
+    home: Path, tmp_path: Path, fake: Clouds
+) -> None:
+    secret = _home(home, fake)
+    gateway = _gateway(home, tmp_path, fake)
+    cli_home = tmp_path / "cli"
+    (cli_home / "work").mkdir(parents=True)
+    env = _claude_env(
+        cli_home, secret, CLAUDE_CODE_USE_VERTEX="1", CLAUDE_CODE_SKIP_VERTEX_AUTH="1",
+        ANTHROPIC_VERTEX_BASE_URL=f"{gateway.url}/vertex/v1",
+        ANTHROPIC_VERTEX_PROJECT_ID="ledger-test", CLOUD_ML_REGION="us-east5",
+    )  # fmt: skip
+    done = clis.run(
+        need(CLAUDE),
+        ["-p", PROMPT, "--output-format", "json", "--dangerously-skip-permissions",
+         "--model", "claude-sonnet-4-5@20250929"],
+        env, cwd=cli_home / "work",
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["is_error"] is True, result
+    assert "402" in result["result"], result["result"]
+    assert "halt-100" in result["result"], result["result"]
+    _session_checks(home, fake, "Claude Code (Vertex mode)")
+    assert fake.get("/_control/auth")["tokens_issued"] >= 1
+    assert clouds.TOKEN not in "\n".join(gateway.lines)
+    assert gateway.stop() == 0, gateway.lines
+
+
+def test_codex_with_an_azure_provider_stops_at_the_cap_with_the_gateways_api_key(
+    home: Path, tmp_path: Path, fake: Clouds
+) -> None:
+    secret = _home(home, fake)
+    gateway = _gateway(home, tmp_path, fake)
+    cli_home = tmp_path / "cli"
+    (cli_home / "work").mkdir(parents=True)
+    (cli_home / ".codex").mkdir()
+    (cli_home / ".codex" / "config.toml").write_text(
+        'model = "prod-gpt5"\nmodel_provider = "azure"\n\n[model_providers.azure]\n'
+        f'name = "Azure via ledger"\nbase_url = "{gateway.url}/azure/openai/v1"\n'
+        'wire_api = "responses"\nenv_key = "AZURE_OPENAI_API_KEY"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n"
+    )
+    env = clis.sealed_env(
+        cli_home, AZURE_OPENAI_API_KEY=secret, CODEX_HOME=str(cli_home / ".codex")
+    )
+    done = clis.run(
+        need(CODEX),
+        ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", PROMPT],
+        env, cwd=cli_home / "work", timeout=180,
+    )  # fmt: skip
+    assert done.code != 0, done
+    assert "halt-100" in done.stdout + done.stderr, done.stderr[-2000:]
+    _session_checks(home, fake, "Codex CLI 0.171.0 (Azure provider)")
     assert gateway.stop() == 0, gateway.lines

@@ -37,6 +37,7 @@ from tests.fakes import agent_mode
 ACCESS_KEY = "AKIDLEDGERTEST000000"
 SECRET_KEY = "ledger-test-secret-key-0000000000000000"  # noqa: S105 - a test credential
 REGION = "us-east-1"
+DEPLOYMENTS = {"prod-gpt5": "gpt-5"}
 AZURE_KEY = "azure-test-key"
 TOKEN = "ya29.ledger-test-token"  # noqa: S105 - a test credential
 _lock = threading.Lock()
@@ -171,7 +172,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         request = json.loads(body)
         if cloud == "azure":
-            _document, events = agent_mode.responses(f"/azure{path}", request)
+            # Azure answers with the model its deployment serves, not the deployment's name.
+            model = DEPLOYMENTS.get(str(request.get("model")), str(request.get("model")))
+            _document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
             self._sse(events)
             return
         if cloud == "vertex":
