@@ -63,9 +63,8 @@ class BedrockSigner:
         from botocore.awsrequest import AWSRequest
 
         frozen = self._credentials.get_frozen_credentials()
-        request = AWSRequest(
-            method=method, url=url, data=body, headers={"content-type": "application/json"}
-        )
+        # Host and X-Amz-Date are signed: the headers passed on as the client sent them are not.
+        request = AWSRequest(method=method, url=url, data=body, headers={})
         SigV4Auth(frozen, service, self.region).add_auth(request)
         signed = {name.lower(): str(value) for name, value in request.headers.items()}
         return {

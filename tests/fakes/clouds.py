@@ -39,6 +39,7 @@ SECRET_KEY = "ledger-test-secret-key-0000000000000000"  # noqa: S105 - a test cr
 REGION = "us-east-1"
 DEPLOYMENTS = {"prod-gpt5": "gpt-5"}
 AZURE_KEY = "azure-test-key"
+BEDROCK_API_KEY = "bedrock-api-key-test"
 TOKEN = "ya29.ledger-test-token"  # noqa: S105 - a test credential
 _lock = threading.Lock()
 auth = {"verified": 0, "refused": 0, "tokens_issued": 0}
@@ -173,7 +174,8 @@ class Handler(BaseHTTPRequestHandler):
         request = json.loads(body)
         if cloud == "azure":
             # Azure answers with the model its deployment serves, not the deployment's name.
-            model = DEPLOYMENTS.get(str(request.get("model")), str(request.get("model")))
+            named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
+            model = DEPLOYMENTS.get(named, named)
             _document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
             self._sse(events)
             return
@@ -181,6 +183,9 @@ class Handler(BaseHTTPRequestHandler):
             model = path.rsplit("/models/", 1)[1].split(":")[0]
         else:
             model = unquote(path.split("/")[2])
+        if cloud == "bedrock" and "/converse" in path:
+            self._converse(path, model, request)
+            return
         streamed = path.endswith(("invoke-with-response-stream", ":streamRawPredict"))
         document, events = agent_mode.anthropic(
             f"/{cloud}{path}", {**request, "model": model, "stream": streamed}
@@ -193,6 +198,35 @@ class Handler(BaseHTTPRequestHandler):
             usage = agent_mode.calls[-1]["usage"]
             self._send(200, "application/vnd.amazon.eventstream", bedrock_frames(events, usage))
 
+    def _converse(self, path: str, model: str, request: dict[str, Any]) -> None:
+        """A Converse answer: JSON, or frames ending in ``metadata`` with the usage."""
+        number = len(agent_mode.calls) + 1
+        usage = {"inputTokens": 1200 + number, "outputTokens": 300 + number, "totalTokens": 0}
+        usage["totalTokens"] = usage["inputTokens"] + usage["outputTokens"]
+        agent_mode.calls.append({
+            "path": f"/bedrock{path}", "model": model, "id": None, "usage": usage,
+            "max_tokens": request.get("inferenceConfig", {}).get("maxTokens"),
+        })  # fmt: skip
+        message = {"role": "assistant", "content": [{"text": "Workspace check"}]}
+        if not path.endswith("converse-stream"):
+            document = {"output": {"message": message}, "stopReason": "end_turn",
+                        "usage": usage, "metrics": {"latencyMs": 5}}  # fmt: skip
+            self._json(200, document)
+            return
+        events = [
+            ("messageStart", {"role": "assistant"}),
+            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Workspace check"}}),
+            ("contentBlockStop", {"contentBlockIndex": 0}),
+            ("messageStop", {"stopReason": "end_turn"}),
+            ("metadata", {"usage": usage, "metrics": {"latencyMs": 5}}),
+        ]
+        frames = b"".join(
+            frame({":event-type": name, ":content-type": "application/json",
+                   ":message-type": "event"}, json.dumps(data).encode())
+            for name, data in events
+        )  # fmt: skip
+        self._send(200, "application/vnd.amazon.eventstream", frames)
+
     def _sse(self, events: list[str]) -> None:
         self._send(200, "text/event-stream", "".join(events).encode())
 
@@ -200,6 +234,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = self._headers()
         if any("lk_" in value for value in headers.values()):
             ok = False  # a gateway key must never reach a cloud
+        elif cloud == "bedrock" and headers.get("authorization", "").startswith("Bearer "):
+            ok = headers["authorization"] == f"Bearer {BEDROCK_API_KEY}"
         elif cloud == "bedrock":
             ok = signature_ok(self.command, headers.get("host", ""), self.path, headers, body)
         elif cloud == "vertex":
