@@ -265,7 +265,9 @@ class CloudRoutes:
                 if call.kind == "converse"
                 else bedrock.InvokeStreamReader()
             )
-        return UsageReader.for_route(Route(call.provider, call.kind))  # type: ignore[arg-type]
+        # Claude on Vertex: the Anthropic response's own key, as on Bedrock.
+        provider = "anthropic" if call.kind == "messages" else call.provider
+        return UsageReader.for_route(Route(provider, call.kind))  # type: ignore[arg-type]
 
     async def _gated(self, request: Request, call: _Call, caller: Any, body: bytes) -> Response:
         provider = call.provider

@@ -243,11 +243,15 @@ def _exception(headers: dict[str, Any], payload: bytes) -> str | None:
 
 
 class InvokeStreamReader(_EventStreamReading, anthropic.AnthropicUsageReader):
-    """An invoke answer: JSON as Messages, a stream as Messages events in frames."""
+    """An invoke answer: JSON as Messages, a stream as Messages events in frames.
+
+    Its key is the Anthropic response's own (``anthropic:<message id>``, as the
+    reader of the Messages API gives it): the same response read from Claude
+    Code's transcript, or by an SDK guard, is then the same record.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.provider = PROVIDER
         self._start_frames()
         self._metrics: dict[str, Any] | None = None
 

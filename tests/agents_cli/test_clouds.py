@@ -55,16 +55,21 @@ def _price(call: dict[str, Any]) -> int:
     return int((Decimal(price.total_price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
 
 
+def _key(call: dict[str, Any]) -> str:
+    """A call's record key: Claude's answers (on Bedrock, Vertex) keep the Anthropic response's."""
+    provider = call["path"].split("/")[1]
+    return f"{'azure' if provider == 'azure' else 'anthropic'}:{call['id']}"
+
+
 def _account(home: Path, fake: Clouds) -> tuple[int, int, int]:
     """Every call recorded once at its exact price: (calls, records, micro-USD billed)."""
     calls = fake.get("/_control/calls")["calls"]
     found = records(home)
     for call in calls:
-        provider = call["path"].split("/")[1]
-        mine = [r for r in found if r["idempotency_key"] == f"{provider}:{call['id']}"]
+        mine = [r for r in found if r["idempotency_key"] == _key(call)]
         assert len(mine) == 1, (call, found)
         assert mine[0]["actual_micros"] == _price(call), (call, mine[0])
-    keyed = {f"{c['path'].split('/')[1]}:{c['id']}" for c in calls}
+    keyed = {_key(c) for c in calls}
     strays = [r for r in found if r["idempotency_key"] not in keyed and r["actual_micros"]]
     assert not strays, strays
     return (
@@ -187,4 +192,32 @@ def test_codex_with_an_azure_provider_stops_at_the_cap_with_the_gateways_api_key
     assert done.code != 0, done
     assert "halt-100" in done.stdout + done.stderr, done.stderr[-2000:]
     _session_checks(home, fake, "Codex CLI 0.171.0 (Azure provider)")
+    assert gateway.stop() == 0, gateway.lines
+
+
+def test_hook_install_bedrock_writes_the_settings_and_each_call_still_counts_once(
+    home: Path, tmp_path: Path, fake: Clouds
+) -> None:
+    secret = _home(home, fake)
+    gateway = _gateway(home, tmp_path, fake)
+    cli_home = tmp_path / "cli"
+    (cli_home / "work").mkdir(parents=True)
+    settings = cli_home / ".claude" / "settings.json"
+    done = ledger(home, "hook", "install", "--settings", str(settings), "--gateway", gateway.url,
+                  "--bedrock")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    env = json.loads(settings.read_text())["env"]
+    assert env["CLAUDE_CODE_USE_BEDROCK"] == "1"
+    assert env["ANTHROPIC_BEDROCK_BASE_URL"] == f"{gateway.url}/bedrock"
+    assert env["CLAUDE_CODE_SKIP_BEDROCK_AUTH"] == "1"
+    assert env["AWS_REGION"] == "us-east-1"  # proxy.bedrock.region
+    run = clis.run(
+        need(CLAUDE),
+        ["-p", PROMPT, "--output-format", "json", "--dangerously-skip-permissions",
+         "--model", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"],
+        _claude_env(cli_home, secret), cwd=cli_home / "work",
+    )  # fmt: skip
+    result = json.loads(run.stdout)
+    assert result["is_error"] is True, result
+    _session_checks(home, fake, "Claude Code (Bedrock mode, hook install)")
     assert gateway.stop() == 0, gateway.lines

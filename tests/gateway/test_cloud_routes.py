@@ -129,7 +129,7 @@ def test_an_invoke_is_signed_and_recorded_at_its_usage_with_the_key_as_x_api_key
     assert answer.status_code == 200, answer.text
     (call,) = served.calls()
     (record,) = served.records()
-    assert record["idempotency_key"] == f"bedrock:{call['id']}"
+    assert record["idempotency_key"] == f"anthropic:{call['id']}"  # the response's own key
     assert record["provider"] == "bedrock"
     usage = call["usage"]
     assert record["actual_micros"] == _aws_micros(

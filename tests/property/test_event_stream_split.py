@@ -70,4 +70,4 @@ def test_any_number_of_splits(cuts: list[int]) -> None:
     passed, held = _relay(INVOKE, cuts, reader)
     assert passed + held == INVOKE
     assert reader.usage == _whole(INVOKE, InvokeStreamReader).usage
-    assert reader.idempotency_key == "bedrock:msg_agent000001"
+    assert reader.idempotency_key == "anthropic:msg_agent000001"

@@ -26,11 +26,17 @@ class SettingsFiles(Protocol):
 
 
 def install_hooks(
-    files: SettingsFiles, path: Path, launcher: list[str], home: Path, gateway: str | None = None
+    files: SettingsFiles,
+    path: Path,
+    launcher: list[str],
+    home: Path,
+    gateway: str | None = None,
+    cloud_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Merge ledger's hooks into the settings at ``path``; what was written, as JSON.
 
-    ``gateway`` (a URL) also routes the session's model calls through it.
+    ``gateway`` (a URL) also routes the session's model calls through it;
+    ``cloud_env`` is the ``env`` of a cloud mode (Bedrock, Vertex) through it.
 
     Raises:
         InputDataError: the file cannot be read, is not JSON, or is not
@@ -43,7 +49,7 @@ def install_hooks(
     except (ValueError, RecursionError) as exc:
         raise InputDataError(f"{path} is not valid JSON: {exc}") from exc
     try:
-        merged = merge_hooks(settings, launcher, str(home), gateway)
+        merged = merge_hooks(settings, launcher, str(home), gateway, cloud_env)
     except SettingsError as exc:
         raise InputDataError(f"{path}: {exc}; nothing written") from exc
     if merged.changed:
@@ -53,6 +59,7 @@ def install_hooks(
         "changed": merged.changed,
         "home": str(home),
         "gateway": gateway,
+        **({"env": cloud_env} if cloud_env else {}),
         "hooks": merged.commands,
         "replaced": merged.replaced,
     }

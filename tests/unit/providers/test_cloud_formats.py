@@ -126,7 +126,7 @@ def test_the_golden_invoke_stream_is_read_to_its_usage_and_metrics() -> None:
     assert not reader.unreadable
     assert reader.usage == {"input_tokens": 21919, "cache_creation_input_tokens": 0,
                             "cache_read_input_tokens": 0, "output_tokens": 1389}  # fmt: skip
-    assert reader.idempotency_key == "bedrock:msg_agent000001"
+    assert reader.idempotency_key == "anthropic:msg_agent000001"
 
 
 def test_invocation_metrics_stand_in_for_usage_the_events_lack() -> None:
