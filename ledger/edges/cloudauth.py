@@ -106,7 +106,7 @@ class VertexTokens:
         with self._lock:
             if not self._credentials.valid:
                 try:
-                    self._credentials.refresh(self._request)
+                    self._credentials.refresh(self._request)  # type: ignore[no-untyped-call]
                 except google.auth.exceptions.GoogleAuthError as exc:
                     # The error names the failure, never the credential.
                     raise CloudCredentialError(

@@ -10,9 +10,9 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.conftest import clean_env
+from tests.conftest import REPO, clean_env
 from tests.fakes import clouds
-from tests.gateway.helpers import NOW, REPO, Proxy, start_proxy
+from tests.gateway.helpers import NOW, Proxy, start_proxy
 
 
 class Clouds:

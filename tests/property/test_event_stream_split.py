@@ -34,7 +34,7 @@ def _relay(data: bytes, cuts: list[int], reader: Any) -> tuple[bytes, bytes]:
 
 
 def _last_frame_start(data: bytes, reader: Any) -> int:
-    ends = [end for end, _ended in reader.feed_frames(data)]
+    ends: list[int] = [end for end, _ended in reader.feed_frames(data)]
     return ends[-2]
 
 
@@ -45,11 +45,12 @@ def _whole(data: bytes, kind: type) -> Any:
 
 
 def test_every_single_byte_boundary() -> None:
-    for data, kind in [
+    streams: list[tuple[bytes, type[Any]]] = [
         (INVOKE, InvokeStreamReader),
         (CONVERSE, ConverseReader),
         (ERROR, InvokeStreamReader),
-    ]:
+    ]
+    for data, kind in streams:
         whole = _whole(data, kind)
         terminal_at = _last_frame_start(data, kind())
         for cut in range(len(data) + 1):

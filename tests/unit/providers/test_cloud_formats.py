@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,9 +67,10 @@ def test_vertex_and_azure_paths() -> None:
 
 
 def test_an_invoke_body_is_estimated_as_messages_and_goes_on_without_a_model() -> None:
-    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10,
+    user = "user_abc_account__session_1b2c3d4e-0000-4000-8000-000000000000"
+    body: dict[str, Any] = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10,
             "messages": [{"role": "user", "content": "x" * 300}],
-            "metadata": {"user_id": "user_abc_account__session_1b2c3d4e-0000-4000-8000-000000000000"}}  # fmt: skip
+            "metadata": {"user_id": user}}  # fmt: skip
     estimate = estimate_bedrock(
         BedrockRoute("messages", MODEL, streamed=True), json.dumps(body).encode(),
         default_output_limit=None,
@@ -76,7 +78,7 @@ def test_an_invoke_body_is_estimated_as_messages_and_goes_on_without_a_model() -
     assert (estimate.provider, estimate.model, estimate.input_tokens) == ("bedrock", MODEL, 100)
     assert estimate.stream
     assert "model" not in estimate.document
-    assert estimate.metadata_user_id == body["metadata"]["user_id"]
+    assert estimate.metadata_user_id == user
 
 
 def test_a_converse_body_is_estimated_by_its_own_fields_and_the_clamp_writes_max_tokens() -> None:
