@@ -309,7 +309,9 @@ def build(actions: Any) -> None:
             "Examples:\n"
             "  ledger --home ~/.ledger hook install\n"
             "  ledger --home ~/.ledger hook install --gateway http://127.0.0.1:8787\n"
-            "  ledger --home ~/.ledger hook install --project ~/src/app"
+            "  ledger --home ~/.ledger hook install --project ~/src/app\n"
+            "  ledger --home ~/.ledger hook install --gateway URL --bedrock\n"
+            "  ledger --home ~/.ledger hook install --gateway URL --vertex --project P --region R"
         ),
     )
     install.add_argument(
