@@ -120,22 +120,30 @@ def _merge_event(
     return kept_groups, kept_groups != groups
 
 
-def _merge_env(settings: dict[str, Any], gateway: str | None) -> dict[str, Any]:
-    """``settings`` routed through ``gateway`` (unchanged without one)."""
+def _merge_env(
+    settings: dict[str, Any], gateway: str | None, more: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``settings`` routed through ``gateway`` (unchanged without one), with ``more`` env."""
     if gateway is None:
         return settings
     env = settings.get("env", {})
     if not isinstance(env, dict):
         raise SettingsError("env is not an object")
-    return {**settings, "env": {**env, BASE_URL_VARIABLE: gateway, GATEWAY_VARIABLE: gateway}}
+    routed = {**env, BASE_URL_VARIABLE: gateway, GATEWAY_VARIABLE: gateway, **(more or {})}
+    return {**settings, "env": routed}
 
 
 def merge_hooks(
-    settings: object, launcher: list[str], home: str, gateway: str | None = None
+    settings: object,
+    launcher: list[str],
+    home: str,
+    gateway: str | None = None,
+    cloud_env: dict[str, str] | None = None,
 ) -> Merged:
     """``settings`` (a parsed ``settings.json``; ``None`` for none) with ledger's hooks.
 
-    ``gateway`` (a URL) also routes the session's model calls through it.
+    ``gateway`` (a URL) also routes the session's model calls through it;
+    ``cloud_env`` is the ``env`` of a cloud mode (Bedrock, Vertex) through it.
 
     Raises:
         SettingsError: the settings, their ``hooks`` or ``env``, are not what
@@ -158,7 +166,7 @@ def merge_hooks(
         groups, event_changed = _merge_event(_groups(hooks, spec.event), spec, command, replaced)
         merged_hooks[spec.event] = groups
         changed = changed or event_changed
-    routed = _merge_env(settings, gateway)
+    routed = _merge_env(settings, gateway, cloud_env)
     changed = changed or routed.get("env") != settings.get("env")
     env = settings.get("env")
     previous = env.get(BASE_URL_VARIABLE) if isinstance(env, dict) else None

@@ -19,6 +19,8 @@ DEFAULT_UPSTREAMS = {
     "openai": "https://api.openai.com",
     "google": "https://generativelanguage.googleapis.com",
 }
+# The clouds' upstreams have no fixed default: it follows the region (or location).
+CLOUD_UPSTREAMS = ("bedrock", "bedrock_control", "vertex")
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 UPSTREAM_TIMEOUT_SECONDS = 600
 # httpx's own default pool size: enough for a busy team's agents on one host,
@@ -58,12 +60,18 @@ _KEYS = (
     "providers",
     "drain_seconds",
     "server_tool_max_uses",
+    "bedrock",
+    "azure",
 )
-_STRUCTURED = {"upstream", "passthrough", "providers"}
+_STRUCTURED = {"upstream", "passthrough", "providers", "bedrock", "azure"}
 # A provider id, as verdicts and records take it; the built-in providers and the
 # gateway's own path prefixes are not names an OpenAI-compatible provider may take.
 _PROVIDER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_RESERVED_NAMES = frozenset({*DEFAULT_UPSTREAMS, "aggregate", "v1", "v1beta"})
+_RESERVED_NAMES = frozenset(
+    {*DEFAULT_UPSTREAMS, "aggregate", "v1", "v1beta", "bedrock", "vertex", "azure"}
+)
+_REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
+_DEPLOYMENT_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -90,6 +98,9 @@ class ProxySettings(NamedTuple):
     providers: dict[str, CompatibleProvider] = {}  # noqa: RUF012 - never mutated
     drain_seconds: int = DRAIN_SECONDS
     server_tool_max_uses: int = SERVER_TOOL_MAX_USES
+    bedrock_region: str | None = None
+    azure_endpoint: str | None = None
+    azure_deployments: dict[str, str] = {}  # noqa: RUF012 - never mutated
 
 
 class ListenAddress(NamedTuple):
@@ -174,9 +185,10 @@ def _upstreams(value: Any, name: str) -> dict[str, str]:
         raise ConfigError(f"{name}: must be a table of provider = URL")
     upstreams = dict(DEFAULT_UPSTREAMS)
     for provider, url in value.items():
-        if provider not in DEFAULT_UPSTREAMS:
+        if provider not in DEFAULT_UPSTREAMS and provider not in CLOUD_UPSTREAMS:
             raise ConfigError(
-                f"{name}.{provider}: unknown provider (anthropic, openai or google; "
+                f"{name}.{provider}: unknown provider (anthropic, openai, google, bedrock, "
+                "bedrock_control or vertex; "
                 "OpenAI-compatible providers go in [proxy.providers.<name>])"
             )
         if not isinstance(url, str) or not _URL_RE.fullmatch(url.strip()):
@@ -209,6 +221,43 @@ def _providers(value: Any, name: str) -> dict[str, CompatibleProvider]:
             raise ConfigError(f"{label}.key_env: must be an environment variable name")
         found[provider] = CompatibleProvider(url.strip().rstrip("/"), key_env)
     return found
+
+
+def _bedrock(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table with region")
+    unknown = set(value) - {"region"}
+    if unknown:
+        raise ConfigError(f"{name}.{min(unknown)}: unknown key (region)")
+    region = value.get("region")
+    if region is not None and (not isinstance(region, str) or not _REGION_RE.fullmatch(region)):
+        raise ConfigError(f"{name}.region: must be an AWS region such as us-east-1")
+    return {"bedrock_region": region}
+
+
+def _azure(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table with endpoint and [deployments]")
+    unknown = set(value) - {"endpoint", "deployments"}
+    if unknown:
+        raise ConfigError(f"{name}.{min(unknown)}: unknown key (endpoint, deployments)")
+    endpoint = value.get("endpoint")
+    if endpoint is not None and (
+        not isinstance(endpoint, str) or not _URL_RE.fullmatch(endpoint.strip())
+    ):
+        raise ConfigError(f"{name}.endpoint: must be an http:// or https:// URL")
+    deployments = value.get("deployments", {})
+    if not isinstance(deployments, dict):
+        raise ConfigError(f"{name}.deployments: must be a table of deployment = model")
+    for deployment, model in deployments.items():
+        if not _DEPLOYMENT_RE.fullmatch(str(deployment)):
+            raise ConfigError(f"{name}.deployments: {deployment!r} is not a deployment name")
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"{name}.deployments.{deployment}: must be a model name")
+    return {
+        "azure_endpoint": endpoint.strip().rstrip("/") if isinstance(endpoint, str) else None,
+        "azure_deployments": {str(key): str(model).strip() for key, model in deployments.items()},
+    }
 
 
 def _paths(value: Any, name: str) -> tuple[str, ...]:
@@ -246,6 +295,8 @@ def _convert(key: str, value: Any, name: str) -> Any:
 
 
 _FIELD_FOR = {"upstream": "upstreams"}
+# Tables that set more than one setting.
+_TABLES = {"bedrock": _bedrock, "azure": _azure}
 
 
 def proxy_settings(table: Any, environ: dict[str, str]) -> ProxySettings:
@@ -261,6 +312,9 @@ def proxy_settings(table: Any, environ: dict[str, str]) -> ProxySettings:
         for key, value in table.items():
             if key not in _KEYS:
                 raise ConfigError(f"ledger.toml: unknown key proxy.{key}")
+            if key in _TABLES:
+                values.update(_TABLES[key](value, f"proxy.{key}"))
+                continue
             values[_FIELD_FOR.get(str(key), str(key))] = _convert(key, value, f"proxy.{key}")
     for key in _KEYS:
         variable = f"LEDGER_PROXY_{key.upper()}"
@@ -272,5 +326,8 @@ def proxy_settings(table: Any, environ: dict[str, str]) -> ProxySettings:
                 raw = json.loads(raw)
             except ValueError as exc:
                 raise ConfigError(f"{variable}: must be JSON ({exc})") from exc
+        if key in _TABLES:
+            values.update(_TABLES[key](raw, variable))
+            continue
         values[_FIELD_FOR.get(key, key)] = _convert(key, raw, variable)
     return ProxySettings(**values)

@@ -16,6 +16,10 @@ Each token is counted once, at its own kind:
 - ``google`` (Gemini ``usageMetadata``): ``promptTokenCount`` *includes*
   ``cachedContentTokenCount``; ``toolUsePromptTokenCount`` is more input;
   the output is ``candidatesTokenCount`` plus ``thoughtsTokenCount``.
+- ``bedrock`` and ``vertex`` serve Claude in the Messages format (read as
+  ``anthropic``); Bedrock's Converse ``usage`` has ``inputTokens`` (uncached),
+  ``cacheReadInputTokens``, ``cacheWriteInputTokens`` and ``outputTokens``;
+  Vertex's Gemini models report ``google``'s; ``azure`` is OpenAI's.
 - Any other provider is taken to speak the OpenAI API (the OpenAI-compatible
   providers the gateway serves): its usage is read as OpenAI's.
 
@@ -41,6 +45,7 @@ usage object) is ``UsageReading.service_tier``.
 
 from typing import Any, NamedTuple
 
+from ledger.core.cloud_models import usage_format
 from ledger.core.prices import TokenCounts
 
 MAX_COUNT = 2**53 - 1
@@ -97,6 +102,11 @@ _ANTHROPIC_KNOWN = frozenset(
 # Server tools billed beside their tokens: web search (priced by its fee); web
 # fetch costs only the tokens it brings in.
 _ANTHROPIC_TOOLS = frozenset({"web_search_requests", "web_fetch_requests"})
+# Bedrock Converse's usage (camelCase counts).
+_CONVERSE_KNOWN = frozenset(
+    {"inputTokens", "outputTokens", "totalTokens", "cacheReadInputTokens",
+     "cacheWriteInputTokens"}
+)  # fmt: skip
 _OPENAI_KNOWN = frozenset(
     {"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
      "cached_tokens", "reasoning_tokens", "audio_tokens", "image_tokens", "text_tokens",
@@ -159,6 +169,20 @@ def anthropic_tokens(usage: dict[str, Any]) -> TokenCounts:
         five = writes
     return TokenCounts(
         input=uncached, cache_write_5m=five, cache_write_1h=hour, cache_read=reads, output=output
+    )
+
+
+def converse_tokens(usage: dict[str, Any]) -> TokenCounts:
+    """Token counts of a Bedrock Converse ``usage`` object (``inputTokens`` are uncached).
+
+    Raises:
+        UsageObjectError: a required field is missing or a count is malformed.
+    """
+    return TokenCounts(
+        input=_count(usage, "inputTokens", required=True),
+        cache_write_5m=_count(usage, "cacheWriteInputTokens"),
+        cache_read=_count(usage, "cacheReadInputTokens"),
+        output=_count(usage, "outputTokens", required=True),
     )
 
 
@@ -282,6 +306,12 @@ def usage_reading(provider: str, usage: Any) -> UsageReading:
     """
     if not isinstance(usage, dict):
         raise UsageObjectError("usage object is not a JSON object")
+    # The clouds serve other providers' formats (Claude on Bedrock and Vertex, Azure's OpenAI).
+    provider = usage_format(provider, usage)
+    if provider == "bedrock-converse":
+        return UsageReading(
+            converse_tokens(usage), tuple(_unknown_counts(usage, _CONVERSE_KNOWN)), None
+        )
     if provider == "anthropic":
         tokens = anthropic_tokens(usage)
         unknown = _unknown_counts(

@@ -29,7 +29,11 @@ from ledger.core.ids import checked_id
 from ledger.core.proxy_config import ProxySettings
 from ledger.core.verdict import Verdict
 from ledger.errors import UsageError
-from ledger.gateway.caller import CallerRefusedError
+from ledger.gateway.caller import (
+    CallerRefusedError,
+)
+from ledger.gateway.clouds import PREFIXES as CLOUD_PREFIXES
+from ledger.gateway.clouds import CloudRoutes
 from ledger.gateway.committer import Committer
 from ledger.gateway.exchange import Exchange
 from ledger.gateway.me import PATH as ME_PATH
@@ -101,12 +105,16 @@ class Gateway:
             timeout=httpx.Timeout(timeout), transport=transport, follow_redirects=False,
             cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         )  # fmt: skip
+        # The /bedrock, /vertex and /azure routes, signed with the gateway's cloud credentials.
+        self.clouds = CloudRoutes(self, _RecordingStreamingResponse, _passing, BodyTooLargeError)
 
     # ------------------------------------------------------------------ entry
 
     async def dispatch(self, request: Request) -> Response:
         """Answer any request: gated, forwarded as is, or refused."""
         path = request.url.path
+        if path.startswith(CLOUD_PREFIXES):
+            return await self.clouds.dispatch(request)
         found = route(request.method, path) or compatible_route(
             request.method, path, self.settings.providers
         )

@@ -147,6 +147,37 @@ def _gateway_url(runtime: Any, given: str | None) -> str | None:
     return f"http://{host}:{address.port}"
 
 
+def _cloud_env(runtime: Any, args: argparse.Namespace, gateway: str | None) -> dict[str, str]:
+    """The ``env`` of ``--bedrock`` or ``--vertex`` (none for neither).
+
+    Raises:
+        UsageError: a cloud mode without a gateway, both modes, ``--vertex``
+            without ``--project`` and ``--region``, or ``--settings`` with a
+            project directory.
+    """
+    from ledger.core.cloud_settings import bedrock_env, vertex_env
+    from ledger.errors import UsageError
+
+    if not args.vertex and args.project is not None and args.settings is not None:
+        raise UsageError("give --settings or --project DIR, not both")
+    if not (args.bedrock or args.vertex):
+        if args.region is not None:
+            raise UsageError("--region goes with --bedrock or --vertex")
+        return {}
+    if args.bedrock and args.vertex:
+        raise UsageError("give --bedrock or --vertex, not both")
+    if gateway is None:
+        raise UsageError(
+            "--bedrock and --vertex route Claude Code through a gateway: give --gateway"
+        )
+    if args.bedrock:
+        region = args.region or runtime.config.proxy.bedrock_region or "us-east-1"
+        return bedrock_env(gateway, region)
+    if args.project is None or args.region is None:
+        raise UsageError("--vertex needs --project (the Google Cloud project) and --region")
+    return vertex_env(gateway, args.project, args.region)
+
+
 def hook_install(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook install``: write the hooks (and the gateway) into Claude Code's settings."""
     import os
@@ -160,7 +191,9 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
     problem = runtime.home_problem()
     if problem is not None:
         raise ConfigError(problem)
-    if args.project is not None:
+    gateway = _gateway_url(runtime, args.gateway)
+    cloud_env = _cloud_env(runtime, args, gateway)
+    if args.project is not None and not args.vertex:
         settings = Path(args.project) / ".claude" / "settings.json"
     elif args.settings is not None:
         settings = Path(args.settings)
@@ -174,7 +207,7 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
         session = [*[(s, p) for s, p in session if s == "managed"], ("settings", settings)]
     written = install_hooks(
         SettingsFile(), settings, _launcher(), runtime.home.resolve(),
-        _gateway_url(runtime, args.gateway), session, force=args.force,
+        gateway, session, force=args.force, cloud_env=cloud_env,
     )  # fmt: skip
     if written["replaced_base_url"] is not None:
         sys.stderr.write(
@@ -319,17 +352,29 @@ def build(actions: Any) -> None:
             "Examples:\n"
             "  ledger --home ~/.ledger hook install\n"
             "  ledger --home ~/.ledger hook install --gateway http://127.0.0.1:8787\n"
-            "  ledger --home ~/.ledger hook install --project ~/src/app"
+            "  ledger --home ~/.ledger hook install --project ~/src/app\n"
+            "  ledger --home ~/.ledger hook install --gateway URL --bedrock\n"
+            "  ledger --home ~/.ledger hook install --gateway URL --vertex --project P --region R"
         ),
     )
-    where = install.add_mutually_exclusive_group()
-    where.add_argument(
+    install.add_argument(
         "--settings", metavar="PATH", help="the settings.json to write (default: the user's)"
     )
-    where.add_argument(
+    install.add_argument(
         "--project",
         metavar="DIR",
-        help="write the project's DIR/.claude/settings.json instead",
+        help="write the project's DIR/.claude/settings.json instead (with --vertex: the "
+        "Google Cloud project)",
+    )
+    cloud = install.add_argument_group("cloud modes (with --gateway)")
+    cloud.add_argument(
+        "--bedrock", action="store_true", help="Claude Code on AWS Bedrock through the gateway"
+    )
+    cloud.add_argument(
+        "--vertex", action="store_true", help="Claude Code on Google Vertex AI through the gateway"
+    )
+    cloud.add_argument(
+        "--region", metavar="R", help="the AWS region or Vertex AI location Claude Code names"
     )
     install.add_argument(
         "--gateway",

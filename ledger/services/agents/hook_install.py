@@ -52,6 +52,7 @@ def read_layers(files: SettingsFiles, session: Sequence[tuple[str, Path]]) -> li
 def install_hooks(
     files: SettingsFiles, path: Path, launcher: list[str], home: Path, gateway: str | None = None,
     session: Sequence[tuple[str, Path]] = (), *, force: bool = False,
+    cloud_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Merge ledger's hooks into the settings at ``path``; what was written, as JSON.
 
@@ -59,6 +60,7 @@ def install_hooks(
     ``session`` is every settings file of the session, ``path`` among them
     (scope and path, highest precedence first); ``force`` lets the gateway
     take the place of another ``env.ANTHROPIC_BASE_URL`` in ``path``.
+    ``cloud_env`` is the ``env`` of a cloud mode (Bedrock, Vertex) through it.
 
     Raises:
         InputDataError: a file cannot be read, is not JSON, or is not
@@ -69,7 +71,7 @@ def install_hooks(
     """
     settings = _parsed(files, path)
     try:
-        merged = merge_hooks(settings, launcher, str(home), gateway)
+        merged = merge_hooks(settings, launcher, str(home), gateway, cloud_env)
     except SettingsError as exc:
         raise InputDataError(f"{path}: {exc}; nothing written") from exc
     layers = [
@@ -99,6 +101,7 @@ def install_hooks(
         "changed": changed,
         "home": str(home),
         "gateway": gateway,
+        **({"env": cloud_env} if cloud_env else {}),
         "hooks": merged.commands,
         "replaced": merged.replaced,
         "replaced_base_url": merged.replaced_base_url,

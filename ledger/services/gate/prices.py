@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ledger.core.cloud_models import CLOUD_PROVIDERS, price_candidates
 from ledger.core.config import Config
 from ledger.core.model_data import context_window, web_search_rate
 from ledger.core.price_table import ProviderPrices, parse_provider_file, quote
@@ -110,7 +111,14 @@ def _cached_quote(deps: PriceDeps, provider: str, model: str) -> Quote | None:
     if kept is not None and all(deps.price_file(name) == raw for name, raw in kept.files):
         return kept.quote
     read: dict[str, bytes | None] = {}
-    found = quote(provider, model, overrides, _loader(deps, read))
+    load = _loader(deps, read)
+    found = quote(provider, model, overrides, load)
+    for source, name in () if found is not None else price_candidates(provider, model):
+        # A cloud's model (Bedrock, Vertex AI, Azure): that cloud's entries, else the vendor's.
+        inner = quote(source, name, overrides, load)
+        if inner is not None:
+            found = inner._replace(provider=provider, model=model)
+            break
     if found is not None:
         with _QUOTES_LOCK:
             _QUOTES[key] = _Found(found, tuple(read.items()))
@@ -131,7 +139,10 @@ def find_price(deps: PriceDeps, provider: str, model: str) -> tuple[Quote | None
         return None, f"the price snapshot cannot be used ({exc}); run `ledger prices sync`"
     if found is not None:
         return found, ""
-    if deps.price_file(provider) is None:
+    if provider in CLOUD_PROVIDERS:
+        tried = ", ".join(f"{source}/{name}" for source, name in price_candidates(provider, model))
+        why = f'none of {tried} is priced and no [prices."{provider}/{model}"] in ledger.toml'
+    elif deps.price_file(provider) is None:
         why = (
             f"no price snapshot for provider {provider} in the home and no "
             f'[prices."{provider}/{model}"] in ledger.toml'

@@ -10,6 +10,7 @@ is still sealed (spend is never refused), with a warning.
 
 from typing import Protocol
 
+from ledger.core.cloud_models import CLOUD_PROVIDERS
 from ledger.core.config import AGGREGATE, Config
 from ledger.errors import UnknownProviderError
 
@@ -36,7 +37,8 @@ class ProviderDeps(Protocol):
 
 
 def _configured(config: Config) -> set[str]:
-    known = {AGGREGATE, *config.provider_caps_micros, *config.expected_providers}
+    # The clouds the gateway serves: priced from the price table's entries for them.
+    known = {AGGREGATE, *CLOUD_PROVIDERS, *config.provider_caps_micros, *config.expected_providers}
     known.update(config.proxy.providers)  # the gateway's OpenAI-compatible providers
     known.update(key.partition("/")[0] for key in config.price_overrides)
     return known

@@ -1,0 +1,232 @@
+"""The /bedrock, /vertex and /azure routes of the real gateway, against the fake clouds."""
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from genai_prices import Usage, calc_price
+
+from ledger.providers.bedrock import ConverseReader
+from tests.conftest import clean_env
+from tests.fakes import clouds
+from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
+from tests.gateway.helpers import NOW, Proxy, records
+
+pytestmark = pytest.mark.timeout(120)
+VERTEX_PATH = (
+    "/vertex/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
+    "claude-sonnet-4-5@20250929:rawPredict"
+)
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+MESSAGES = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+
+
+@dataclass
+class Served:
+    """One home, its gateway key and gateway, and the fake clouds, shared by a module's tests."""
+
+    home: Path
+    secret: str
+    gateway: Proxy
+    fake: Clouds
+
+    def calls(self) -> list[dict[str, Any]]:
+        return self.fake.calls()[self._calls :]
+
+    def records(self) -> list[dict[str, Any]]:
+        return records(self.home)[self._records :]
+
+    def verified(self) -> int:
+        return int(self.fake.get("/_control/auth")["verified"]) - self._verified
+
+    def mark(self) -> None:
+        """Count only what comes after this (each test's own calls and records)."""
+        self._calls, self._records = len(self.fake.calls()), len(records(self.home))
+        self._verified = int(self.fake.get("/_control/auth")["verified"])
+        assert self.fake.get("/_control/auth")["refused"] == 0
+
+
+@pytest.fixture(scope="module")
+def served_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("clouds")
+    home = base / "home"
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "--home", str(home), "init", "--billing", "none"],
+        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fake = Clouds()
+    secret = cloud_home(home, fake)
+    gateway = start_cloud_gateway(home, base, fake)
+    yield Served(home, secret, gateway, fake)
+    assert gateway.stop() == 0, gateway.lines
+    fake.stop()
+
+
+@pytest.fixture
+def served(served_module: Served) -> Served:
+    served_module.mark()
+    return served_module
+
+
+def _post(
+    gateway: Proxy, path: str, body: Any, secret: str | None, **headers: str
+) -> httpx.Response:
+    if secret is not None:
+        headers.setdefault("authorization", f"Bearer {secret}")
+    return httpx.post(gateway.url + path, json=body, headers=headers, timeout=30)
+
+
+def test_without_gateway_keys_the_cloud_routes_answer_401_naming_the_setting(
+    home: Path, tmp_path: Path
+) -> None:
+    fake = Clouds()
+    cloud_home(home, fake, require_keys=False)
+    gateway = start_cloud_gateway(home, tmp_path, fake)
+    try:
+        for path, shape in [
+            (f"/bedrock/model/{MODEL}/invoke", "message"),
+            (VERTEX_PATH, "error"),
+            ("/azure/openai/v1/responses", "error"),
+        ]:  # fmt: skip
+            answer = _post(gateway, path, MESSAGES, None)
+            assert answer.status_code == 401
+            assert shape in answer.json()
+            assert "proxy.require_keys" in answer.text
+        assert fake.calls() == []
+    finally:
+        assert gateway.stop() == 0
+        fake.stop()
+
+
+def test_a_caller_without_a_gateway_key_is_refused_and_nothing_is_sent(served: Served) -> None:
+    answer = _post(served.gateway, f"/bedrock/model/{MODEL}/invoke", MESSAGES, None)
+    assert answer.status_code == 401
+    assert answer.headers["x-amzn-errortype"] == "UnrecognizedClientException"
+    assert served.calls() == []
+
+
+def _aws_micros(model: str, input_tokens: int, output_tokens: int) -> int:
+    tokens = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    price = calc_price(tokens, model_ref=model, provider_id="aws").total_price
+    return int((Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def test_an_invoke_is_signed_and_recorded_at_its_usage_with_the_key_as_x_api_key(
+    served: Served,
+) -> None:
+    answer = _post(
+        served.gateway, f"/bedrock/model/{MODEL}/invoke", MESSAGES, None,
+        **{"x-api-key": served.secret},
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    (call,) = served.calls()
+    (record,) = served.records()
+    assert record["idempotency_key"] == f"anthropic:{call['id']}"  # the response's own key
+    assert record["provider"] == "bedrock"
+    usage = call["usage"]
+    assert record["actual_micros"] == _aws_micros(
+        MODEL, usage["input_tokens"], usage["output_tokens"]
+    )
+    assert served.verified() == 1
+
+
+def test_an_unpriced_model_is_refused_400_in_bedrocks_shape_before_sending(served: Served) -> None:
+    answer = _post(
+        served.gateway, "/bedrock/model/acme.unknown-v1:0/invoke", MESSAGES, served.secret
+    )
+    assert answer.status_code == 400
+    assert answer.headers["x-amzn-errortype"] == "ValidationException"
+    assert "no price for bedrock/acme.unknown-v1:0" in answer.json()["message"]
+    assert served.calls() == []
+
+
+def test_at_the_cap_the_refusal_is_a_402_service_quota_exceeded(served: Served) -> None:
+    big = {
+        **MESSAGES,
+        "max_tokens": 64_000,
+        "messages": [{"role": "user", "content": "x" * 900_000}],
+    }
+    answer = _post(served.gateway, f"/bedrock/model/{MODEL}/invoke", big, served.secret)
+    assert answer.status_code == 402
+    assert answer.headers["x-amzn-errortype"] == "ServiceQuotaExceededException"
+    assert "halt-100" in answer.json()["message"]
+    assert served.calls() == []
+
+
+def test_the_control_plane_passes_ungated_and_signed(served: Served) -> None:
+    answer = httpx.get(
+        f"{served.gateway.url}/bedrock/inference-profiles?type=SYSTEM_DEFINED",
+        headers={"authorization": f"Bearer {served.secret}"}, timeout=30,
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"inferenceProfileSummaries": []}
+    assert served.verified() == 1
+    assert served.records() == []
+
+
+@pytest.mark.parametrize("action", ["converse", "converse-stream"])
+def test_converse_gets_the_default_limit_written_and_is_recorded_at_its_usage(
+    served: Served, action: str
+) -> None:
+    body = {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+            "system": [{"text": "be brief"}]}  # fmt: skip
+    answer = _post(served.gateway, f"/bedrock/model/{MODEL}/{action}", body, served.secret)
+    assert answer.status_code == 200, answer.text
+    (call,) = served.calls()
+    assert call["max_tokens"] == 32_000  # proxy.default_max_output_tokens, written for it
+    (record,) = served.records()
+    usage = call["usage"]
+    assert record["actual_micros"] == _aws_micros(
+        MODEL, usage["inputTokens"], usage["outputTokens"]
+    )
+    if action == "converse-stream":
+        reader = ConverseReader()
+        reader.feed_frames(answer.content)
+        assert reader.finished
+        assert reader.usage == usage  # the frames came through unchanged
+
+
+def test_an_unmapped_azure_deployment_is_refused_naming_it(served: Served) -> None:
+    body = {"input": "hi", "max_output_tokens": 100}
+    path = "/azure/openai/deployments/staging-x/responses?api-version=2025-04-01-preview"
+    answer = _post(served.gateway, path, body, None, **{"api-key": served.secret})
+    assert answer.status_code == 400
+    assert "staging-x" in answer.json()["error"]["message"]
+    assert "[proxy.azure.deployments]" in answer.json()["error"]["message"]
+    assert served.calls() == []
+
+
+def test_a_mapped_azure_deployment_is_priced_as_its_model(served: Served) -> None:
+    body = {"input": "hi", "max_output_tokens": 100, "stream": True}
+    path = "/azure/openai/deployments/prod-gpt5/responses?api-version=2025-04-01-preview"
+    answer = _post(served.gateway, path, body, None, **{"api-key": served.secret})
+    assert answer.status_code == 200, answer.text
+    (call,) = served.calls()
+    (record,) = served.records()
+    assert call["model"] == "gpt-5"
+    assert record["idempotency_key"] == f"azure:{call['id']}"
+    assert record["provider"] == "azure"
+
+
+def test_a_bedrock_api_key_goes_as_a_bearer_token_instead_of_a_signature(
+    home: Path, tmp_path: Path
+) -> None:
+    fake = Clouds()
+    secret = cloud_home(home, fake)
+    token = {"AWS_BEARER_TOKEN_BEDROCK": clouds.BEDROCK_API_KEY}
+    gateway = start_cloud_gateway(home, tmp_path, fake, **token)
+    try:
+        answer = _post(gateway, f"/bedrock/model/{MODEL}/invoke", MESSAGES, secret)
+        assert answer.status_code == 200, answer.text
+        assert fake.get("/_control/auth") == {"verified": 1, "refused": 0, "tokens_issued": 0}
+    finally:
+        assert gateway.stop() == 0
+        fake.stop()
