@@ -23,18 +23,13 @@ from ledger.core.clients import client_of
 from ledger.core.ids import checked_id
 from ledger.edges.cloudauth import BedrockSigner, CloudCredentialError, VertexTokens, azure_headers
 from ledger.errors import ConfigError, GatewayKeyError, LedgerError, UsageError
-from ledger.gateway.caller import (
-    GATEWAY_KEY_PREFIX,
-    CallerRefusedError,
-    presented_key,
-    resolve_caller,
-)
+from ledger.gateway.caller import CallerRefusedError, presented_key, resolve_caller
 from ledger.gateway.exchange import Exchange
 from ledger.gateway.framed import FramedExchange
 from ledger.gateway.relay import client_headers, halt_message, upstream_headers, verdict_headers
 from ledger.providers import RequestRefused, UsageReader, bedrock, error_body, vertex
 from ledger.providers.azure import azure_route, estimate_azure
-from ledger.providers.credentials import Credential
+from ledger.providers.credentials import GATEWAY_KEY_PREFIX, Credential
 from ledger.providers.limits import limited_body
 from ledger.providers.outgoing import Outgoing
 from ledger.providers.routes import Route
