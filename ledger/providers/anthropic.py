@@ -37,6 +37,10 @@ MESSAGES_FIELDS: dict[str, str] = {
     "user_profile_id": SETTING,
     "workspace_id": SETTING,
     "betas": WALKED,  # the SDK's name for the anthropic-beta header
+    # Bedrock invoke and Vertex rawPredict bodies: the API version, and the
+    # betas they carry in the body instead of a header.
+    "anthropic_version": SETTING,
+    "anthropic_beta": WALKED,
     # Input or price the body does not show: a container's files, remote MCP
     # servers' tools, other models to fall back to, a summarising pass, a
     # thread's stored turns, priced regions and speeds the price table lacks.
@@ -296,8 +300,8 @@ def tally_request(tally: Tally, body: dict[str, Any], model: str = "") -> None:
         else:
             tally.json(message)
     _tools(tally, body.get("tools"))
-    betas = body.get("betas")
-    beta_window(tally, [str(beta) for beta in items(betas)])
+    betas = [*items(body.get("betas")), *items(body.get("anthropic_beta"))]
+    beta_window(tally, [str(beta) for beta in betas])
 
 
 class AnthropicUsageReader(UsageReader):

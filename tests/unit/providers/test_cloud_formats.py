@@ -8,7 +8,7 @@ import pytest
 
 from ledger.core.cloud_models import price_candidates
 from ledger.core.usage_objects import usage_tokens
-from ledger.providers import RequestRefused
+from ledger.providers import RequestRefused, anthropic
 from ledger.providers.anthropic import AnthropicUsageReader
 from ledger.providers.azure import AzureRoute, azure_route, estimate_azure
 from ledger.providers.bedrock import (
@@ -75,7 +75,10 @@ def test_an_invoke_body_is_estimated_as_messages_and_goes_on_without_a_model() -
         BedrockRoute("messages", MODEL, streamed=True), json.dumps(body).encode(),
         default_output_limit=None,
     )  # fmt: skip
-    assert (estimate.provider, estimate.model, estimate.input_tokens) == ("bedrock", MODEL, 100)
+    # The 300 characters' 100 tokens and Anthropic's framing for one request and message.
+    framing = anthropic.REQUEST_TOKENS + anthropic.MESSAGE_TOKENS
+    assert (estimate.provider, estimate.model) == ("bedrock", MODEL)
+    assert estimate.input_tokens == 100 + framing
     assert estimate.stream
     assert "model" not in estimate.document
     assert estimate.metadata_user_id == user
