@@ -31,7 +31,7 @@ from ledger.providers import anthropic
 from ledger.providers.estimate import RequestEstimate, RequestRefused, estimate_request
 from ledger.providers.routes import Route
 from ledger.providers.sse import ServerSentEvent
-from ledger.providers.tally import Tally, field
+from ledger.providers.tally import OUTPUT, SETTING, TEXT, WALKED, WINDOW, Tally, field
 from ledger.providers.usage import UsageReader
 
 PROVIDER = "bedrock"
@@ -94,6 +94,23 @@ ERROR_TYPES = {
 }
 
 
+# Converse request fields (Bedrock's Converse API reference), by how each counts.
+# Any other field, and stored prompts (``promptVariables`` fill a prompt the body
+# does not show), count as the model's context window.
+CONVERSE_FIELDS: dict[str, str] = {
+    "system": WALKED,
+    "messages": WALKED,
+    "toolConfig": WALKED,
+    "inferenceConfig": OUTPUT,
+    "guardrailConfig": SETTING,
+    "additionalModelResponseFieldPaths": SETTING,
+    "requestMetadata": SETTING,
+    "performanceConfig": SETTING,
+    "additionalModelRequestFields": TEXT,
+    "promptVariables": WINDOW,
+}
+
+
 def estimate_bedrock(
     found: BedrockRoute, body: bytes, *, default_output_limit: int | None
 ) -> RequestEstimate:
@@ -126,6 +143,7 @@ def estimate_bedrock(
     limit = stated if stated is not None else default_output_limit
     assert limit is not None  # noqa: S101 - one of the two is given
     tally = Tally()
+    tally.fields(document, CONVERSE_FIELDS, "request")
     for name in ("system", "messages", "toolConfig"):
         # Each block as its whole JSON text: over-counted, never free.
         if document.get(name) is not None:
@@ -134,6 +152,7 @@ def estimate_bedrock(
         provider=PROVIDER, model=found.model, input_tokens=tally.input_tokens,
         max_output_tokens=limit, stream=found.streamed, metadata_user_id=None,
         output_limit=limit, limit_given=stated is not None, document=document,
+        unseen_input=tally.unseen > 0, window_reasons=tuple(tally.reasons),
     )  # fmt: skip
 
 

@@ -186,3 +186,17 @@ def test_bytes_that_are_not_an_event_stream_are_unreadable_not_an_exception() ->
     reader.feed_frames(b"\x00\x00\x00\x10" + b"garbage-garbage-garbage")
     assert reader.unreadable
     assert reader.broken
+
+
+def test_a_converse_field_the_estimate_does_not_know_counts_as_the_context_window() -> None:
+    """Converse is read as an allowlist: a field not listed (or a stored prompt) is unseen input."""
+    known = {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+             "inferenceConfig": {"maxTokens": 50}, "requestMetadata": {"team": "a"}}  # fmt: skip
+    route = BedrockRoute("converse", MODEL)
+    plain = estimate_bedrock(route, json.dumps(known).encode(), default_output_limit=None)
+    assert not plain.unseen_input
+    for extra in ({"promptVariables": {"topic": {"text": "x"}}}, {"someNewField": {"a": 1}}):
+        body = json.dumps({**known, **extra}).encode()
+        estimate = estimate_bedrock(route, body, default_output_limit=None)
+        assert estimate.unseen_input, extra
+        assert estimate.window_reasons == (f"request.{next(iter(extra))}",)
