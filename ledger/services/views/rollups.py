@@ -110,6 +110,8 @@ class Caught:
     folded: int
     rebuilt: bool
     note: str | None = None
+    # The chain's byte size at ``entries`` (where a reader of the chain stops).
+    size: int = 0
 
 
 @dataclass(slots=True)
@@ -272,7 +274,10 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
         )
     _hold_against_checkpoint(deps, trust, position, head, fold)
     tx.save_position(position)
-    return Caught(int(position["entries"]), position["head_hash"], folded, rebuilt)
+    return Caught(
+        int(position["entries"]), position["head_hash"], folded, rebuilt,
+        size=int(position["size"]),
+    )  # fmt: skip
 
 
 @dataclass(slots=True)
