@@ -42,17 +42,27 @@ def export_formatted(
     zone = None if tz is None else parse_zone(tz)
     runtime = build_runtime(State.home)
     buffer = io.BytesIO()
-    sink: BinaryIO = buffer if output is not None else sys.stdout.buffer
+    binary: BinaryIO | None = getattr(sys.stdout, "buffer", None)
+
+    def write(data: bytes) -> None:
+        if output is not None:
+            buffer.write(data)
+        elif binary is not None:
+            binary.write(data)
+        else:  # a text-only stdout gets the same UTF-8 text
+            sys.stdout.write(data.decode("utf-8"))
+
+    sys.stdout.flush()
     if fmt == "ndjson":
         from ledger.services.views.exports import export_ndjson
 
-        export_ndjson(runtime, start, end, zone, sink.write)
+        export_ndjson(runtime, start, end, zone, write)
     else:
-        _write_table(runtime, fmt, start, end, zone, sink.write)
+        _write_table(runtime, fmt, start, end, zone, write)
     if output is not None:
         runtime.write_file(output, buffer.getvalue())
-    else:
-        sys.stdout.flush()
+    elif binary is not None:
+        binary.flush()
     return 0
 
 
