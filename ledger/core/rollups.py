@@ -13,7 +13,7 @@ Every figure is an integer (micro-USD and token counts), so sums are exact.
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -189,7 +189,7 @@ def _matches(cell: Mapping[str, str], filters: Mapping[str, str]) -> bool:
 
 
 def group(
-    cells: Iterable[tuple[CellKey, tuple[int, ...]]],
+    cells: Iterable[tuple[CellKey, Sequence[int]]],
     by: tuple[str, ...],
     zone: dt.tzinfo,
     filters: Mapping[str, str] | None = None,

@@ -7,7 +7,7 @@ import json
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -57,7 +57,7 @@ DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 def spent(home: Path, run_inproc):
     """Three calls in March (one settling a verdict) and one in April."""
 
-    def run(*args: str, now: str) -> dict:
+    def run(*args: str, now: str) -> dict[str, Any]:
         result = run_inproc(["--home", str(home), *args], {"LEDGER_NOW": now})
         assert result.code == 0, result.stderr
         return json.loads(result.stdout.splitlines()[-1]) if result.stdout else {}
@@ -78,7 +78,7 @@ def spent(home: Path, run_inproc):
 def _export(run_inproc, home: Path, fmt: str) -> str:
     result = run_inproc(["--home", str(home), "export", "--format", fmt, *RANGE], NOW)
     assert result.code == 0, result.stderr
-    return result.stdout
+    return str(result.stdout)
 
 
 def test_ndjson_rows_join_verdict_and_record_and_the_manifest_verifies(spent, run_inproc, tmp_path):

@@ -20,7 +20,7 @@ def _month(run_inproc, home: Path, *extra: str):
                        *extra], NOW)  # fmt: skip
 
 
-def _cells(home: Path) -> list[tuple]:
+def _cells(home: Path) -> list[tuple[object, ...]]:
     with sqlite3.connect(home / "state" / "rollups.sqlite3") as db:
         return sorted(db.execute("SELECT * FROM cells").fetchall())
 

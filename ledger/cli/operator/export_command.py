@@ -126,20 +126,19 @@ def verify_export_command(
         except OSError as exc:
             raise InputDataError(f"cannot read {file}: {exc.strerror}") from exc
         runtime = None
-        if key is not None:
-            public = load_public_key_file(key)
-
-            def public_key_for(_key_id: str) -> bytes | None:
-                return public
-        else:
+        trust = None
+        public = None if key is None else load_public_key_file(key)
+        if public is None:
             from ledger.runtime import build_runtime
 
             runtime = build_runtime(State.home)
             trust = runtime.keys.load_trust()
 
-            def public_key_for(key_id: str) -> bytes | None:
-                found = trust.key(key_id)
-                return None if found is None else found.public_raw
+        def public_key_for(key_id: str) -> bytes | None:
+            if public is not None:
+                return public
+            found = None if trust is None else trust.key(key_id)
+            return None if found is None else found.public_raw
 
         check = check_export(data, public_key_for)
         in_chain = None

@@ -139,7 +139,7 @@ class RollupWriter:
             (first_day * _SLOTS_PER_DAY, (last_day + 1) * _SLOTS_PER_DAY),
         )
         for row in rows:
-            key: CellKey = tuple(row[:8])  # type: ignore[assignment]
+            key: CellKey = tuple(row[:8])
             measures = tuple(json.loads(self._checked("cell", _json([*key, row[8]]), row[9])[-1]))
             summary = found.setdefault(key[0] // _SLOTS_PER_DAY, [0] * (len(MEASURES) + 1))
             summary[0] += 1

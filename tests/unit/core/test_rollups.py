@@ -5,7 +5,7 @@ import zoneinfo
 
 import pytest
 
-from ledger.core.rollups import add, cell_of, group, slot_range, totals
+from ledger.core.rollups import CellKey, add, cell_of, group, slot_range, totals
 
 MOMENT = dt.datetime(2026, 3, 1, 23, 50, tzinfo=dt.UTC)
 
@@ -14,8 +14,8 @@ def _record(**extra: object) -> dict[str, object]:
     return {"provider": "openai", "actual_micros": 1_000, "model_id": "m", **extra}
 
 
-def _cells(*items: tuple[str, dt.datetime, dict[str, object]]) -> dict:
-    cells: dict = {}
+def _cells(*items: tuple[str, dt.datetime, dict[str, object]]) -> dict[CellKey, list[int]]:
+    cells: dict[CellKey, list[int]] = {}
     for event_type, moment, payload in items:
         found = cell_of(event_type, moment, payload)
         assert found is not None
