@@ -117,3 +117,22 @@ def test_new_entries_that_do_not_verify_fail_the_report(spent, run_inproc):
     result = _month(run_inproc, spent)
     assert result.code == 1
     assert "BROKEN line 4" in result.stderr
+
+
+def test_rollups_busy_with_another_reader_time_out_and_are_kept(spent, run_inproc):
+    """A report that cannot get the rollups exits 75 and never drops them as damaged."""
+    assert _month(run_inproc, spent).code == 0
+    before = _cells(spent)
+    holder = sqlite3.connect(spent / "state" / "rollups.sqlite3", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        result = run_inproc(
+            ["--home", str(spent), "report", "--month", "2026-03"],
+            {**NOW, "LEDGER_CHAIN_LOCK_TIMEOUT_SECONDS": "1"},
+        )
+        assert result.code == 75, result.stderr
+        assert "busy" in result.stderr
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _cells(spent) == before

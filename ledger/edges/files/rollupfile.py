@@ -27,7 +27,7 @@ from typing import Any
 
 from ledger.core.rollups import MEASURES, CellKey
 from ledger.edges.fileio import exclusive_create, read_regular
-from ledger.errors import ChainIOError, StateMismatchError
+from ledger.errors import ChainIOError, LedgerError, LockTimeoutError, StateMismatchError
 
 _SLOTS_PER_DAY = 96
 _SCHEMA = """
@@ -43,6 +43,15 @@ CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), body TEX
     mac TEXT NOT NULL);
 """
 _CELL_COLUMNS = "slot, agent, session, key, tags, model, provider, client"
+
+
+def _failure(exc: sqlite3.Error) -> LedgerError:
+    """A busy database is a lock timeout (another reader is catching up); else damage."""
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return LockTimeoutError(
+            "the rollups stayed busy (another report is catching them up); try again"
+        )
+    return StateMismatchError(f"rollups unreadable: {exc}")
 
 
 def _json(value: Any) -> str:
@@ -215,7 +224,7 @@ class RollupFile:
                 db.executescript(_SCHEMA)
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StateMismatchError(f"rollups unreadable: {exc}") from exc
+                raise _failure(exc) from exc
             try:
                 yield RollupWriter(db, key)
             except BaseException:
@@ -224,9 +233,9 @@ class RollupFile:
             try:
                 db.commit()
             except sqlite3.Error as exc:
-                raise StateMismatchError(f"rollups could not be saved: {exc}") from exc
+                raise _failure(exc) from exc
         except sqlite3.DatabaseError as exc:
-            raise StateMismatchError(f"rollups unreadable: {exc}") from exc
+            raise _failure(exc) from exc
         finally:
             db.close()
 
