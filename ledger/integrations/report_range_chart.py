@@ -76,7 +76,11 @@ def range_chart_svg(doc: dict[str, Any], config: Any) -> str:
     figure.tight_layout()
     buffer = io.StringIO()
     with mpl.rc_context({"svg.hashsalt": "ledger-report", "svg.fonttype": "path"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+        figure.savefig(
+            buffer,
+            format="svg",
+            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+        )
     text = buffer.getvalue()
     svg = text[text.index("<svg") :]
     return svg.replace("<svg", '<svg role="img" aria-label="spend against each cap"', 1)
