@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
     from ledger.edges.files.merkle_index import FileNodeIndex
+    from ledger.edges.files.rollupfile import RollupFile
     from ledger.edges.files.snapshotfiles import SnapshotFiles
     from ledger.edges.files.spoolfiles import SpoolDir
     from ledger.edges.gatewaykeyfile import GatewayKeyFile
@@ -133,6 +134,17 @@ class Runtime:
 
             return PgStateStore(self.database, self.fleet_secret)
         return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
+
+    @cached_property
+    def rollups(self) -> "RollupFile":
+        """Spend per quarter hour and dimension (``state/rollups.sqlite3``), for reports."""
+        from ledger.edges.files.rollupfile import RollupFile
+
+        return RollupFile(
+            self.state_dir / "rollups.sqlite3",
+            self.home / "keys" / "state-mac.key",
+            float(self.config.lock_timeout_seconds),
+        )
 
     @property
     def uses_database(self) -> bool:

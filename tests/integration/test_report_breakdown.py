@@ -104,13 +104,15 @@ def test_a_day_without_calls_breaks_down_to_nothing(home):
     assert result.json()["breakdown"] == {"by": "model", "total_usd_micros": 0, "rows": []}
 
 
-@pytest.mark.parametrize("bad", ["provider", "Model", ""])
+@pytest.mark.parametrize("bad", ["team", "Model", ""])
 def test_a_malformed_by_is_a_usage_error(home, bad):
     result = real(["--home", str(home), "report", "--by", bad],
                   env={"LEDGER_NOW": f"{DAY}T10:00:00Z"})  # fmt: skip
     assert result.code == 2
     assert result.stdout == ""
-    assert result.stderr == f"ledger: --by: {bad!r} is not one of model, session, agent\n"
+    assert result.stderr == (
+        f"ledger: --by: {bad!r} is not one of agent, session, key, tag, model, provider, client\n"
+    )
 
 
 def test_an_unpriced_call_counts_its_price_once_rebuild_state_seals_it(home, tmp_path: Path):

@@ -188,6 +188,7 @@ for _module in (
     "ledger.cli.operator.explain_command",
     "ledger.cli.operator.metrics_command",
     "ledger.cli.operator.report_command",
+    "ledger.cli.operator.export_command",
     "ledger.cli.operator.snapshot_commands",
     "ledger.cli.operator.status_command",
     "ledger.cli.operator.store_commands",

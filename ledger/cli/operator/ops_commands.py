@@ -87,21 +87,28 @@ def reconcile_command(
 
 
 def rebuild_state_command() -> None:
-    """Rebuild derived state from the verified chain; records ledger.state_rebuilt.
+    """Rebuild derived state (the gate's and the report's rollups) from the verified chain.
+
+    Records ledger.state_rebuilt.
 
     Example: ledger --home ./.ledger rebuild-state
     """
 
     def body() -> int:
         from ledger.services.billing.reconcile import rebuild_state
+        from ledger.services.views.rollups import rebuild
 
-        outcome = rebuild_state(_runtime(_home()))
+        runtime = _runtime(_home())
+        outcome = rebuild_state(runtime)
+        # The report's rollups are derived state too: folded again from the chain.
+        rollups = rebuild(runtime)
         print_json(
             {
                 "entries": outcome.entries,
                 "head_hash": outcome.head_hash,
                 "previous_state": outcome.previous_state,
                 "entry_hash": outcome.entry_hash,
+                "rollup_entries": rollups.entries,
             }
         )
         return 0

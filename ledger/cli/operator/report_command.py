@@ -1,10 +1,11 @@
-"""``ledger report [--day D] [--by K] [--json] [--html F]``: one budget day (SPEC §10).
+"""``ledger report``: one budget day (SPEC §10), or a range of days by dimension (§19).
 
 A table for people, one JSON object with ``--json``, and with ``--html F`` a
 self-contained page with a chart (matplotlib, the ``spend-ledger[report]`` extra,
 imported by ``--html`` only). Exit codes: 0 reported; 1 the chain does not
 verify or disagrees with its newest checkpoint, or ``--html`` without the
-extra; 2 a malformed ``--day`` or ``--by``; 65 an unusable trust store; 74 the chain or
+extra; 2 a malformed ``--day``, ``--month``, ``--from``/``--to``, ``--tz``, ``--by`` or
+``--format``; 65 an unusable trust store; 74 the chain or
 the page cannot be read or written; 75 lock timeout; 78 config error.
 """
 
@@ -219,11 +220,12 @@ def report_command(
         typer.Option("--day", metavar="D", help="The budget day, YYYY-MM-DD (default: today)."),
     ] = None,
     by: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--by",
             metavar="K",
-            help="Also break the day's recorded spend down by model, session or agent.",
+            help="Group recorded spend by agent, session, key, tag, model, provider or client; "
+            "repeat for nested groups (--by key --by model).",
         ),
     ] = None,
     as_json: Annotated[
@@ -238,45 +240,163 @@ def report_command(
             "caps to F (needs the report extra).",
         ),
     ] = None,
+    month: Annotated[
+        str | None,
+        typer.Option("--month", metavar="YYYY-MM", help="Every budget day of one month."),
+    ] = None,
+    first: Annotated[
+        str | None,
+        typer.Option("--from", metavar="D", help="The first budget day of a range, YYYY-MM-DD."),
+    ] = None,
+    last: Annotated[
+        str | None,
+        typer.Option("--to", metavar="D", help="The last budget day of a range, YYYY-MM-DD."),
+    ] = None,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz",
+            metavar="ZONE",
+            help="The reporting zone's IANA name (default: usd.day_timezone).",
+        ),
+    ] = None,
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="F",
+            help="table (default), json, csv (one row per group and day) or html.",
+        ),
+    ] = None,
 ) -> None:
-    """Report one budget day: spend against caps and budgets, bills, verdicts, reconciles, agents.
+    """Report spend: one budget day against its caps, or a range of days by team, key and model.
 
-    With --by model|session|agent, also the day's recorded spend per model,
-    session (cycle id) or agent, largest first; calls without one are (none).
+    With only --day (and --json, --html, one --by model|session|agent), one
+    budget day: spend against caps and budgets, bills, verdicts, reconciles,
+    agents; the chain is verified and folded as the gate folds it.
 
-    Every [[budgets]] budget that applied to the day's calls is shown over its
-    period up to the day's end (or now), with the halts it decided.
+    With --month, --from/--to, --tz, --format or --by of any dimension, the
+    recorded spend of every budget day in the range, one row per day and
+    group (--by agent, session, key, tag, model, provider, client; repeat
+    for nested groups); calls without a value are grouped under an empty
+    value. These figures come from the rollups kept beside the chain, caught
+    up from their saved position (the new entries are verified first), so a
+    month costs little whatever the chain's length.
 
-    The chain is verified and folded as the gate folds it; a chain that does
-    not verify exits 1. With --html, the page needs nothing from the network
-    to open: the chart (matplotlib, pip install 'spend-ledger[report]') is inline SVG.
+    A chain that does not verify exits 1. With --html, the page needs nothing
+    from the network to open (matplotlib, pip install 'spend-ledger[report]').
 
-    Example: ledger --home ./.ledger report --day 2026-03-02 --by model --html /tmp/report.html
+    Example: ledger --home ./.ledger report --month 2026-03 --by key --by model --format csv
     """
+    keys = list(by or [])
 
     def body() -> int:
         from ledger.cli.operator.shared import State
-        from ledger.cli.operator.status_command import agent_view
         from ledger.runtime import build_runtime
-        from ledger.services.views.report import gather
 
-        wanted = None if day is None else parse_day(day)
-        key = None if by is None else parse_by(by)
-        renderer = None if html is None else _html_renderer()
+        ranged = (
+            month is not None or first is not None or last is not None or tz is not None
+            or output_format is not None or len(keys) > 1
+            or any(key not in {"model", "session", "agent"} for key in keys)
+        )  # fmt: skip
+        if not ranged:
+            return _day_report(day, keys[0] if keys else None, as_json=as_json, html=html)
+        from ledger.cli.operator.report_range import (
+            document,
+            parse_format,
+            parse_zone,
+            render_csv,
+            render_table,
+        )
+        from ledger.services.views.rollups import check_dimensions, spend
+
+        chosen = parse_format(output_format or ("json" if as_json else "table"))
+        if html is not None:
+            raise UsageError("--html: use --format html for a range (the page goes to stdout)")
+        check_dimensions(keys, {})
+        zone = None if tz is None else parse_zone(tz)
         runtime = build_runtime(State.home)
-        zone = runtime.config.day_zone
-        document = gather(runtime, wanted, key).to_document()
-        document["agents"] = agent_view(runtime)
-        if html is not None and renderer is not None:
-            runtime.write_file(html, renderer(document).encode())
-        if as_json:
-            print_json(document)
+        zone_name = tz or runtime.config.day_timezone
+        start, end = _range(day, month, first, last, runtime, zone)
+        result = spend(runtime, start, end, keys, tz=zone)
+        doc = document(result, zone_name)
+        for note in result.notes:
+            sys.stderr.write(f"ledger: {note}\n")
+        if chosen == "json":
+            print_json(doc)
+        elif chosen == "csv":
+            sys.stdout.write(render_csv(doc))
+        elif chosen == "html":
+            from ledger.cli.operator.report_range import page_scopes, render_page
+
+            doc.update(page_scopes(runtime, start, end, zone))
+            sys.stdout.write(render_page(doc, runtime.config))
         else:
-            sys.stdout.write(render_text(document, zone))
+            sys.stdout.write(render_table(doc))
         return 0
 
     if code := guarded(body):
         raise typer.Exit(code)
+
+
+def _range(
+    day: str | None, month: str | None, first: str | None, last: str | None,
+    runtime: Any, zone: dt.tzinfo | None,
+) -> tuple[str, str]:  # fmt: skip
+    """The first and last budget day asked for (default: today).
+
+    Raises:
+        UsageError: more than one way of giving the range, or half of --from/--to.
+    """
+    from ledger.cli.operator.report_range import parse_month
+    from ledger.core.timefmt import budget_day
+
+    given = [name for name, value in (("--day", day), ("--month", month)) if value is not None]
+    if first is not None or last is not None:
+        given.append("--from/--to")
+    if len(given) > 1:
+        raise UsageError(f"give one of {', '.join(given)}")
+    if month is not None:
+        return parse_month(month)
+    if first is not None or last is not None:
+        if first is None or last is None:
+            raise UsageError("--from and --to go together")
+        return _bound("--from", first), _bound("--to", last)
+    if day is not None:
+        wanted = parse_day(day)
+        return wanted, wanted
+    today = budget_day(runtime.clock.now(), zone or runtime.config.day_zone)
+    return today, today
+
+
+def _bound(option: str, text: str) -> str:
+    try:
+        return parse_day(text)
+    except UsageError:
+        raise UsageError(f"{option}: {text!r} is not a day (YYYY-MM-DD)") from None
+
+
+def _day_report(day: str | None, by: str | None, *, as_json: bool, html: Path | None) -> int:
+    """One budget day against its caps (the chain folded as the gate folds it)."""
+    from ledger.cli.operator.shared import State
+    from ledger.cli.operator.status_command import agent_view
+    from ledger.runtime import build_runtime
+    from ledger.services.views.report import gather
+
+    wanted = None if day is None else parse_day(day)
+    key = None if by is None else parse_by(by)
+    renderer = None if html is None else _html_renderer()
+    runtime = build_runtime(State.home)
+    zone = runtime.config.day_zone
+    document = gather(runtime, wanted, key).to_document()
+    document["agents"] = agent_view(runtime)
+    if html is not None and renderer is not None:
+        runtime.write_file(html, renderer(document).encode())
+    if as_json:
+        print_json(document)
+    else:
+        sys.stdout.write(render_text(document, zone))
+    return 0
 
 
 def register(app: Any) -> None:

@@ -58,18 +58,56 @@ def export(
             "is the whole chain.",
         ),
     ] = 0,
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="F",
+            help="One row per recorded call instead of the raw chain: ndjson (with a "
+            "signed manifest), csv or focus (FinOps FOCUS 1.2).",
+        ),
+    ] = None,
+    first: Annotated[
+        str | None,
+        typer.Option("--from", metavar="D", help="With --format: the first budget day."),
+    ] = None,
+    last: Annotated[
+        str | None,
+        typer.Option("--to", metavar="D", help="With --format: the last budget day."),
+    ] = None,
+    tz: Annotated[
+        str | None,
+        typer.Option("--tz", metavar="ZONE", help="With --format: the zone of the budget days."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", metavar="FILE", help="With --format: write to FILE."),
+    ] = None,
 ) -> None:
     """Write the chain as JSONL on stdout, exactly the stored bytes of each entry.
 
     Works on both stores; for a fleet's database it is how `ledger verify-chain LOG`
     and other verifiers of the format check the chain offline.
 
+    With --format ndjson|csv|focus --from D --to D: one row per recorded call
+    of those budget days instead (the verdict and the record joined); ndjson
+    ends with a manifest signed by the home's key (`ledger verify-export`).
+
     Example: ledger export > fleet-chain.jsonl && ledger verify-chain fleet-chain.jsonl --key K.pem
+
+    Example: ledger export --format focus --from 2026-03-01 --to 2026-03-31 --output march.csv
     """
     from ledger.cli.operator.shared import State
 
     def body() -> int:
         from ledger.runtime import build_runtime
+
+        if output_format is not None:
+            from ledger.cli.operator.export_command import export_formatted
+
+            return export_formatted(output_format, first, last, tz, output)
+        if first is not None or last is not None or tz is not None or output is not None:
+            raise UsageError("--from, --to, --tz and --output go with --format")
 
         runtime = build_runtime(State.home)
         sys.stdout.flush()

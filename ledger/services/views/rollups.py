@@ -1,0 +1,421 @@
+"""Spend per budget day and dimension, from the rollups kept beside the chain (SPEC §19).
+
+The rollups are derived state: cells of a quarter hour and a call's
+dimensions (``ledger.core.rollups``), saved with the chain position they
+reflect. Each read first catches them up by verifying and folding the entries
+after that position, so a report costs O(new entries) + O(days × groups),
+never a read of the chain from line 1; the newest checkpoint in the home is
+held against them as the gate holds its counter. Rollups that fail their
+integrity check (an edited row, an unreadable file) are dropped and rebuilt
+from the verified chain, with a note for the caller; rollups whose position
+the chain no longer has (the chain was changed or recovered) are rebuilt too.
+
+``spend`` is the one entry point for readers (``ledger report``, the console's
+Spend page); ``rebuild`` is ``ledger rebuild-state``'s part.
+"""
+
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ledger.core.envelope import GENESIS
+from ledger.core.foldable import Foldable, check_entry
+from ledger.core.rollups import (
+    DIMENSIONS,
+    CellKey,
+    SpendRow,
+    add,
+    cell_of,
+    group,
+    slot_of,
+    totals,
+)
+from ledger.core.rollups import slot_range as _slot_range
+from ledger.core.timefmt import parse_ts
+from ledger.core.trust import trust_fingerprint
+from ledger.errors import ChainBrokenError, LedgerError, StateMismatchError, UsageError
+from ledger.services.chain.state import schema_lookup
+from ledger.services.ports import CounterDeps, Head
+
+if TYPE_CHECKING:
+    from ledger.core.envelope import ParsedEntry
+    from ledger.core.foldable import SchemaFor
+    from ledger.core.trust import TrustStore
+
+ROLLUP_FORMAT = 1
+_COUNTED = frozenset({"budget.record_call", "budget.halt_100", "budget.halt_uncertainty"})
+
+
+class RollupTx(Protocol):
+    """One write transaction on the rollup store."""
+
+    def position(self) -> dict[str, Any] | None:
+        """The saved position, or ``None``."""
+        ...
+
+    def clear(self) -> None:
+        """Forget every row."""
+        ...
+
+    def add(self, cells: dict[CellKey, list[int]], marks: dict[int, list[Any]]) -> None:
+        """Add folded cells and marks."""
+        ...
+
+    def save_position(self, position: dict[str, Any]) -> None:
+        """Record the position."""
+        ...
+
+    def cells(self, first_slot: int, end_slot: int) -> list[tuple[CellKey, tuple[int, ...]]]:
+        """The checked cells of a slot range."""
+        ...
+
+    def mark_from(self, slot: int) -> list[Any] | None:
+        """``[entries, size, prev_hash]`` before the first entry at or after ``slot``."""
+        ...
+
+
+class RollupStore(Protocol):
+    """Where the rollups live."""
+
+    def writing(self) -> AbstractContextManager[RollupTx]:
+        """One immediate transaction."""
+        ...
+
+    def delete(self) -> None:
+        """Drop the rollups."""
+        ...
+
+
+class RollupDeps(CounterDeps, Protocol):
+    """What the rollups need: the chain, its trust and checkpoints, and their store."""
+
+    @property
+    def rollups(self) -> RollupStore:
+        """The rollup store."""
+        ...
+
+
+class CheckpointDisagreesError(LedgerError):
+    """The chain is shorter than, or differs from, the newest checkpoint (exit 1)."""
+
+
+@dataclass(slots=True)
+class Caught:
+    """Where the rollups stand after catching up."""
+
+    entries: int
+    head_hash: str | None
+    folded: int
+    rebuilt: bool
+    note: str | None = None
+    # The chain's byte size at ``entries`` (where a reader of the chain stops).
+    size: int = 0
+
+
+@dataclass(slots=True)
+class SpendResult:
+    """What ``spend`` answers: the rows and the chain position they reflect."""
+
+    rows: list[SpendRow]
+    by: tuple[str, ...]
+    first_day: str
+    last_day: str
+    caught: Caught
+    notes: list[str] = field(default_factory=list)
+    # Every measure over the range, each call once (a call with two tags too).
+    total: dict[str, int] = field(default_factory=dict)
+
+
+class _Fold:
+    """Folds verified entries into cells and slot marks."""
+
+    def __init__(self, schema_for: "SchemaFor", last_slot: int, checkpoint_at: int | None) -> None:
+        self.schema_for = schema_for
+        self.cells: dict[CellKey, list[int]] = {}
+        self.marks: dict[int, list[Any]] = {}
+        self.last_slot = last_slot
+        self.checkpoint_at = checkpoint_at
+        self.checkpoint_hash: str | None = None
+        # The position before the entry being folded (set by the reader).
+        self.entries, self.size, self.prev = 0, 0, GENESIS
+        self.current = GENESIS
+        self.broken: tuple[int, str] | None = None
+
+    def __call__(self, parsed: "ParsedEntry") -> None:
+        self.current = parsed.entry_hash
+        moment = parse_ts(parsed.ts_utc)
+        slot = slot_of(moment)
+        if slot > self.last_slot:
+            self.marks[slot] = [self.entries, self.size, self.prev]
+            self.last_slot = slot
+        if self.entries + 1 == self.checkpoint_at:
+            self.checkpoint_hash = parsed.entry_hash
+        if parsed.event_type in _COUNTED:
+            checked = check_entry(parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for)
+            if isinstance(checked, Foldable) and checked.payload:
+                found = cell_of(parsed.event_type, moment, checked.payload)
+                if found is not None:
+                    add(self.cells, *found)
+
+
+def _fold(
+    deps: RollupDeps, trust: "TrustStore", start: dict[str, Any], head: Head, fold: _Fold
+) -> bool:
+    """Verify and fold the chain from ``start`` to ``head``; whether it verified."""
+    from ledger.core.chain import ChainVerifier
+
+    fold.entries, fold.size = int(start["entries"]), int(start["size"])
+    fold.prev = start["head_hash"] or GENESIS
+    verifier = ChainVerifier(
+        trust, expected_prev=fold.prev, first_line=fold.entries + 1, on_entry=fold
+    )
+    for raw in deps.chain.iter_lines(fold.size, head.size):
+        if not verifier.feed(raw):
+            break
+        fold.entries += 1
+        fold.size += len(raw)
+        fold.prev = fold.current
+    report = verifier.report()
+    if not report.ok:
+        fold.broken = (report.line or 0, report.reason or "does not verify")
+    return report.ok
+
+
+def _empty(fingerprint: str) -> dict[str, Any]:
+    return {
+        "format": ROLLUP_FORMAT,
+        "entries": 0,
+        "size": 0,
+        "head_hash": None,
+        "last_slot": -(2**62),
+        "trust": fingerprint,
+        "checkpoint": None,
+    }
+
+
+def _usable(position: dict[str, Any] | None, fingerprint: str, head: Head | None) -> bool:
+    if position is None or position.get("format") != ROLLUP_FORMAT:
+        return False
+    if position.get("trust") != fingerprint:
+        return False  # the keys changed: everything is verified again
+    size = int(position["size"])
+    if head is None:
+        return size == 0
+    if size > head.size:
+        return False
+    return size < head.size or position["head_hash"] == head.entry_hash
+
+
+def _hold_against_checkpoint(
+    deps: RollupDeps, trust: "TrustStore", position: dict[str, Any], head: Head | None, fold: _Fold
+) -> None:
+    from ledger.core.checkpoint import checkpoint_signature_problem
+
+    checkpoint = deps.newest_checkpoint()
+    if checkpoint is None or position.get("checkpoint") == [
+        checkpoint.entries,
+        checkpoint.head_hash,
+    ]:
+        return
+    problem = checkpoint_signature_problem(checkpoint, trust)
+    entries = int(position["entries"])
+    if problem is None and entries < checkpoint.entries:
+        problem = (
+            f"chain has {entries} entries but its newest checkpoint vouches for "
+            f"{checkpoint.entries} (truncated or deleted)"
+        )
+    if problem is None:
+        if fold.checkpoint_at == checkpoint.entries and fold.checkpoint_hash is not None:
+            found: str | None = fold.checkpoint_hash
+        elif entries == checkpoint.entries and head is not None:
+            found = head.entry_hash
+        else:
+            found = deps.chain.hash_of_entry(checkpoint.entries)
+        if found != checkpoint.head_hash:
+            problem = f"entry {checkpoint.entries} differs from the newest checkpoint's head"
+    if problem is not None:
+        raise CheckpointDisagreesError(
+            f"the chain does not verify: {problem}; run `ledger recover`"
+        )
+    position["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+
+
+def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
+    with deps.chain.read_transaction() as chain_tx:
+        head = chain_tx.head()
+    trust = deps.keys.load_trust()
+    fingerprint = trust_fingerprint(trust)
+    checkpoint = deps.newest_checkpoint()
+    at = checkpoint.entries if checkpoint is not None else None
+    position = None if fresh else tx.position()
+    rebuilt = not _usable(position, fingerprint, head)
+    if position is None or rebuilt:
+        tx.clear()
+        position = _empty(fingerprint)
+    folded = 0
+    fold = _Fold(schema_lookup(deps), int(position["last_slot"]), at)
+    if head is not None and head.size > int(position["size"]):
+        start = dict(position)
+        if not _fold(deps, trust, start, head, fold) and int(start["entries"]):
+            # The chain after the saved position does not link to it: the chain
+            # was changed behind the rollups (recovered, restored). From line 1.
+            tx.clear()
+            position, rebuilt = _empty(fingerprint), True
+            fold = _Fold(schema_lookup(deps), int(position["last_slot"]), at)
+            _fold(deps, trust, dict(position), head, fold)
+        if fold.broken is not None:
+            raise ChainBrokenError(*fold.broken)
+        folded = fold.entries - int(position["entries"])
+        tx.add(fold.cells, fold.marks)
+        position.update(
+            entries=fold.entries, size=fold.size, head_hash=fold.prev, last_slot=fold.last_slot
+        )
+    _hold_against_checkpoint(deps, trust, position, head, fold)
+    tx.save_position(position)
+    return Caught(
+        int(position["entries"]), position["head_hash"], folded, rebuilt,
+        size=int(position["size"]),
+    )  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Reading:
+    caught: Caught
+    cells: list[tuple[CellKey, tuple[int, ...]]]
+    mark: list[Any] | None
+
+
+def _read(
+    deps: RollupDeps, slots: tuple[int, int] | None, mark_slot: int | None = None
+) -> _Reading:
+    """Catch up, then read the cells of ``slots`` (and the mark at ``mark_slot``).
+
+    A rollup store that fails its integrity check is dropped and rebuilt once.
+    """
+    note = None
+    for attempt in (0, 1):
+        try:
+            with deps.rollups.writing() as tx:
+                caught = _catch_up_in(deps, tx, fresh=attempt == 1)
+                cells = tx.cells(*slots) if slots is not None else []
+                mark = tx.mark_from(mark_slot) if mark_slot is not None else None
+            caught.note = note
+            return _Reading(caught, cells, mark)
+        except StateMismatchError as exc:
+            if attempt:
+                raise
+            note = f"{exc}: rebuilt from the chain"
+            deps.rollups.delete()
+    raise AssertionError("unreachable")
+
+
+def catch_up(deps: RollupDeps) -> Caught:
+    """Bring the rollups up to the chain head (verifying what is new); writes nothing else.
+
+    Raises:
+        ChainBrokenError: the new entries do not verify.
+        CheckpointDisagreesError: the chain is cut or differs from its newest checkpoint.
+        StateMismatchError: the rollups could not be rebuilt.
+        ChainIOError: the chain or the rollups cannot be read.
+    """
+    return _read(deps, None).caught
+
+
+def rebuild(deps: RollupDeps) -> Caught:
+    """Drop the rollups and fold them again from the verified chain (``rebuild-state``)."""
+    deps.rollups.delete()
+    caught = catch_up(deps)
+    caught.rebuilt = True
+    return caught
+
+
+def check_dimensions(by: Sequence[str], filters: Mapping[str, str]) -> None:
+    """Refuse a dimension that is not one of ``DIMENSIONS``.
+
+    Raises:
+        UsageError: an unknown or repeated dimension.
+    """
+    for name in [*by, *filters]:
+        if name not in DIMENSIONS:
+            raise UsageError(f"--by: {name!r} is not one of {', '.join(DIMENSIONS)}")
+    if len(set(by)) != len(by):
+        raise UsageError("--by: a dimension is given twice")
+
+
+def slot_range(first_day: str, last_day: str, zone: dt.tzinfo) -> tuple[int, int]:
+    """The quarter hours of the budget days ``first_day`` to ``last_day`` in ``zone``.
+
+    Raises:
+        UsageError: the range is empty or the zone's midnight is not on a quarter hour.
+    """
+    if last_day < first_day:
+        raise UsageError(f"--to {last_day} is before --from {first_day}")
+    try:
+        return _slot_range(first_day, last_day, zone)
+    except ValueError as exc:
+        raise UsageError(f"--tz: {exc}") from None
+
+
+def spend(
+    deps: RollupDeps,
+    start: str,
+    end: str,
+    by: Sequence[str] = (),
+    filters: Mapping[str, str] | None = None,
+    tz: dt.tzinfo | None = None,
+) -> SpendResult:
+    """Recorded spend per budget day and group, from the rollups (caught up first).
+
+    Args:
+        deps: the runtime (``ledger.runtime.Runtime``) or anything with its parts.
+        start: the first budget day, ``YYYY-MM-DD`` (inclusive).
+        end: the last budget day, ``YYYY-MM-DD`` (inclusive).
+        by: dimensions to group by, outermost first: any of ``agent``,
+            ``session``, ``key``, ``tag``, ``model``, ``provider``, ``client``.
+        filters: keep only calls whose dimension has this value (``{"key":
+            "alice"}``; ``tag``: calls carrying that tag; ``""``: calls without one).
+        tz: the reporting zone (default ``usd.day_timezone``).
+
+    Returns:
+        ``SpendResult``: ``rows`` — one ``SpendRow`` per day and group, sorted,
+        each with ``day``, ``values`` (in the order of ``by``; ``""`` for a call
+        without one), ``calls``, ``usd_micros``, ``input_tokens`` (uncached),
+        ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens`` and
+        ``halts``; ``caught`` — the chain position (``entries``,
+        ``head_hash``) the rows reflect; ``notes`` — anything a reader should
+        be told (rollups rebuilt after failing their integrity check). A call
+        with several tags counts under each when grouped by tag. A call counts
+        on the budget day its record was sealed.
+
+    Raises:
+        UsageError: an unknown dimension, an empty range, an unusable zone.
+        ChainBrokenError: the chain does not verify from the rollups' position.
+        CheckpointDisagreesError: the chain disagrees with its newest checkpoint.
+        ChainIOError: the chain or the rollups cannot be read.
+    """
+    by = tuple(by)
+    filters = dict(filters or {})
+    check_dimensions(by, filters)
+    zone = tz if tz is not None else deps.config.day_zone
+    slots = slot_range(start, end, zone)
+    reading = _read(deps, slots)
+    rows = group(reading.cells, by, zone, filters)
+    total = totals(group(reading.cells, (), zone, filters))
+    notes = [reading.caught.note] if reading.caught.note else []
+    return SpendResult(rows, by, start, end, reading.caught, notes, total)
+
+
+def mark_before(deps: RollupDeps, moment: dt.datetime) -> tuple[Caught, list[Any] | None]:
+    """Catch up; the chain position before the first entry sealed at or after ``moment``.
+
+    ``[entries, size, prev_hash]``, or ``None`` when no entry is that late.
+    """
+    reading = _read(deps, None, slot_of(moment))
+    return reading.caught, reading.mark
+
+
+def iter_from(deps: RollupDeps, mark: list[Any], end: int) -> Iterator[bytes]:
+    """The chain's lines from a mark's byte offset to ``end``."""
+    return deps.chain.iter_lines(int(mark[1]), end)
