@@ -38,3 +38,20 @@ def guarded(action: Callable[[], int]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         print_error(f"internal error: {type(exc).__name__}: {exc}")
         return EXIT_SOFTWARE
+
+
+def text_table(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned text lines, each indented two spaces (``status`` and ``report``).
+
+    Sessions and agents are the callers' text: a cell's control codes are shown
+    escaped, never sent to a terminal.
+    """
+    from ledger.core.ids import printable
+
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  "
+        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]

@@ -38,7 +38,7 @@ from ledger.runtime import Runtime
 from ledger.services.gateway_keys import resolve_gateway_key
 
 if TYPE_CHECKING:
-    from ledger.gateway.app import Gateway
+    from ledger.gateway.host import GatewayHost
 
 PREFIXES = ("/bedrock/", "/vertex/", "/azure/")
 _CALLER_CREDENTIALS = frozenset({"api-key", "x-api-key", "authorization", "x-goog-api-key"})
@@ -91,7 +91,7 @@ class CloudRoutes:
 
     def __init__(
         self,
-        gateway: "Gateway",
+        gateway: "GatewayHost",
         streaming: type[StreamingResponse],
         passing: Callable[[httpx.Response], AsyncIterator[bytes]],
         too_large: type[Exception],

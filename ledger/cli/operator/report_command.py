@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.output import guarded, print_json
+from ledger.cli.output import guarded, print_json, text_table
 from ledger.errors import LedgerError, UsageError
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -53,19 +53,6 @@ def parse_by(text: str) -> str:
     if text not in BREAKDOWN_KEYS:
         raise UsageError(f"--by: {text!r} is not one of {', '.join(BREAKDOWN_KEYS)}")
     return text
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    from ledger.core.ids import printable
-
-    # Sessions and agents are the callers' text: never a terminal's control codes.
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  "
-        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 def _money(micros: int | None) -> str:
@@ -129,7 +116,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
             _money(scope["reserved_micros"]), _left(scope["remaining_micros"]),
             _pct(pct), str(scope["records"]),
         ])  # fmt: skip
-    out += _table(rows)
+    out += text_table(rows)
     if document["unpriced_calls"]:
         out.append(f"  {document['unpriced_calls']} recorded call(s) without a price")
     verdicts = document["verdicts"]
@@ -139,7 +126,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
         rows = [["VERDICT", "UNCERTAINTY REASON", "COUNT"]]
         rows += [[item["verdict"], item["uncertainty_reason"] or "-", str(item["count"])]
                  for item in verdicts["by_reason"]]  # fmt: skip
-        out += _table(rows)
+        out += text_table(rows)
     out += ["", f"Reconciles: {len(document['reconciles'])}"]
     if document["reconciles"]:
         rows = [["TIME", "SCOPE", "COUNTER", "BILLING", "DRIFT", "THRESHOLD", "RESULT"]]
@@ -150,7 +137,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
                 _money(item["billing_micros"]), _pct(drift),
                 _pct(item["threshold_pct"]), _reconcile_result(item),
             ])  # fmt: skip
-        out += _table(rows)
+        out += text_table(rows)
     out += _detail_lines(document, zone)
     out += _budget_lines(document.get("budgets") or [])
     agents = document.get("agents")
@@ -168,7 +155,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
         rows = [["TIME", "SCOPE", "BILL", "SOURCE"]]
         rows += [[_clock(item["time"], zone), item["scope"], _money(item["usd_micros"]),
                   item["source"]] for item in readings]  # fmt: skip
-        out += _table(rows)
+        out += text_table(rows)
     breakdown = document.get("breakdown")
     if breakdown is not None:
         out += ["", f"Spend by {breakdown['by']} (recorded calls):"]
@@ -176,7 +163,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
         rows += [[row["key"], str(row["calls"]), _money(row["usd_micros"]),
                   _pct(row["share_pct"])]
                  for row in breakdown["rows"]]  # fmt: skip
-        out += _table(rows) if breakdown["rows"] else ["  none"]
+        out += text_table(rows) if breakdown["rows"] else ["  none"]
     return out
 
 
@@ -196,7 +183,7 @@ def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
             _money(item["used_micros"]), _money(item["reserved_micros"]),
             _money(item["cap_micros"]), _pct(pct), str(item["halts"]),
         ])  # fmt: skip
-    return ["", "Budgets (their periods to the day's end):", *_table(rows)]
+    return ["", "Budgets (their periods to the day's end):", *text_table(rows)]
 
 
 def _html_renderer() -> Callable[[dict[str, Any]], str]:

@@ -102,7 +102,7 @@ def render_csv(doc: dict[str, Any]) -> str:
 
 def render_table(doc: dict[str, Any]) -> str:
     """The rows as a table for people, with a total line."""
-    from ledger.cli.operator.report_command import _table
+    from ledger.cli.output import text_table
 
     by = doc["by"]
     head = (
@@ -120,7 +120,7 @@ def render_table(doc: dict[str, Any]) -> str:
     rows = [header]
     rows += [cells(row, row["day"], [row[name] or "(none)" for name in by]) for row in doc["rows"]]
     rows.append(cells(doc["totals"], "TOTAL", [""] * len(by)))
-    lines = [head, *[f"note: {note}" for note in doc["notes"]], "", *_table(rows)]
+    lines = [head, *[f"note: {note}" for note in doc["notes"]], "", *text_table(rows)]
     if "tag" in by:
         lines.append("  (a call with several tags counts under each: totals by tag may exceed it)")
     return "\n".join(lines) + "\n"

@@ -12,20 +12,10 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.operator.shared import runtime as _runtime
-from ledger.cli.output import guarded, print_json
+from ledger.cli.output import guarded, print_json, text_table
 from ledger.services.views.status import agent_view, collect
 
 __all__ = ["agent_view", "collect", "render", "status"]
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    from ledger.core.ids import printable
-
-    # Sessions and agents are the callers' text: never a terminal's control codes.
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]  # fmt: skip
 
 
 def _left_text(remaining_micros: int) -> str:
@@ -88,7 +78,7 @@ def _usd_lines(document: dict[str, Any]) -> list[str]:
         figures = {key: _budget_micros(budget, key) for key in ("cap", "used", "reserved")}
         note = "halt-uncertainty: counter_inconsistent" if unknown else ""
         rows.append(_money_row(f"budget:{budget['name']}{per}", budget["period"], figures, note))
-    lines = [f"USD, budget day {usd['budget_day']}:", *_table(rows)]
+    lines = [f"USD, budget day {usd['budget_day']}:", *text_table(rows)]
     count = usd.get("unsettled_calls") or 0
     if count:
         from ledger.core.units import cents_text
@@ -125,7 +115,7 @@ def agent_lines(document: dict[str, Any]) -> list[str]:
                 f"{convoy['percent_used']}%", str(convoy["reserved_tokens"]),
                 str(convoy["agent_max_tokens"]), state,
             ])  # fmt: skip
-        lines += ["Token budgets (convoys):", *_table(rows)]
+        lines += ["Token budgets (convoys):", *text_table(rows)]
     if document["workflows"]:
         rows = [["WORKFLOW", "TOTAL", "PHASE", "PHASE NAME", "VERDICT"]]
         for flow in document["workflows"]:
@@ -135,7 +125,7 @@ def agent_lines(document: dict[str, Any]) -> list[str]:
                 f"{flow['effective_phase']}/{flow['phase']} ({flow['phase_pct']}%)",
                 flow["phase_name"], flow["verdict"],
             ])  # fmt: skip
-        lines += ["Turn budgets (workflows):", *_table(rows)]
+        lines += ["Turn budgets (workflows):", *text_table(rows)]
     if document["agents"]:
         rows = [["AGENT", "ROLE", "BUDGET", "EXEMPT", "REFUSED"]]
         for agent in document["agents"]:
@@ -143,7 +133,7 @@ def agent_lines(document: dict[str, Any]) -> list[str]:
                 agent["agent"], agent["role"], agent["message"],
                 str(agent["exempt_calls"]), str(agent["refused_calls"]),
             ])  # fmt: skip
-        lines += ["Tool-call budgets (agents):", *_table(rows)]
+        lines += ["Tool-call budgets (agents):", *text_table(rows)]
     countdown = document["time"]
     if countdown is not None:
         lines.append(f"Time ({countdown['source']}, deadline {countdown['deadline']}):")
