@@ -1,5 +1,6 @@
 """Ids are escaped where shown: metrics labels (by prometheus-client), status and report."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,17 +15,21 @@ def test_a_per_value_with_quotes_and_a_line_break_stays_one_escaped_label():
     hostile = 'x"} 1\nledger_fake{a="b'
     row = {"name": "per-run", "per_value": hostile, "used_micros": 1, "reserved_micros": 0,
            "cap_micros": 2, "usage_pct": 50.0}  # fmt: skip
-    _budget_gauges(SimpleNamespace(budgets=[row]), registry)  # type: ignore[arg-type]
+    _budget_gauges(SimpleNamespace(budgets=[row], counter_trusted=True), registry)  # type: ignore[arg-type]
     text = prometheus_client.generate_latest(registry).decode()
     assert "\nledger_fake" not in text
     assert 'per="x\\"} 1\\nledger_fake{a=\\"b"' in text
 
 
 def test_status_and_report_tables_escape_control_codes():
-    from ledger.cli.operator import report_command, status_command
+    """status, report and the range report print their tables through one escaping function."""
+    from ledger.cli import output
+    from ledger.cli.operator import report_command, report_range, status_command
 
+    for module in (report_command, report_range, status_command):
+        source = Path(module.__file__ or "").read_text(encoding="utf-8")
+        assert "text_table(" in source, module.__name__
     rows = [["SCOPE", "NOTE"], ["budget:per-run[\x1b[2Jgone]", "ok"]]
-    for table in (status_command._table, report_command._table):
-        text = "\n".join(table(rows))
-        assert "\x1b" not in text
-        assert "budget:per-run[\\x1b[2Jgone]" in text
+    text = "\n".join(output.text_table(rows))
+    assert "\x1b" not in text
+    assert "budget:per-run[\\x1b[2Jgone]" in text
