@@ -138,6 +138,9 @@ _SIZE_NEUTRAL_BETAS = (
     "user-profiles-2026-03-24", "user-profiles-2026-08-18", "user-profiles-2026-09-04",
     "user-profiles-billing-2026-10-01", "webhooks-2026-10-07", "experimental-claude-tag-2026-10-21",
     "efs-2026-10-01",
+    # Claude Code names itself (and its sign-in) with these on every call; the
+    # request's own fields carry everything it sends.
+    "claude-code-20250219", "oauth-2025-04-20", "prompt-caching-scope-2026-01-05",
 )  # fmt: skip
 _WINDOW_BETAS = (
     "fast-mode-2026-02-01", "compact-2026-01-12", "compact-2026-09-04",
