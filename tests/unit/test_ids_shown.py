@@ -21,10 +21,10 @@ def test_a_per_value_with_quotes_and_a_line_break_stays_one_escaped_label():
 
 
 def test_status_and_report_tables_escape_control_codes():
-    from ledger.cli.operator import report_command, status_command
+    from ledger.cli.operator import report_range, status_command
 
     rows = [["SCOPE", "NOTE"], ["budget:per-run[\x1b[2Jgone]", "ok"]]
-    for table in (status_command._table, report_command._table):
+    for table in (status_command._table, report_range.table_lines):
         text = "\n".join(table(rows))
         assert "\x1b" not in text
         assert "budget:per-run[\\x1b[2Jgone]" in text

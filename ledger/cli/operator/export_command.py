@@ -30,15 +30,14 @@ def export_formatted(
         UsageError: a bad format, range or zone.
     """
     from ledger.cli.operator.app import State
-    from ledger.cli.operator.report_command import _bound
-    from ledger.cli.operator.report_range import parse_zone
+    from ledger.cli.operator.report_range import bound, parse_zone
     from ledger.runtime import build_runtime
 
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
     if first is None or last is None:
         raise UsageError("--format needs --from D and --to D (budget days)")
-    start, end = _bound("--from", first), _bound("--to", last)
+    start, end = bound("--from", first), bound("--to", last)
     zone = None if tz is None else parse_zone(tz)
     runtime = build_runtime(State.home)
     buffer = io.BytesIO()

@@ -10,7 +10,6 @@ the page cannot be read or written; 75 lock timeout; 78 config error.
 """
 
 import datetime as dt
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,28 +17,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator.report_range import parse_day, table_lines
 from ledger.cli.output import guarded, print_json
 from ledger.errors import LedgerError, UsageError
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_FIRST_DAY, _LAST_DAY = dt.date(1, 1, 2), dt.date(9999, 12, 29)
-
-
-def parse_day(text: str) -> str:
-    """A ``--day`` value as ``YYYY-MM-DD``.
-
-    Raises:
-        UsageError: not a calendar day in that form.
-    """
-    try:
-        if not _DAY.fullmatch(text):
-            raise ValueError(text)
-        day = dt.date.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"--day: {text!r} is not a day (YYYY-MM-DD)") from None
-    if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
-        raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
-    return day.isoformat()
 
 
 def parse_by(text: str) -> str:
@@ -53,19 +33,6 @@ def parse_by(text: str) -> str:
     if text not in BREAKDOWN_KEYS:
         raise UsageError(f"--by: {text!r} is not one of {', '.join(BREAKDOWN_KEYS)}")
     return text
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    from ledger.core.ids import printable
-
-    # Sessions and agents are the callers' text: never a terminal's control codes.
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  "
-        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 def _money(micros: int | None) -> str:
@@ -129,7 +96,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
             _money(scope["reserved_micros"]), _left(scope["remaining_micros"]),
             _pct(pct), str(scope["records"]),
         ])  # fmt: skip
-    out += _table(rows)
+    out += table_lines(rows)
     if document["unpriced_calls"]:
         out.append(f"  {document['unpriced_calls']} recorded call(s) without a price")
     verdicts = document["verdicts"]
@@ -139,7 +106,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
         rows = [["VERDICT", "UNCERTAINTY REASON", "COUNT"]]
         rows += [[item["verdict"], item["uncertainty_reason"] or "-", str(item["count"])]
                  for item in verdicts["by_reason"]]  # fmt: skip
-        out += _table(rows)
+        out += table_lines(rows)
     out += ["", f"Reconciles: {len(document['reconciles'])}"]
     if document["reconciles"]:
         rows = [["TIME", "SCOPE", "COUNTER", "BILLING", "DRIFT", "THRESHOLD", "RESULT"]]
@@ -150,7 +117,7 @@ def render_text(document: dict[str, Any], zone: dt.tzinfo) -> str:
                 _money(item["billing_micros"]), _pct(drift),
                 _pct(item["threshold_pct"]), _reconcile_result(item),
             ])  # fmt: skip
-        out += _table(rows)
+        out += table_lines(rows)
     out += _detail_lines(document, zone)
     out += _budget_lines(document.get("budgets") or [])
     agents = document.get("agents")
@@ -168,7 +135,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
         rows = [["TIME", "SCOPE", "BILL", "SOURCE"]]
         rows += [[_clock(item["time"], zone), item["scope"], _money(item["usd_micros"]),
                   item["source"]] for item in readings]  # fmt: skip
-        out += _table(rows)
+        out += table_lines(rows)
     breakdown = document.get("breakdown")
     if breakdown is not None:
         out += ["", f"Spend by {breakdown['by']} (recorded calls):"]
@@ -176,7 +143,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
         rows += [[row["key"], str(row["calls"]), _money(row["usd_micros"]),
                   _pct(row["share_pct"])]
                  for row in breakdown["rows"]]  # fmt: skip
-        out += _table(rows) if breakdown["rows"] else ["  none"]
+        out += table_lines(rows) if breakdown["rows"] else ["  none"]
     return out
 
 
@@ -196,7 +163,7 @@ def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
             _money(item["used_micros"]), _money(item["reserved_micros"]),
             _money(item["cap_micros"]), _pct(pct), str(item["halts"]),
         ])  # fmt: skip
-    return ["", "Budgets (their periods to the day's end):", *_table(rows)]
+    return ["", "Budgets (their periods to the day's end):", *table_lines(rows)]
 
 
 def _html_renderer() -> Callable[[dict[str, Any]], str]:
@@ -302,6 +269,7 @@ def report_command(
         if not ranged:
             return _day_report(day, keys[0] if keys else None, as_json=as_json, html=html)
         from ledger.cli.operator.report_range import (
+            day_range,
             document,
             parse_format,
             parse_zone,
@@ -317,7 +285,7 @@ def report_command(
         zone = None if tz is None else parse_zone(tz)
         runtime = build_runtime(State.home)
         zone_name = tz or runtime.config.day_timezone
-        start, end = _range(day, month, first, last, runtime, zone)
+        start, end = day_range(day, month, first, last, runtime, zone)
         result = spend(runtime, start, end, keys, tz=zone)
         doc = document(result, zone_name)
         for note in result.notes:
@@ -337,43 +305,6 @@ def report_command(
 
     if code := guarded(body):
         raise typer.Exit(code)
-
-
-def _range(
-    day: str | None, month: str | None, first: str | None, last: str | None,
-    runtime: Any, zone: dt.tzinfo | None,
-) -> tuple[str, str]:  # fmt: skip
-    """The first and last budget day asked for (default: today).
-
-    Raises:
-        UsageError: more than one way of giving the range, or half of --from/--to.
-    """
-    from ledger.cli.operator.report_range import parse_month
-    from ledger.core.timefmt import budget_day
-
-    given = [name for name, value in (("--day", day), ("--month", month)) if value is not None]
-    if first is not None or last is not None:
-        given.append("--from/--to")
-    if len(given) > 1:
-        raise UsageError(f"give one of {', '.join(given)}")
-    if month is not None:
-        return parse_month(month)
-    if first is not None or last is not None:
-        if first is None or last is None:
-            raise UsageError("--from and --to go together")
-        return _bound("--from", first), _bound("--to", last)
-    if day is not None:
-        wanted = parse_day(day)
-        return wanted, wanted
-    today = budget_day(runtime.clock.now(), zone or runtime.config.day_zone)
-    return today, today
-
-
-def _bound(option: str, text: str) -> str:
-    try:
-        return parse_day(text)
-    except UsageError:
-        raise UsageError(f"{option}: {text!r} is not a day (YYYY-MM-DD)") from None
 
 
 def _day_report(day: str | None, by: str | None, *, as_json: bool, html: Path | None) -> int:
