@@ -29,8 +29,7 @@ def export_formatted(
     Raises:
         UsageError: a bad format, range or zone.
     """
-    from ledger.cli.operator.report_command import _bound
-    from ledger.cli.operator.report_range import parse_zone
+    from ledger.cli.operator.report_range import bound, parse_zone
     from ledger.cli.operator.shared import State
     from ledger.runtime import build_runtime
 
@@ -38,7 +37,7 @@ def export_formatted(
         raise UsageError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
     if first is None or last is None:
         raise UsageError("--format needs --from D and --to D (budget days)")
-    start, end = _bound("--from", first), _bound("--to", last)
+    start, end = bound("--from", first), bound("--to", last)
     zone = None if tz is None else parse_zone(tz)
     runtime = build_runtime(State.home)
     buffer = io.BytesIO()

@@ -10,7 +10,6 @@ the page cannot be read or written; 75 lock timeout; 78 config error.
 """
 
 import datetime as dt
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,28 +17,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator.report_range import parse_day
 from ledger.cli.output import guarded, print_json, text_table
 from ledger.errors import LedgerError, UsageError
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_FIRST_DAY, _LAST_DAY = dt.date(1, 1, 2), dt.date(9999, 12, 29)
-
-
-def parse_day(text: str) -> str:
-    """A ``--day`` value as ``YYYY-MM-DD``.
-
-    Raises:
-        UsageError: not a calendar day in that form.
-    """
-    try:
-        if not _DAY.fullmatch(text):
-            raise ValueError(text)
-        day = dt.date.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"--day: {text!r} is not a day (YYYY-MM-DD)") from None
-    if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
-        raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
-    return day.isoformat()
 
 
 def parse_by(text: str) -> str:
@@ -289,6 +269,7 @@ def report_command(
         if not ranged:
             return _day_report(day, keys[0] if keys else None, as_json=as_json, html=html)
         from ledger.cli.operator.report_range import (
+            day_range,
             document,
             parse_format,
             parse_zone,
@@ -304,7 +285,7 @@ def report_command(
         zone = None if tz is None else parse_zone(tz)
         runtime = build_runtime(State.home)
         zone_name = tz or runtime.config.day_timezone
-        start, end = _range(day, month, first, last, runtime, zone)
+        start, end = day_range(day, month, first, last, runtime, zone)
         result = spend(runtime, start, end, keys, tz=zone)
         doc = document(result, zone_name)
         for note in result.notes:
@@ -324,43 +305,6 @@ def report_command(
 
     if code := guarded(body):
         raise typer.Exit(code)
-
-
-def _range(
-    day: str | None, month: str | None, first: str | None, last: str | None,
-    runtime: Any, zone: dt.tzinfo | None,
-) -> tuple[str, str]:  # fmt: skip
-    """The first and last budget day asked for (default: today).
-
-    Raises:
-        UsageError: more than one way of giving the range, or half of --from/--to.
-    """
-    from ledger.cli.operator.report_range import parse_month
-    from ledger.core.timefmt import budget_day
-
-    given = [name for name, value in (("--day", day), ("--month", month)) if value is not None]
-    if first is not None or last is not None:
-        given.append("--from/--to")
-    if len(given) > 1:
-        raise UsageError(f"give one of {', '.join(given)}")
-    if month is not None:
-        return parse_month(month)
-    if first is not None or last is not None:
-        if first is None or last is None:
-            raise UsageError("--from and --to go together")
-        return _bound("--from", first), _bound("--to", last)
-    if day is not None:
-        wanted = parse_day(day)
-        return wanted, wanted
-    today = budget_day(runtime.clock.now(), zone or runtime.config.day_zone)
-    return today, today
-
-
-def _bound(option: str, text: str) -> str:
-    try:
-        return parse_day(text)
-    except UsageError:
-        raise UsageError(f"{option}: {text!r} is not a day (YYYY-MM-DD)") from None
 
 
 def _day_report(day: str | None, by: str | None, *, as_json: bool, html: Path | None) -> int:

@@ -12,6 +12,7 @@ import io
 import re
 from typing import Any
 
+from ledger.cli.output import text_table
 from ledger.errors import UsageError
 
 FORMATS = ("table", "json", "csv", "html")
@@ -24,8 +25,27 @@ CSV_MEASURES = (
     "cache_write_tokens",
     "halts",
 )
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FIRST_DAY, _LAST_DAY = dt.date(1, 1, 2), dt.date(9999, 12, 29)
 _MONTH = re.compile(r"\d{4}-\d{2}")
 _DECEMBER = 12
+
+
+def parse_day(text: str) -> str:
+    """A ``--day`` value as ``YYYY-MM-DD``.
+
+    Raises:
+        UsageError: not a calendar day in that form.
+    """
+    try:
+        if not _DAY.fullmatch(text):
+            raise ValueError(text)
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--day: {text!r} is not a day (YYYY-MM-DD)") from None
+    if not _FIRST_DAY <= day <= _LAST_DAY:  # the day after must still be in the calendar
+        raise UsageError(f"--day: {text!r} is outside {_FIRST_DAY} to {_LAST_DAY}")
+    return day.isoformat()
 
 
 def parse_month(text: str) -> tuple[str, str]:
@@ -70,6 +90,47 @@ def parse_format(text: str) -> str:
     return text
 
 
+def day_range(
+    day: str | None, month: str | None, first: str | None, last: str | None,
+    runtime: Any, zone: dt.tzinfo | None,
+) -> tuple[str, str]:  # fmt: skip
+    """The first and last budget day asked for (default: today).
+
+    Raises:
+        UsageError: more than one way of giving the range, or half of --from/--to.
+    """
+    from ledger.core.timefmt import budget_day
+
+    given = [name for name, value in (("--day", day), ("--month", month)) if value is not None]
+    if first is not None or last is not None:
+        given.append("--from/--to")
+    if len(given) > 1:
+        raise UsageError(f"give one of {', '.join(given)}")
+    if month is not None:
+        return parse_month(month)
+    if first is not None or last is not None:
+        if first is None or last is None:
+            raise UsageError("--from and --to go together")
+        return bound("--from", first), bound("--to", last)
+    if day is not None:
+        wanted = parse_day(day)
+        return wanted, wanted
+    today = budget_day(runtime.clock.now(), zone or runtime.config.day_zone)
+    return today, today
+
+
+def bound(option: str, text: str) -> str:
+    """A ``--from``/``--to`` day as ``YYYY-MM-DD``.
+
+    Raises:
+        UsageError: not a day in that form.
+    """
+    try:
+        return parse_day(text)
+    except UsageError:
+        raise UsageError(f"{option}: {text!r} is not a day (YYYY-MM-DD)") from None
+
+
 def document(result: Any, zone_name: str) -> dict[str, Any]:
     """The JSON form of a ``SpendResult``."""
     from ledger.core.rollups import usd6
@@ -102,8 +163,6 @@ def render_csv(doc: dict[str, Any]) -> str:
 
 def render_table(doc: dict[str, Any]) -> str:
     """The rows as a table for people, with a total line."""
-    from ledger.cli.output import text_table
-
     by = doc["by"]
     head = (
         f"Spend from {doc['from']} to {doc['to']} ({doc['timezone']}); "

@@ -34,7 +34,8 @@ from ledger.core.timefmt import format_ts, parse_ts
 from ledger.errors import CanonicalizationError, ChainBrokenError, InputDataError
 from ledger.services.chain.state import schema_lookup
 from ledger.services.views.metrics import VERDICT_EVENTS
-from ledger.services.views.rollups import Caught, RollupDeps, mark_before, slot_range
+from ledger.services.views.rollup_ports import RollupDeps
+from ledger.services.views.rollups import Caught, mark_before, slot_range
 
 if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry

@@ -16,9 +16,8 @@ Spend page); ``rebuild`` is ``ledger rebuild-state``'s part.
 
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.envelope import GENESIS
 from ledger.core.foldable import Foldable, check_entry
@@ -37,7 +36,8 @@ from ledger.core.timefmt import parse_ts
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainBrokenError, LedgerError, StateMismatchError, UsageError
 from ledger.services.chain.state import schema_lookup
-from ledger.services.ports import CounterDeps, Head
+from ledger.services.ports import Head
+from ledger.services.views.rollup_ports import RollupDeps, RollupTx
 
 if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry
@@ -46,55 +46,6 @@ if TYPE_CHECKING:
 
 ROLLUP_FORMAT = 1
 _COUNTED = frozenset({"budget.record_call", "budget.halt_100", "budget.halt_uncertainty"})
-
-
-class RollupTx(Protocol):
-    """One write transaction on the rollup store."""
-
-    def position(self) -> dict[str, Any] | None:
-        """The saved position, or ``None``."""
-        ...
-
-    def clear(self) -> None:
-        """Forget every row."""
-        ...
-
-    def add(self, cells: dict[CellKey, list[int]], marks: dict[int, list[Any]]) -> None:
-        """Add folded cells and marks."""
-        ...
-
-    def save_position(self, position: dict[str, Any]) -> None:
-        """Record the position."""
-        ...
-
-    def cells(self, first_slot: int, end_slot: int) -> list[tuple[CellKey, tuple[int, ...]]]:
-        """The checked cells of a slot range."""
-        ...
-
-    def mark_from(self, slot: int) -> list[Any] | None:
-        """``[entries, size, prev_hash]`` before the first entry at or after ``slot``."""
-        ...
-
-
-class RollupStore(Protocol):
-    """Where the rollups live."""
-
-    def writing(self) -> AbstractContextManager[RollupTx]:
-        """One immediate transaction."""
-        ...
-
-    def delete(self) -> None:
-        """Drop the rollups."""
-        ...
-
-
-class RollupDeps(CounterDeps, Protocol):
-    """What the rollups need: the chain, its trust and checkpoints, and their store."""
-
-    @property
-    def rollups(self) -> RollupStore:
-        """The rollup store."""
-        ...
 
 
 class CheckpointDisagreesError(LedgerError):
