@@ -26,7 +26,8 @@ from typing import Any, Self
 from ledger.core import verdict_kind
 from ledger.core.halt_text import halt_message
 from ledger.errors import EXIT_HALT, BudgetWarning, LedgerError
-from ledger.runtime import Runtime, resolve_home
+from ledger.homes import resolve_home
+from ledger.runtime import Runtime
 from ledger.services.gate import call_args, calls
 from ledger.services.gate.call_args import amount
 

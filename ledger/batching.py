@@ -36,7 +36,8 @@ from ledger.edges.locks import exclusive_lock
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.group import GroupCommitError as PgGroupCommitError
 from ledger.errors import ChainIOError, LedgerError
-from ledger.runtime import CONFIG_FILE, Runtime
+from ledger.homes import CONFIG_FILE
+from ledger.runtime import Runtime
 
 R = TypeVar("R")
 Log = Callable[[str], None]

@@ -21,7 +21,8 @@ from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.errors import ChainIOError, ConfigError, NoHomeError, NotAHomeError
+from ledger.errors import ChainIOError, ConfigError
+from ledger.homes import CONFIG_FILE, check_home, resolve_home
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -41,15 +42,8 @@ if TYPE_CHECKING:
     from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.gate.spool import SpoolingChain
 
-CONFIG_FILE = "ledger.toml"
 _PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 CHAIN_FILE = "events.jsonl"
-
-
-def resolve_home(option: str | None, environ: dict[str, str] | None = None) -> Path:
-    """``--home``, else ``$LEDGER_HOME``, else ``./.ledger`` (SPEC §1)."""
-    found = (os.environ if environ is None else environ).get("LEDGER_HOME")
-    return Path(option or found or ".ledger")
 
 
 # The process environment as one dict, while a resident gate keeps a request's
@@ -393,20 +387,3 @@ def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtim
     if must_exist:
         check_home(home)
     return Runtime(home)
-
-
-def check_home(home: Path) -> None:
-    """Refuse a home that does not exist or that ``ledger init`` never made.
-
-    A home has a ``ledger.toml`` or a ``keys/`` folder (``init`` writes both);
-    any other existing directory is someone else's folder, and a command run
-    there must write nothing into it.
-
-    Raises:
-        NoHomeError: there is no directory at ``home``.
-        NotAHomeError: the directory holds neither ``ledger.toml`` nor ``keys/``.
-    """
-    if not home.is_dir():
-        raise NoHomeError(home)
-    if not (home / CONFIG_FILE).exists() and not (home / "keys").exists():
-        raise NotAHomeError(home)

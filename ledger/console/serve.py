@@ -13,7 +13,8 @@ from ledger.console.auth import Auth
 from ledger.core.console_config import console_address
 from ledger.core.proxy_config import ListenAddress
 from ledger.errors import ChainIOError, ConfigError
-from ledger.runtime import Runtime, check_home
+from ledger.homes import check_home
+from ledger.runtime import Runtime
 
 
 def log(message: str) -> None:

@@ -25,7 +25,8 @@ from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
 from ledger.gateway.routing import resolved_upstreams
-from ledger.runtime import Runtime, check_home
+from ledger.homes import check_home
+from ledger.runtime import Runtime
 
 
 def log(message: str) -> None:

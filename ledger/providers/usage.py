@@ -6,14 +6,14 @@ registers each under the route kind it reads, so no module imports one that
 imports it back.
 """
 
-from ledger.providers import anthropic, gemini, openai
+from ledger.providers import anthropic, gemini, openai_usage
 from ledger.providers.reader import READERS, UsageReader
 
 READERS.update(
     {
         "messages": anthropic.AnthropicUsageReader,
-        "chat_completions": openai.ChatUsageReader,
-        "responses": openai.ResponsesUsageReader,
+        "chat_completions": openai_usage.ChatUsageReader,
+        "responses": openai_usage.ResponsesUsageReader,
         "generate_content": gemini.GeminiUsageReader,
     }
 )

@@ -30,7 +30,7 @@ def console_command(
 
     def body() -> int:
         from ledger.console.serve import run_console
-        from ledger.runtime import resolve_home
+        from ledger.homes import resolve_home
 
         return run_console(resolve_home(_home()), listen)
 

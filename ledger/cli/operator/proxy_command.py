@@ -34,7 +34,7 @@ def proxy_command(
 
     def body() -> int:
         from ledger.gateway.serve import run_proxy
-        from ledger.runtime import resolve_home
+        from ledger.homes import resolve_home
 
         return run_proxy(resolve_home(_home()), listen)
 

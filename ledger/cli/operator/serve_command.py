@@ -46,7 +46,7 @@ def serve(home_option: str | None) -> int:
     from ledger.cli.percall.parser import build_parser
     from ledger.cli.percall.served import execute
     from ledger.errors import ChainIOError
-    from ledger.runtime import check_home, resolve_home
+    from ledger.homes import check_home, resolve_home
     from ledger.server.loop import Server
     from ledger.server.protocol import Reply, Request
 

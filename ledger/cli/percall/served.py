@@ -152,7 +152,7 @@ def _requested_environment(items: list[bytes], columns: int) -> dict[bytes, byte
 
 
 def _home_identity(home_option: str | None) -> tuple[int, int] | None:
-    from ledger.runtime import resolve_home
+    from ledger.homes import resolve_home
 
     try:
         found = resolve_home(home_option).stat()
@@ -290,7 +290,7 @@ def _run_command(
 
 def _replies(home_option: str | None) -> "Replies":
     from ledger.edges.files.replies import Replies
-    from ledger.runtime import resolve_home
+    from ledger.homes import resolve_home
 
     return Replies(resolve_home(home_option))
 
@@ -332,7 +332,8 @@ def make_durable(request: Request) -> str | None:
     from ledger.edges.files.chainfile import ChainFile
     from ledger.edges.files.groupcommit import sync_chain
     from ledger.errors import ChainIOError
-    from ledger.runtime import CHAIN_FILE, resolve_home
+    from ledger.homes import resolve_home
+    from ledger.runtime import CHAIN_FILE
 
     home, _rest = split_global_options([os.fsdecode(arg) for arg in request.argv])
     try:
