@@ -141,6 +141,8 @@ _SIZE_NEUTRAL_BETAS = (
     # Claude Code names itself (and its sign-in) with these on every call; the
     # request's own fields carry everything it sends.
     "claude-code-20250219", "oauth-2025-04-20", "prompt-caching-scope-2026-01-05",
+    # Tool search: the deferred tools are defined in the request and counted there.
+    "tool-search-tool-2025-10-19",
 )  # fmt: skip
 _WINDOW_BETAS = (
     "fast-mode-2026-02-01", "compact-2026-01-12", "compact-2026-09-04",

@@ -29,6 +29,7 @@ _COMMON_FIELDS: dict[str, str] = {
     "safety_identifier": SETTING,
     "service_tier": SETTING,  # priced by the price table's tier rates
     "prompt_cache_key": SETTING,
+    "client_metadata": SETTING,  # the client's labels for the call (Codex sends them)
     "prompt_cache_retention": SETTING,
     "prompt_cache_options": SETTING,
     "reasoning": SETTING,  # its effort (and a router's max_tokens) within the output limit

@@ -176,7 +176,8 @@ def test_codex_with_an_azure_provider_stops_at_the_cap_with_the_gateways_api_key
     (cli_home / "work").mkdir(parents=True)
     (cli_home / ".codex").mkdir()
     (cli_home / ".codex" / "config.toml").write_text(
-        'model = "prod-gpt5"\nmodel_provider = "azure"\n\n[model_providers.azure]\n'
+        'model = "prod-gpt5"\nmodel_provider = "azure"\nweb_search = "disabled"\n\n'
+        "[model_providers.azure]\n"
         f'name = "Azure via ledger"\nbase_url = "{gateway.url}/azure/openai/v1"\n'
         'wire_api = "responses"\nenv_key = "AZURE_OPENAI_API_KEY"\n'
         "request_max_retries = 0\nstream_max_retries = 0\n"

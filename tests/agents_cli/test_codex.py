@@ -29,7 +29,7 @@ def codex_config(gateway_url: str, *, retries: bool = False) -> str:
     dropped stream up to 5 times by default; 0 of each makes a halt final.
     """
     return (
-        f'model = "{MODEL}"\nmodel_provider = "ledger"\n\n'
+        f'model = "{MODEL}"\nmodel_provider = "ledger"\nweb_search = "disabled"\n\n'
         "[model_providers.ledger]\n"
         'name = "ledger gateway"\n'
         f'base_url = "{gateway_url}/v1"\n'
