@@ -103,7 +103,8 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
         ConfigError: the configuration is invalid.
     """
     from ledger.core.budget_calendar import period_bounds
-    from ledger.core.budget_state import BudgetFigures, all_counters, counters_damage, figures
+    from ledger.core.budget_counters import all_counters, counters_damage
+    from ledger.core.budget_state import BudgetFigures, figures
     from ledger.core.budgets import Applicable
     from ledger.core.seal import chain_time
     from ledger.services.chain.counter import counter_problem
