@@ -9,7 +9,8 @@ per moment, however many budgets there are.
 import datetime as dt
 import functools
 
-from ledger.core.budgets import Budget, period_bounds, period_key
+from ledger.core.budget_calendar import period_bounds, period_key
+from ledger.core.budgets import Budget
 from ledger.core.timefmt import format_ts
 
 # A period's start and end, then both as the chain writes times.

@@ -321,43 +321,6 @@ def window_frees(state: dict[str, Any], found: BudgetFigures, micros: int) -> dt
     return None
 
 
-def all_counters(state: dict[str, Any], budget: Budget) -> list[str]:
-    """The ``per`` values a budget has live counters for (``NO_VALUE`` without ``per``).
-
-    Reads every counter of the budget: for views, never for a verdict.
-    """
-    table = state["by_name"].get(budget.name)
-    if table is None:
-        return []
-    return sorted(v for v, counter in table["values"].items() if counter_is_live(table, counter))
-
-
-def read_counters(state: dict[str, Any] | None, found: Sequence[Applicable]) -> None:
-    """Ask for the counters of these applicable budgets now (a store reads them here).
-
-    Damage the store finds is then known before anything is decided
-    (``counters_damage``).
-    """
-    if not state:
-        return
-    for each in found:
-        table = state["by_name"].get(each.budget.name)
-        if table is not None:
-            table["values"].get(each.per_value or NO_VALUE)
-
-
-def counters_damage(state: dict[str, Any] | None) -> tuple[str, bool] | None:
-    """What a store of counters found wrong while reading, and whether records were lost.
-
-    ``None`` for plain dicts and for stores that found nothing wrong.
-    """
-    for table in (state or {}).get("by_name", {}).values():
-        damage: tuple[str, bool] | None = getattr(table["values"], "damage", None)
-        if damage is not None:
-            return damage
-    return None
-
-
 class BudgetCheck(NamedTuple):
     """An applicable budget as the gate checks it: a cap's scope and its warn threshold."""
 

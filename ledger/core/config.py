@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.console_config import ConsoleSettings, console_settings
-from ledger.core.prices import PriceError, Rates, rates_from
+from ledger.core.prices import PriceError, Rates
 from ledger.core.proxy_config import ProxySettings, proxy_settings
+from ledger.core.rate_tables import rates_from
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 

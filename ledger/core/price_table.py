@@ -20,8 +20,8 @@ from ledger.core.prices import (
     Rates,
     Tier,
     Variant,
-    rates_from,
 )
+from ledger.core.rate_tables import rates_from
 
 _MAX_DEPTH = 32
 

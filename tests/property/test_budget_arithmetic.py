@@ -15,6 +15,7 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.core.budget_calendar import period_bounds, period_key
 from ledger.core.budget_periods import PeriodsAt
 from ledger.core.budgets import (
     Applicable,
@@ -23,8 +24,6 @@ from ledger.core.budgets import (
     applicable,
     budget_index,
     parse_budgets,
-    period_bounds,
-    period_key,
 )
 from ledger.core.config import Config
 from ledger.core.spend import ScopeState

@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.core.budgets import Budget, CallScope, applicable, parse_budgets, period_key
+from ledger.core.budget_calendar import period_key
+from ledger.core.budgets import Budget, CallScope, applicable, parse_budgets
 from ledger.runtime import Runtime
 from ledger.services.billing.reconcile import rebuild_state
 from ledger.services.gate import calls

@@ -149,7 +149,7 @@ def _detail_lines(document: dict[str, Any], zone: dt.tzinfo) -> list[str]:
 
 def _budget_lines(budgets: list[dict[str, Any]]) -> list[str]:
     """The budgets that applied on the day (their period to the day's end); none: nothing."""
-    from ledger.core.budgets import bounds_for_people
+    from ledger.core.budget_calendar import bounds_for_people
 
     if not budgets:
         return []

@@ -22,8 +22,9 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.core.budget_calendar import period_bounds
 from ledger.core.budget_state import apply_budget_event, apply_budget_prices, empty_budget_state
-from ledger.core.budgets import Budget, period_bounds
+from ledger.core.budgets import Budget
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.foldable import Foldable, SchemaFor, check_entry
 from ledger.core.state import OPERATOR_RESETS

@@ -11,7 +11,8 @@ import copy
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from ledger.core.budget_state import counters_damage, empty_budget_state, read_counters
+from ledger.core.budget_counters import counters_damage, read_counters
+from ledger.core.budget_state import empty_budget_state
 from ledger.core.budgets import Applicable, Budget
 from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.envelope import GENESIS

@@ -102,8 +102,10 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
         UsageError: ``name`` is not a defined budget.
         ConfigError: the configuration is invalid.
     """
-    from ledger.core.budget_state import BudgetFigures, all_counters, counters_damage, figures
-    from ledger.core.budgets import Applicable, period_bounds
+    from ledger.core.budget_calendar import period_bounds
+    from ledger.core.budget_counters import all_counters, counters_damage
+    from ledger.core.budget_state import BudgetFigures, figures
+    from ledger.core.budgets import Applicable
     from ledger.core.seal import chain_time
     from ledger.services.chain.counter import counter_problem
     from ledger.services.chain.state import load_counter
@@ -146,8 +148,9 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
 
 def budget_rows_untrusted(budgets: Any, now: Any, zone: Any, problem: str) -> dict[str, Any]:
     """Budget rows when the counters cannot be trusted: one empty row each, and why."""
+    from ledger.core.budget_calendar import period_bounds
     from ledger.core.budget_state import BudgetFigures
-    from ledger.core.budgets import Applicable, period_bounds
+    from ledger.core.budgets import Applicable
 
     rows = []
     for budget in budgets:
@@ -189,7 +192,7 @@ def _row(budget: Any, value: str | None, seen: Any) -> dict[str, Any]:
 
 def budget_table(document: dict[str, Any]) -> list[str]:
     """The budgets as lines of text for people (money to the cent, never negative)."""
-    from ledger.core.budgets import bounds_for_people
+    from ledger.core.budget_calendar import bounds_for_people
 
     rows = [["BUDGET", "PERIOD", "FROM", "TO", "USED", "RESERVED", "CAP", "%", "LEFT"]]
     for row in document["budgets"]:

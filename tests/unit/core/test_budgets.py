@@ -5,14 +5,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from ledger.core.budget_calendar import period_bounds, period_key
 from ledger.core.budgets import (
     Budget,
     CallScope,
     applicable,
     fingerprint,
     parse_budgets,
-    period_bounds,
-    period_key,
 )
 from ledger.core.config import from_mapping
 from ledger.errors import ConfigError

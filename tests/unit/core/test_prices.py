@@ -16,8 +16,8 @@ from ledger.core.prices import (
     fraction_text,
     quote_cost_micros,
     quote_estimate_micros,
-    rates_from,
 )
+from ledger.core.rate_tables import rates_from
 from ledger.core.usage_objects import UsageObjectError, usage_tokens
 
 # claude-opus-4-1 as Anthropic lists it: $15 in, $75 out, $1.50 cache read,

@@ -19,7 +19,8 @@ from genai_prices.types import TieredPrices
 from genai_prices.units import _get_registry
 
 from ledger.core.price_table import ProviderPrices, parse_provider_file, quote
-from ledger.core.prices import RATE_KINDS, TOKEN_RATE_LABELS, rates_from
+from ledger.core.prices import RATE_KINDS, TOKEN_RATE_LABELS
+from ledger.core.rate_tables import rates_from
 from ledger.edges.pricebook import build_snapshot
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
