@@ -186,14 +186,18 @@ def resolve(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> Gatewa
         raise GatewayKeyError("a console key is not a gateway key (lk_...)")
     if not SECRET_RE.fullmatch(secret):
         raise GatewayKeyError("not a gateway key (lk_...)")
-    key = resolve_any(keys, secret, now)
+    key = resolve_any(keys, secret, now, kind="gateway key")
     if key.role is not None:  # a console key whose secret was given the gateway's prefix
         raise GatewayKeyError("a console key is not a gateway key (lk_...)")
     return key
 
 
-def resolve_any(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> GatewayKey:
+def resolve_any(
+    keys: Sequence[GatewayKey], secret: str, now: dt.datetime, *, kind: str = "key"
+) -> GatewayKey:
     """The key (gateway or console) a console sign-in presents, if usable at ``now``.
+
+    ``kind`` names what was looked for in the message for a secret no key has.
 
     Raises:
         GatewayKeyError: malformed, unknown, revoked or expired.
@@ -207,4 +211,4 @@ def resolve_any(keys: Sequence[GatewayKey], secret: str, now: dt.datetime) -> Ga
             if state != "active":
                 raise GatewayKeyError(f"key {key.name!r} is {state}")
             return key
-    raise GatewayKeyError("unknown key")
+    raise GatewayKeyError(f"unknown {kind}")
