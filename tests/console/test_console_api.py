@@ -151,7 +151,9 @@ def test_calls_filters_and_cursor(stack):
     rest = api(stack, "calls", limit="3", cursor=str(page["next_cursor"]))
     assert [c["line"] for c in page["calls"] + rest["calls"]] == [c["line"] for c in every]
     assert len(api(stack, "calls", model="claude-test", key="alice")["calls"]) == 3
-    assert api(stack, "calls", agent="alice")["calls"] == []
+    # A key issued without --agent makes its calls as its own name's agent.
+    assert len(api(stack, "calls", agent="alice")["calls"]) == 3
+    assert api(stack, "calls", agent="nobody")["calls"] == []
     for bad in ({"verdict": "maybe"}, {"by": "colour"}, {"from": "yesterday"}, {"limit": "0"},
                 {"cursor": "x"}):  # fmt: skip
         answer = get(stack, "/console/api/calls", "lead", **bad)

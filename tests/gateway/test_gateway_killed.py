@@ -13,6 +13,7 @@ import signal
 import httpx
 import pytest
 
+from ledger.providers.anthropic import MESSAGE_TOKENS, REQUEST_TOKENS
 from tests.conftest import clean_env, run_process
 from tests.gateway.helpers import (
     ANTHROPIC_HEADERS,
@@ -27,7 +28,8 @@ from tests.gateway.helpers import (
 )
 
 pytestmark = pytest.mark.timeout(180)
-ESTIMATE = micros("anthropic/claude-test", 1, 1000)  # "hi" and max_tokens 1000
+# "hi", Anthropic's framing for one request and one message, and max_tokens 1000.
+ESTIMATE = micros("anthropic/claude-test", 1 + REQUEST_TOKENS + MESSAGE_TOKENS, 1000)
 AFTER_EXPIRY = "2026-06-01T12:16:00Z"  # the default reservation lives 15 minutes
 
 
