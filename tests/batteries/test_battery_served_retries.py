@@ -307,6 +307,6 @@ def test_the_battery_lists_every_served_command_that_seals():
         for action in (hooks.choices if name == "hook" else actions or {""})
     }
     read_only = {"usage"}  # the one served command that never seals
-    # Writes the caller's own Claude Code settings: always run in-process.
-    never_served = {"hook install"}
+    # Read or write the caller's own Claude Code settings: always run in-process.
+    never_served = {"hook install", "hook status"}
     assert served - read_only - never_served == {command.name for command in COMMANDS}
