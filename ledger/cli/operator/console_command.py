@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator.shared import exit_with
 from ledger.cli.output import guarded
 
 
@@ -29,20 +30,13 @@ def console_command(
     """
 
     def body() -> int:
+        from ledger.cli.operator.shared import State
         from ledger.console.serve import run_console
         from ledger.homes import resolve_home
 
-        return run_console(resolve_home(_home()), listen)
+        return run_console(resolve_home(State.home), listen)
 
-    code = guarded(body)
-    if code:
-        raise typer.Exit(code)
-
-
-def _home() -> str | None:
-    from ledger.cli.operator.shared import State
-
-    return State.home
+    exit_with(guarded(body))
 
 
 def register(app: Any) -> None:

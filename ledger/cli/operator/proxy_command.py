@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ledger.cli.operator.shared import exit_with
 from ledger.cli.output import guarded
 
 
@@ -33,20 +34,13 @@ def proxy_command(
     """
 
     def body() -> int:
+        from ledger.cli.operator.shared import State
         from ledger.gateway.serve import run_proxy
         from ledger.homes import resolve_home
 
-        return run_proxy(resolve_home(_home()), listen)
+        return run_proxy(resolve_home(State.home), listen)
 
-    code = guarded(body)
-    if code:
-        raise typer.Exit(code)
-
-
-def _home() -> str | None:
-    from ledger.cli.operator.shared import State
-
-    return State.home
+    exit_with(guarded(body))
 
 
 def register(app: Any) -> None:
