@@ -305,8 +305,13 @@ def tally_request(tally: Tally, body: dict[str, Any], model: str = "") -> None:
         else:
             tally.json(message)
     _tools(tally, body.get("tools"))
-    betas = [*items(body.get("betas")), *items(body.get("anthropic_beta"))]
-    beta_window(tally, [str(beta) for beta in betas])
+    # The body's betas (``betas``; Bedrock's and Vertex's ``anthropic_beta``) are
+    # counted with the headers' by ``beta_window``, which also sets the window.
+
+
+def body_betas(body: dict[str, Any]) -> list[str]:
+    """The betas a request names in its body: ``betas``, or the clouds' ``anthropic_beta``."""
+    return [str(beta) for beta in (*items(body.get("betas")), *items(body.get("anthropic_beta")))]
 
 
 class AnthropicUsageReader(UsageReader):

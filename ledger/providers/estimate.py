@@ -129,7 +129,9 @@ def estimate_request(
     try:
         _WALKERS[route.kind](tally, document, model)
         window = (
-            anthropic.beta_window(tally, anthropic.request_betas(headers))
+            anthropic.beta_window(
+                tally, [*anthropic.request_betas(headers), *anthropic.body_betas(document)]
+            )
             if route.kind == "messages"
             else None
         )

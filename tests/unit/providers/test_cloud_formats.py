@@ -200,3 +200,19 @@ def test_a_converse_field_the_estimate_does_not_know_counts_as_the_context_windo
         estimate = estimate_bedrock(route, body, default_output_limit=None)
         assert estimate.unseen_input, extra
         assert estimate.window_reasons == (f"request.{next(iter(extra))}",)
+
+
+def test_an_invoke_bodys_own_betas_set_the_window_and_an_unknown_one_counts_it() -> None:
+    """Bedrock and Vertex carry betas in the body: context-1m makes the window 1M there too."""
+    body: dict[str, Any] = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    route = BedrockRoute("messages", MODEL)
+    plain = estimate_bedrock(route, json.dumps(body).encode(), default_output_limit=None)
+    assert (plain.context_window, plain.unseen_input) == (None, False)
+    long = {**body, "anthropic_beta": ["context-1m-2025-08-07"]}
+    wide = estimate_bedrock(route, json.dumps(long).encode(), default_output_limit=None)
+    assert wide.context_window == 1_000_000
+    unknown = {**body, "anthropic_beta": ["some-new-beta-2099-01-01"]}
+    seen = estimate_bedrock(route, json.dumps(unknown).encode(), default_output_limit=None)
+    assert seen.unseen_input
+    assert seen.window_reasons == ("beta 'some-new-beta-2099-01-01'",)
