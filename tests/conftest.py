@@ -94,6 +94,9 @@ def run_inproc(monkeypatch: pytest.MonkeyPatch):
         for key, value in (env or {}).items():
             monkeypatch.setenv(key, value)
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        # As the installed launcher would run it, so what the CLI writes about
+        # itself (hook commands) names `ledger`, not the test runner.
+        monkeypatch.setattr(sys, "argv", [str(Path(sys.executable).parent / "ledger"), *args])
         out, err = io.StringIO(), io.StringIO()
         code = 0
         with redirect_stdout(out), redirect_stderr(err):

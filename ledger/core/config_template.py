@@ -107,6 +107,12 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # [proxy.providers.deepseek]
 # url = "https://api.deepseek.com/v1"  # its OpenAI SDK base_url; /chat/completions is added
 # key_env = "DEEPSEEK_API_KEY"     # the gateway's own key, used with gateway keys
+# The cloud routes /bedrock, /vertex and /azure (served only with require_keys = true):
+# [proxy.bedrock]
+# region = "us-east-1"             # default: the gateway's AWS_REGION
+# [proxy.azure]
+# endpoint = "https://acme.openai.azure.com"
+# deployments = {{ prod-gpt5 = "gpt-5" }}   # each deployment's model
 
 # The web console `ledger console`; with listen set, `ledger daemon` runs it too.
 # [console]

@@ -37,6 +37,7 @@ pytestmark = pytest.mark.timeout(300)
 FRONT_DOOR = {
     "ledger",
     "ledger.cli",
+    "ledger.cli.arguments",
     "ledger.cli.client",
     "ledger.server",
     "ledger.server.protocol",

@@ -15,8 +15,8 @@ from tests.conftest import run_process
         (
             ["verifyy"],
             (
-                "ledger: no such command 'verifyy' (did you mean 'verify-proof', 'verify-chain'?); "
-                "see `ledger --help`"
+                "ledger: no such command 'verifyy' (did you mean 'verify-proof', "
+                "'verify-chain', 'verify-export'?); see `ledger --help`"
             ),
         ),
         (
