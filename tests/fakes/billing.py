@@ -11,7 +11,13 @@ pages, not from the product's estimate):
   after its resize to 1568 px, and each web fetch or search bringing in
   100,000 tokens of content up to the model's window;
 - Gemini: the system instruction and parts in either spelling, 258 tokens an
-  image tile, 258 a PDF page.
+  image tile, 258 a PDF page;
+- OpenAI Chat Completions: 3 tokens a message and 3 to prime the answer, one
+  more for a message's ``name``; images by the model's rule (tiles of 512 px
+  after fitting in 2048 × 2048 and the short side to 768, 85 + 170 a tile on
+  GPT-4o and GPT-4.1, 85 at ``detail: low``; 32-px patches, at most 1,536,
+  times 1.62 on GPT-4.1 mini); a function tool's name, description and
+  parameters as text.
 """
 
 import base64
@@ -136,3 +142,49 @@ def gemini_usage(request: dict[str, Any]) -> dict[str, int]:
     output = int(_either(config, "maxOutputTokens", "max_output_tokens") or 0)
     return {"promptTokenCount": prompt, "candidatesTokenCount": output,
             "totalTokenCount": prompt + output}  # fmt: skip
+
+
+def _openai_image(model: str, url: str, detail: Any) -> int:
+    width, height = imagesize.get(io.BytesIO(_raw(url)))
+    if model.startswith("gpt-4.1-mini"):
+        patches = math.ceil(width / 32) * math.ceil(height / 32)
+        return math.ceil(min(1536, patches) * 1.62)
+    if detail == "low":
+        return 85
+    fit = min(1.0, 2048 / max(width, height))
+    width, height = math.floor(width * fit), math.floor(height * fit)
+    short = min(1.0, 768 / min(width, height))
+    width, height = math.floor(width * short), math.floor(height * short)
+    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)
+
+
+def _openai_content(model: str, content: Any) -> int:
+    if isinstance(content, str):
+        return _tokens(_text(content))
+    tokens = 0
+    for part in content or []:
+        if part.get("type") == "text":
+            tokens += _tokens(_text(part["text"]))
+        elif part.get("type") == "image_url":
+            image = part["image_url"]
+            tokens += _openai_image(model, image["url"], image.get("detail"))
+        else:
+            tokens += _tokens(_text(part))
+    return tokens
+
+
+def openai_chat_usage(request: dict[str, Any]) -> dict[str, int]:
+    """The usage Chat Completions reports for ``request``, answered to its whole limit."""
+    model = str(request["model"])
+    prompt = 3
+    for message in request.get("messages") or []:
+        prompt += 3 + _openai_content(model, message.get("content"))
+        if message.get("name"):
+            prompt += 1 + _tokens(_text(message["name"]))
+    for tool in request.get("tools") or []:
+        function = tool.get("function") or {}
+        fields = (function.get("name"), function.get("description"), function.get("parameters"))
+        prompt += _tokens(sum(_text(field) for field in fields))
+    output = int(request.get("max_completion_tokens") or request.get("max_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": output,
+            "total_tokens": prompt + output}  # fmt: skip

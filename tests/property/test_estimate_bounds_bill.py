@@ -108,3 +108,40 @@ def test_a_gemini_request_in_either_spelling_is_estimated_at_least_at_its_bill(
     bill = billing.gemini_usage(request)
     assert estimate.input_tokens >= bill["promptTokenCount"]
     assert estimate.max_output_tokens >= bill["candidatesTokenCount"]
+
+
+OPENAI_PARTS = st.one_of(
+    st.builds(lambda text: {"type": "text", "text": text}, TEXT),
+    st.builds(lambda data, detail: {"type": "image_url", "image_url": {
+              "url": "data:image/png;base64," + data, **({"detail": detail} if detail else {})}},
+              st.sampled_from(IMAGES), st.sampled_from([None, "low", "high", "auto"])),
+)  # fmt: skip
+OPENAI_TOOLS = st.builds(
+    lambda name, text, schema: {"type": "function", "function": {"name": name or "f",
+        "description": text, "parameters": {"type": "object", "properties": schema}}},
+    TEXT, TEXT, SCHEMA,
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(["gpt-4o", "gpt-4.1", "gpt-4.1-mini"]),
+    messages=st.lists(
+        st.tuples(st.one_of(TEXT, st.lists(OPENAI_PARTS, min_size=1, max_size=4)),
+                  st.one_of(st.none(), st.text(min_size=1, max_size=10))),
+        max_size=4),
+    tools=st.lists(OPENAI_TOOLS, max_size=3),
+)  # fmt: skip
+def test_an_openai_chat_request_is_estimated_at_least_at_its_bill(model, messages, tools):
+    request: dict[str, object] = {
+        "model": model, "max_completion_tokens": 100,
+        "messages": [{"role": "user", "content": content, **({"name": name} if name else {})}
+                     for content, name in messages],
+    }  # fmt: skip
+    if tools:
+        request["tools"] = tools
+    estimate = estimate_request(Route("openai", "chat_completions"), json.dumps(request).encode())
+    bill = billing.openai_chat_usage(request)
+    assert not estimate.unseen_input
+    assert estimate.input_tokens >= bill["prompt_tokens"]
+    assert estimate.max_output_tokens >= bill["completion_tokens"]
