@@ -183,6 +183,18 @@ class Handler(BaseHTTPRequestHandler):
             model = path.rsplit("/models/", 1)[1].split(":")[0]
         else:
             model = unquote(path.split("/")[2])
+        if model == "count-tokens" or path.endswith("/count-tokens"):
+            with _lock:
+                auth["counted"] = auth.get("counted", 0) + 1
+            self._json(200, {"inputTokens": 7} if cloud == "bedrock" else {"input_tokens": 7})
+            return
+        if cloud == "vertex" and "/publishers/google/" in path:
+            document, events = agent_mode.gemini(f"/vertex{path}", request)
+            if document is not None:
+                self._json(200, document)
+            else:
+                self._sse(events)
+            return
         if cloud == "bedrock" and "/converse" in path:
             self._converse(path, model, request)
             return

@@ -230,3 +230,50 @@ def test_a_bedrock_api_key_goes_as_a_bearer_token_instead_of_a_signature(
     finally:
         assert gateway.stop() == 0
         fake.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (f"/bedrock/model/{MODEL}/count-tokens", {"input": {"invokeModel": {"body": "{}"}}}),
+        (
+            VERTEX_PATH.replace("claude-sonnet-4-5@20250929", "count-tokens"),
+            {"model": "claude-sonnet-4-5@20250929", "messages": MESSAGES["messages"]},
+        ),
+    ],
+)
+def test_counting_tokens_passes_ungated_and_authorised_and_records_nothing(
+    served: Served, path: str, body: dict[str, Any]
+) -> None:
+    answer = _post(served.gateway, path, body, served.secret)
+    assert answer.status_code == 200, answer.text
+    assert set(answer.json().values()) == {7}
+    assert served.verified() == 1
+    assert served.records() == []
+    assert "x-ledger-verdict" not in answer.headers
+
+
+@pytest.mark.parametrize("action", ["generateContent", "streamGenerateContent"])
+def test_vertex_gemini_is_gated_as_the_gemini_api_and_recorded_at_its_usage(
+    served: Served, action: str
+) -> None:
+    path = (
+        "/vertex/v1/projects/p/locations/us-central1/publishers/google/models/"
+        f"gemini-2.5-flash:{action}" + ("?alt=sse" if action.startswith("stream") else "")
+    )
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generationConfig": {"maxOutputTokens": 100}}  # fmt: skip
+    answer = _post(served.gateway, path, body, served.secret)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-ledger-verdict"] == "allow"
+    (call,) = served.calls()
+    (record,) = served.records()
+    assert record["provider"] == "vertex"
+    usage = Usage(
+        input_tokens=call["usage"]["promptTokenCount"],
+        output_tokens=call["usage"]["candidatesTokenCount"],
+    )
+    price = calc_price(usage, model_ref="gemini-2.5-flash", provider_id="google").total_price
+    expected = int((Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
+    assert record["actual_micros"] == expected
+    assert served.verified() == 1
