@@ -221,6 +221,12 @@ class Runtime:
         """Write a whole file atomically (temp, fsync, rename)."""
         atomic_write(path, data)
 
+    def set_usd_for(self, budget: str, value: str, usd: float) -> None:
+        """Give ``value`` its own cap in budget ``budget`` of ``ledger.toml`` (its ``usd_for``)."""
+        from ledger.edges.configedit import set_usd_for
+
+        set_usd_for(self.config_path, budget, value, usd, self.environ)
+
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
         """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
         from ledger.edges.files.checkpointfiles import CheckpointDir
