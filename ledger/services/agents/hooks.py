@@ -311,7 +311,7 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     event = hook.hook_event_name
     problem = deps.home_problem()
     if problem is not None:
-        reason = f"ledger: {problem}; {_REFUSED[event]} (fail-closed)"
+        reason = f"ledger: {problem}; {REFUSED[event]} (fail-closed)"
         return HookResult(fail_closed_output(event, reason), errors=(problem,))
     if event == PRE_TOOL_USE:
         return pre_tool_use(deps, hook, scope)
@@ -324,7 +324,7 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     return post_tool_use(deps, hook, scope)
 
 
-_REFUSED = {
+REFUSED = {
     PRE_TOOL_USE: "tool call refused",
     USER_PROMPT_SUBMIT: "prompt blocked",
     POST_TOOL_USE: "session stopped",
