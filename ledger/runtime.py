@@ -373,6 +373,12 @@ class Runtime:
         """Why this home cannot be used (missing, unreadable, never initialised), or ``None``."""
         return home_problem(self.home, CONFIG_FILE)
 
+    def access_problem(self) -> str | None:
+        """Why this OS user cannot read and write the home as a hook must (with the fix)."""
+        from ledger.edges.homeaccess import access_problem
+
+        return access_problem(self.home)
+
 
 def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:
     """The runtime for a command line's ``--home``.
