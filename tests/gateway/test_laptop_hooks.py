@@ -104,6 +104,17 @@ def test_install_writes_the_gateway_and_a_key_helper_never_the_secret(gateway, l
     assert sorted(p.name for p in laptop.iterdir()) == [".claude"]
     # Installing twice changes nothing.
     assert install(laptop, proxy.url, LK=secret) == settings
+    # `hook status` needs no home either: the settings say which gateway gates it.
+    project = laptop / "src"
+    project.mkdir()
+    status = subprocess.run(
+        ["python", "-m", "ledger", "hook", "status", str(project)],
+        env=laptop_env(laptop, CLAUDE_CODE_MANAGED_SETTINGS_PATH=str(laptop / "no-policy")),
+        cwd=laptop, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stdout + status.stderr
+    shown = json.loads(status.stdout)
+    assert (shown["gated"], shown["gateway_url"]) == (True, proxy.url)
 
 
 def test_hooks_and_statusline_ask_the_gateway_for_the_keys_figures(gateway, laptop, upstream):

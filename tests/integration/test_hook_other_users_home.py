@@ -87,3 +87,20 @@ def test_a_stop_hook_stops_the_session_with_the_same_cause(home):
 
     assert answer["continue"] is False
     assert "cannot be used by user root" in str(answer["stopReason"])
+
+
+def test_hook_install_refuses_a_home_its_hooks_could_not_use(home, tmp_path):
+    """Installing hooks that would refuse every tool call is refused up front (exit 78)."""
+    _chown(home)
+    home.chmod(0o755)
+    assert SETPRIV is not None
+    done = subprocess.run(
+        [SETPRIV, "--bounding-set", "-dac_override,-dac_read_search", "--",
+         sys.executable, "-m", "ledger", "--home", str(home), "hook", "install",
+         "--settings", str(tmp_path / "settings.json")],
+        env=clean_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 78, done.stderr
+    assert "cannot be used by user root" in done.stderr
+    assert not (tmp_path / "settings.json").exists()

@@ -117,7 +117,7 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
         gateway, cloud_env = where.gateway, {}
     else:
         runtime = home_runtime(home)
-        problem = runtime.home_problem()
+        problem = runtime.home_problem() or runtime.access_problem()
         if problem is not None:
             raise ConfigError(problem)
         gateway = _gateway_url(runtime, args.gateway)
@@ -162,7 +162,8 @@ def hook_status(home: str | None, args: argparse.Namespace) -> int:
     from ledger.errors import LedgerError
     from ledger.services.agents.hook_install import hook_status as status_of
 
-    runtime = home_runtime(home)
+    # A laptop has no home: the settings alone say which gateway is expected.
+    runtime = home_runtime(home, must_exist=False)
     home_gateway = None
     if runtime.home_problem() is None:
         try:
