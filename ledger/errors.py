@@ -110,6 +110,13 @@ class StoreUnreachableError(ChainIOError):
     """
 
 
+class GatewayUnreachableError(ChainIOError):
+    """The gateway a home-less (laptop) set-up asks for its figures did not answer usably.
+
+    The hooks and ``statusline`` then fail closed: the session is refused, never waved on.
+    """
+
+
 class LockTimeoutError(LedgerError):
     """The chain lock could not be taken within ``chain.lock_timeout_seconds``."""
 

@@ -221,6 +221,12 @@ class Runtime:
         """Write a whole file atomically (temp, fsync, rename)."""
         atomic_write(path, data)
 
+    def set_usd_for(self, budget: str, value: str, usd: float) -> None:
+        """Give ``value`` its own cap in budget ``budget`` of ``ledger.toml`` (its ``usd_for``)."""
+        from ledger.edges.configedit import set_usd_for
+
+        set_usd_for(self.config_path, budget, value, usd, self.environ)
+
     def write_checkpoint(self, checkpoint: "Checkpoint") -> Path:
         """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
         from ledger.edges.files.checkpointfiles import CheckpointDir
@@ -366,6 +372,12 @@ class Runtime:
     def home_problem(self) -> str | None:
         """Why this home cannot be used (missing, unreadable, never initialised), or ``None``."""
         return home_problem(self.home, CONFIG_FILE)
+
+    def access_problem(self) -> str | None:
+        """Why this OS user cannot read and write the home as a hook must (with the fix)."""
+        from ledger.edges.homeaccess import access_problem
+
+        return access_problem(self.home)
 
 
 def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:

@@ -70,15 +70,13 @@ HELP_WIDTH = 78
 
 def command_helps() -> Iterator[tuple[str, str]]:
     """Every command line's words and its ``--help`` text, per-call commands first."""
-    import typer
-
     os.environ["COLUMNS"] = str(HELP_WIDTH)  # argparse lays its help out for the terminal
     from ledger.cli import FAST_COMMANDS
-    from ledger.cli.operator.app import app
+    from ledger.cli.operator.app import command_tree
     from ledger.cli.percall.parser import build_parser
 
     yield from _argparse_helps(build_parser(), ("ledger",))
-    root = typer.main.get_command(app)
+    root = command_tree()
     yield from _click_helps(root, None, "ledger", FAST_COMMANDS)
 
 

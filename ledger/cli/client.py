@@ -64,6 +64,8 @@ def served(rest: list[str]) -> bool:
     """Whether the server answers this command line (the command and its arguments)."""
     if not rest or rest[0] not in SERVED:
         return False
+    if "--gateway" in rest:
+        return False  # a machine without a home (a laptop) asks its gateway, not a server
     actions = SERVED[rest[0]]
     if actions is not None and (len(rest) < _WITH_ACTION or rest[1] not in actions):
         return False

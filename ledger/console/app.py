@@ -178,14 +178,15 @@ def _issue(runtime: Any, body: dict[str, Any]) -> dict[str, Any]:
     from ledger.errors import UsageError
     from ledger.services.gate.budget_views import key_name, tag_list
     from ledger.services.gate.call_args import text_arg
-    from ledger.services.gateway_keys import issue_key
+    from ledger.services.gateway_keys import issue_capped_key, issue_key
 
     unknown = set(body) - {"name", "role", "agent", "tags", "expires", "budget"}
     if unknown:
         raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
-    if body.get("budget"):
-        raise UsageError("budget: per-key budget entries are written in ledger.toml")
     name, role, tags = body.get("name"), body.get("role"), body.get("tags") or []
+    budget = body.get("budget")
+    if budget is not None and (not isinstance(budget, str) or role is not None):
+        raise UsageError('budget: "NAME=USD" (a per = "key" budget), for a gateway key only')
     if not isinstance(name, str) or not isinstance(tags, list):
         raise UsageError("name must be a string and tags a list of strings")
     if role is not None and role not in ("admin", "viewer"):
@@ -197,11 +198,12 @@ def _issue(runtime: Any, body: dict[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             raise UsageError(f"expires: {exc}") from exc
     checked = key_name(name)
-    agent = body.get("agent")
-    key, secret = issue_key(
-        runtime, str(checked), text_arg(agent if isinstance(agent, str) else None, "agent"),
-        tag_list([str(t) for t in tags]), until, role,
-    )  # fmt: skip
+    agent = text_arg(body["agent"] if isinstance(body.get("agent"), str) else None, "agent")
+    key_tags = tag_list([str(t) for t in tags])
+    if budget:
+        key, secret = issue_capped_key(runtime, str(checked), budget, agent, key_tags, until)
+    else:
+        key, secret = issue_key(runtime, str(checked), agent, key_tags, until, role)
     return {**key.shown(runtime.clock.now()), "key": secret}
 
 

@@ -12,7 +12,8 @@ from ledger.console.app import build_app
 from ledger.console.auth import Auth
 from ledger.core.console_config import console_address
 from ledger.core.proxy_config import ListenAddress
-from ledger.errors import ChainIOError, ConfigError
+from ledger.edges.tlsfiles import check_tls_files
+from ledger.errors import ChainIOError
 from ledger.homes import check_home
 from ledger.runtime import Runtime
 
@@ -48,10 +49,7 @@ def run_console(home: Path, listen_option: str | None) -> int:
     check_home(home)
     settings = Runtime(home).config.console
     address = console_address(settings, listen_option)
-    for name in ("tls_certfile", "tls_keyfile"):
-        path = getattr(settings, name)
-        if path is not None and not os.access(path, os.R_OK):
-            raise ConfigError(f"console.{name}: cannot read {path}")
+    check_tls_files(settings.tls_certfile, settings.tls_keyfile, "console")
     sock = _bind(address)
     bound = ListenAddress(address.host, sock.getsockname()[1])
     auth = Auth(settings.session_hours)

@@ -99,6 +99,8 @@ verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this oft
 # drain_seconds = 30               # a stream the client closed is read this long more for its usage
 # server_tool_max_uses = 5         # web searches a request gets when it sets no limit
 # require_keys = false             # true: every request needs a gateway key (`ledger keys issue`)
+# tls_certfile = "/etc/ledger/gateway.pem"  # with tls_keyfile: serve HTTPS (other machines)
+# tls_keyfile = "/etc/ledger/gateway.key"
 # [proxy.upstream]
 # anthropic = "https://api.anthropic.com"
 # openai = "https://api.openai.com"

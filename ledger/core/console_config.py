@@ -10,11 +10,12 @@ import json
 from typing import Any, NamedTuple
 
 from ledger.core.proxy_config import ListenAddress, parse_listen
+from ledger.core.tls_config import TLS_KEYS, check_tls_pair, clear_text_beyond_loopback, tls_path
 from ledger.errors import ConfigError
 
 DEFAULT_CONSOLE_LISTEN = "127.0.0.1:8788"
 _MAX_SESSION_HOURS = 24 * 366
-_KEYS = ("listen", "session_hours", "timezone", "tls_certfile", "tls_keyfile", "behind_proxy")
+_KEYS = ("listen", "session_hours", "timezone", *TLS_KEYS, "behind_proxy")
 
 
 class ConsoleSettings(NamedTuple):
@@ -48,6 +49,8 @@ def _convert(key: str, value: Any, name: str) -> Any:
         if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
             return value.strip().lower() == "true"
         raise ConfigError(f"{name}: must be true or false")
+    if key in TLS_KEYS:
+        return tls_path(value, name)
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name}: must be a non-empty string")
     return value
@@ -72,8 +75,7 @@ def console_settings(table: Any, environ: dict[str, str]) -> ConsoleSettings:
         if variable in environ:
             values[key] = _convert(key, environ[variable], variable)
     settings = ConsoleSettings(**values)
-    if (settings.tls_certfile is None) != (settings.tls_keyfile is None):
-        raise ConfigError("console.tls_certfile and console.tls_keyfile: give both or neither")
+    check_tls_pair(settings.tls_certfile, settings.tls_keyfile, "console")
     return settings
 
 
@@ -86,7 +88,7 @@ def console_address(settings: ConsoleSettings, given: str | None) -> ListenAddre
     """
     name = "--listen" if given is not None else "console.listen"
     address = parse_listen(given or settings.listen or DEFAULT_CONSOLE_LISTEN, name)
-    if not address.is_loopback and settings.tls_certfile is None and not settings.behind_proxy:
+    if clear_text_beyond_loopback(address, settings.tls_certfile) and not settings.behind_proxy:
         raise ConfigError(
             f"{name}: {address} is reachable from other machines; the console listens there "
             "only over TLS (console.tls_certfile and console.tls_keyfile) or behind a TLS "

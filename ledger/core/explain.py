@@ -67,6 +67,25 @@ def _names(scopes: list[ScopeState]) -> str:
     return ", ".join(scope.key for scope in scopes) or "none"
 
 
+def _warn_detail(
+    capped: Sequence[tuple[ScopeState, Fraction]], warn: list[ScopeState], default: Fraction
+) -> str:
+    """Row 7 in words: each threshold with the scopes it matched, or the thresholds none did.
+
+    ``projected ≥ 80 % under warn_pct = 80: budget:team`` names the threshold
+    itself, as each budget may set its own ``warn_pct``.
+    """
+    matched = {scope.key for scope in warn}
+    thresholds = sorted({w for _s, w in capped} | {default})
+    parts = []
+    for threshold in thresholds:
+        keys = [s.key for s, w in capped if w == threshold and s.key in matched]
+        if keys or not matched:
+            pct = f"{float(threshold):g}"
+            parts.append(f"projected ≥ {pct} % under warn_pct = {pct}: {', '.join(keys) or 'none'}")
+    return "; ".join(parts)
+
+
 def table_rows(
     scopes: list[ScopeState],
     estimate_micros: int,
@@ -105,8 +124,7 @@ def table_rows(
                  f"the chain's newest entry by > {tolerance} s: {'yes' if behind else 'no'}"),
         RowCheck(6, "halt-100", None, bool(full),
                  f"projected >= 100% or a zero cap: {_names(full)}"),
-        RowCheck(7, "warn-90", None, bool(warn),
-                 f"projected >= {float(config.warn_pct):g}%: {_names(warn)}"),
+        RowCheck(7, "warn-90", None, bool(warn), _warn_detail(capped, warn, config.warn_pct)),
         RowCheck(8, "allow", None, True, "otherwise"),
     ]  # fmt: skip
 

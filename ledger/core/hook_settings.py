@@ -58,9 +58,52 @@ class Merged(NamedTuple):
     replaced_base_url: str | None = None
 
 
-def hook_command(launcher: list[str], home: str, action: str) -> str:
-    """The shell command of one hook: the launcher's argv, ``--home HOME``, ``hook ACTION``."""
+class Laptop(NamedTuple):
+    """A machine without a ledger home: the gateway's URL and the variable holding its key."""
+
+    gateway: str
+    key_env: str
+
+    def options(self) -> list[str]:
+        """The options a hook or ``statusline`` command takes to ask the gateway."""
+        return ["--gateway", self.gateway, "--key-env", self.key_env]
+
+    def env(self) -> dict[str, str]:
+        """The ``env`` beside the gateway's URL.
+
+        Claude Code sends a key from ``ANTHROPIC_API_KEY`` or
+        ``ANTHROPIC_AUTH_TOKEN`` in the shell before the helper's: blanked for
+        its sessions, the developer's own provider key never reaches the gateway.
+        """
+        return {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""}
+
+    def api_key_helper(self) -> str:
+        """Claude Code's ``apiKeyHelper``: prints the key from the environment.
+
+        The settings never hold the secret; with the variable unset the helper
+        fails, and so does every call.
+        """
+        return shlex.join(["printenv", self.key_env])
+
+
+# Where a hook finds its figures: a home (its absolute path), or a laptop's gateway.
+Place = str | Laptop
+
+
+def hook_command(launcher: list[str], home: Place, action: str) -> str:
+    """The shell command of one hook: the launcher's argv, ``--home HOME``, ``hook ACTION``.
+
+    On a laptop: ``hook ACTION --gateway URL --key-env VAR`` instead of a home.
+    """
+    if isinstance(home, Laptop):
+        return shlex.join([*launcher, "hook", action, *home.options()])
     return shlex.join([*launcher, "--home", home, "hook", action])
+
+
+def _without_laptop_options(words: list[str]) -> list[str]:
+    if len(words) > 4 and words[-4] == "--gateway" and words[-2] == "--key-env":  # noqa: PLR2004
+        return words[:-4]
+    return words
 
 
 def _runs_ledger(words: list[str]) -> bool:
@@ -77,7 +120,7 @@ def is_ledger_hook(command: object, action: str) -> bool:
     if not isinstance(command, str):
         return False
     try:
-        words = shlex.split(command)
+        words = _without_laptop_options(shlex.split(command))
     except ValueError:
         return False
     return words[-2:] == ["hook", action] and _runs_ledger(words[:-2])
@@ -136,7 +179,7 @@ def _merge_env(
 def merge_hooks(
     settings: object,
     launcher: list[str],
-    home: str,
+    home: Place,
     gateway: str | None = None,
     cloud_env: dict[str, str] | None = None,
 ) -> Merged:
@@ -144,6 +187,8 @@ def merge_hooks(
 
     ``gateway`` (a URL) also routes the session's model calls through it;
     ``cloud_env`` is the ``env`` of a cloud mode (Bedrock, Vertex) through it.
+    A ``Laptop`` for ``home`` routes them through its gateway with the key
+    Claude Code's ``apiKeyHelper`` reads from the environment.
 
     Raises:
         SettingsError: the settings, their ``hooks`` or ``env``, are not what
@@ -166,8 +211,13 @@ def merge_hooks(
         groups, event_changed = _merge_event(_groups(hooks, spec.event), spec, command, replaced)
         merged_hooks[spec.event] = groups
         changed = changed or event_changed
+    if isinstance(home, Laptop):
+        gateway = home.gateway
+        cloud_env = {**home.env(), **(cloud_env or {})}
     routed = _merge_env(settings, gateway, cloud_env)
-    changed = changed or routed.get("env") != settings.get("env")
+    if isinstance(home, Laptop):
+        routed["apiKeyHelper"] = home.api_key_helper()
+    changed = changed or any(routed.get(k) != settings.get(k) for k in ("env", "apiKeyHelper"))
     env = settings.get("env")
     previous = env.get(BASE_URL_VARIABLE) if isinstance(env, dict) else None
     elsewhere = None

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
+from ledger.core.tls_config import TLS_KEYS, check_tls_pair, tls_path
 from ledger.errors import ConfigError
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
@@ -62,6 +63,7 @@ _KEYS = (
     "server_tool_max_uses",
     "bedrock",
     "azure",
+    *TLS_KEYS,
 )
 _STRUCTURED = {"upstream", "passthrough", "providers", "bedrock", "azure"}
 # A provider id, as verdicts and records take it; the built-in providers and the
@@ -98,6 +100,9 @@ class ProxySettings(NamedTuple):
     providers: dict[str, CompatibleProvider] = {}  # noqa: RUF012 - never mutated
     drain_seconds: int = DRAIN_SECONDS
     server_tool_max_uses: int = SERVER_TOOL_MAX_USES
+    # The gateway's own TLS (PEM files, served by uvicorn); both or neither.
+    tls_certfile: str | None = None
+    tls_keyfile: str | None = None
     bedrock_region: str | None = None
     azure_endpoint: str | None = None
     azure_deployments: dict[str, str] = {}  # noqa: RUF012 - never mutated
@@ -291,6 +296,8 @@ def _convert(key: str, value: Any, name: str) -> Any:
         return _integer(value, name, 0, _CENTURY_SECONDS)
     if key == "server_tool_max_uses":
         return _integer(value, name, 1, _MAX_TOOL_USES)
+    if key in TLS_KEYS:
+        return tls_path(value, name)
     return _boolean(value, name)
 
 
@@ -330,4 +337,6 @@ def proxy_settings(table: Any, environ: dict[str, str]) -> ProxySettings:
             values.update(_TABLES[key](raw, variable))
             continue
         values[_FIELD_FOR.get(key, key)] = _convert(key, raw, variable)
-    return ProxySettings(**values)
+    settings = ProxySettings(**values)
+    check_tls_pair(settings.tls_certfile, settings.tls_keyfile, "proxy")
+    return settings

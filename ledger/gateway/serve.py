@@ -20,7 +20,9 @@ from pathlib import Path
 import uvicorn
 
 from ledger.core.proxy_config import DEFAULT_LISTEN, ListenAddress, open_listen
+from ledger.core.tls_config import clear_text_beyond_loopback
 from ledger.edges.processes import in_use_error
+from ledger.edges.tlsfiles import check_tls_files
 from ledger.errors import ChainIOError, ConfigError
 from ledger.gateway.app import Gateway, build_app
 from ledger.gateway.committer import Committer
@@ -107,6 +109,7 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
     if runtime.config.daily_cap_micros is None:
         raise ConfigError("usd.daily_cap: required by the gateway (every call is gated)")
     address = listen_address(listen_option, runtime)
+    check_tls_files(settings.tls_certfile, settings.tls_keyfile, "proxy")
     sock = bind(address)
     bound = ListenAddress(address.host, sock.getsockname()[1])
     committer = Committer(home, dict(os.environ), log)
@@ -121,12 +124,24 @@ def run_proxy(home: Path, listen_option: str | None) -> int:
         # WebSocket upgrades reach the application as plain requests, which it
         # refuses (426) on gated paths: no model call is carried over one.
         ws="none",
+        ssl_certfile=settings.tls_certfile,
+        ssl_keyfile=settings.tls_keyfile,
     )
     server = _Server(config)
     committer.start()
     for provider, upstream in resolved_upstreams(settings).items():
         log(f"upstream {provider}: {upstream}")
-    log(f"listening on http://{bound} for {home} (pid {os.getpid()})")
+    if clear_text_beyond_loopback(address, settings.tls_certfile):
+        # Once, at the start: gateway keys, prompts and answers cross the network
+        # in clear text unless a TLS reverse proxy in front carries them.
+        sys.stderr.write(
+            f"ledger: warning: the gateway listens on {bound}, which other machines reach, "
+            "without TLS: gateway keys and prompts cross the network in clear text; set "
+            "proxy.tls_certfile and proxy.tls_keyfile, or put a TLS reverse proxy in front "
+            "and listen on loopback\n"
+        )
+    scheme = "https" if settings.tls_certfile is not None else "http"
+    log(f"listening on {scheme}://{bound} for {home} (pid {os.getpid()})")
     try:
         server.run(sockets=[sock])
     finally:

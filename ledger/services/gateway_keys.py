@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ledger.core.config import Config
 from ledger.core.gateway_keys import (
     KEY_ISSUED,
     KEY_REVOKED,
@@ -21,6 +22,7 @@ from ledger.core.gateway_keys import (
     resolve_any,
     revoked,
 )
+from ledger.core.key_caps import parse_key_cap
 from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import Clock
 
@@ -59,6 +61,19 @@ class KeyChangeDeps(GatewayKeyDeps, WriterDeps, Protocol):
     """What issuing and revoking need: the key store and the chain they are sealed in."""
 
 
+class KeyCapDeps(KeyChangeDeps, Protocol):
+    """What issuing a key with its own cap needs: the configuration to write it in too."""
+
+    @property
+    def config(self) -> Config:
+        """The configuration (its budgets)."""
+        ...
+
+    def set_usd_for(self, budget: str, value: str, usd: float) -> None:
+        """Give ``value`` its own cap in budget ``budget`` (its ``usd_for``)."""
+        ...
+
+
 def issue_key(
     deps: KeyChangeDeps, name: str, agent: str | None = None, tags: Sequence[str] = (),
     expires: dt.datetime | None = None, role: str | None = None,
@@ -72,6 +87,36 @@ def issue_key(
         UsageError: a bad or already issued name, or an expiry in the past.
         LockTimeoutError, ChainIOError: the entry could not be sealed (no key issued).
     """
+    return _issue(deps, name, agent, tags, expires, role, lambda: None)
+
+
+def issue_capped_key(
+    deps: KeyCapDeps, name: str, budget: str, agent: str | None = None,
+    tags: Sequence[str] = (), expires: dt.datetime | None = None,
+) -> tuple[GatewayKey, str]:  # fmt: skip
+    """Issue a gateway key with its own cap in a ``per = "key"`` budget (``NAME=USD``).
+
+    The key's ``usd_for`` entry is written into the configuration first, once
+    the name is known to be free, so the key never works without its cap.
+
+    Raises:
+        UsageError: as ``issue_key``, or a ``budget`` that is not ``NAME=USD``
+            of a budget with ``per = "key"``.
+        ConfigError: the configuration cannot be read, or the cap cannot be
+            written (no key issued).
+        LockTimeoutError, ChainIOError: the entry could not be sealed (no key issued).
+    """
+    cap = parse_key_cap(budget, deps.config.budgets)
+    return _issue(
+        deps, name, agent, tags, expires, None,
+        lambda: deps.set_usd_for(cap.budget, name, cap.usd),
+    )  # fmt: skip
+
+
+def _issue(
+    deps: KeyChangeDeps, name: str, agent: str | None, tags: Sequence[str],
+    expires: dt.datetime | None, role: str | None, before_seal: Callable[[], None],
+) -> tuple[GatewayKey, str]:  # fmt: skip
     store = deps.gateway_keys
     secret = store.new_secret()
     if role is not None:
@@ -83,6 +128,7 @@ def issue_key(
 
         def add(keys: list[GatewayKey]) -> list[GatewayKey]:
             made.append(new_key(keys, name, secret, agent, tags, expires, now, role))
+            before_seal()
             writer.append(tx, KEY_ISSUED, made[0].sealed())
             return [*keys, made[0]]
 

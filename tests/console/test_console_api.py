@@ -333,3 +333,25 @@ def test_keys_issue_refuses_an_unknown_role(stack):
                          clean_env(LEDGER_NOW=NOW))  # fmt: skip
     assert result.code == 2
     assert result.stderr.startswith("ledger: --role: 'root' must be admin or viewer")
+
+
+def test_a_key_issued_with_a_budget_gets_its_own_cap(stack):
+    """`"budget": "NAME=USD"` writes the key's usd_for entry as `keys issue --budget` does."""
+    import tomllib
+
+    config = stack.home / "ledger.toml"
+    before = config.read_text()
+    config.write_text(before + '\n[[budgets]]\nname = "devs"\nusd = 1\nperiod = "day"\n'
+                      'per = "key"\n')  # fmt: skip
+    try:
+        made = httpx.post(f"{stack.console.url}/console/api/keys", headers=bearer(stack, "lead"),
+                          json={"name": "erin", "budget": "devs=7"})  # fmt: skip
+        assert made.status_code == 201, made.text
+        (devs,) = tomllib.loads(config.read_text())["budgets"]
+        assert devs["usd_for"] == {"erin": 7}
+        wrong = httpx.post(f"{stack.console.url}/console/api/keys", headers=bearer(stack, "lead"),
+                           json={"name": "frank", "budget": "nope=1"})  # fmt: skip
+        assert wrong.status_code == 400
+        assert "no budget named 'nope'" in wrong.json()["error"]
+    finally:
+        config.write_text(before)

@@ -24,7 +24,7 @@ PRICES = {
     "openai/gpt-test": (2, 8),
     "google/gemini-test": (1, 4),
 }
-_LISTENING = re.compile(r"listening on http://([^\s]+) ")
+_LISTENING = re.compile(r"listening on (https?://[^\s]+) ")
 
 
 def micros(provider_model: str, input_tokens: int, output_tokens: int) -> int:
@@ -154,7 +154,7 @@ def start_proxy(home: Path, *args: str, env: dict[str, str] | None = None) -> Pr
     line = proxy.wait_for("listening on")
     found = _LISTENING.search(line)
     assert found is not None, line
-    proxy.url = f"http://{found.group(1)}"
+    proxy.url = found.group(1)
     return proxy
 
 

@@ -145,3 +145,17 @@ def test_an_ambiguous_prefix_is_a_bad_command_line_naming_it(home, run_inproc, m
         "ledger: VERDICT_REF: abcdef012345 matches more than one entry (lines 1, 2): "
         "give more digits\n"
     )
+
+
+def test_the_warn_row_names_the_threshold_that_matched(home, run_inproc):
+    """A budget with its own warn_pct = 80 warns at 80 %, and row 7 says so, by its threshold."""
+    budgets = [{"name": "team", "usd": 10, "period": "day", "warn_pct": 80}]
+    env = {**NOW, "LEDGER_BUDGETS": json.dumps(budgets), "LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    result = run_inproc(["--home", str(home), "verdict", "8.5", "--provider", "openai"], env=env)
+    assert result.json()["verdict"] == "warn-90", result.stdout
+
+    doc = explain(run_inproc, home, result.json()["verdict_ref"], env).json()
+
+    (row,) = [row for row in doc["rows"] if row["order"] == 7]
+    assert row["matched"] is True
+    assert row["detail"] == "projected ≥ 80 % under warn_pct = 80: budget:team"

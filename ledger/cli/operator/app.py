@@ -200,9 +200,16 @@ for _module in (
 _NO_ARGS_IS_HELP: Any = getattr(click_exceptions, "NoArgsIsHelpError", ())
 
 
+def command_tree() -> Any:
+    """The click command of the app, its help in the one style of every command."""
+    from ledger.cli.operator.help_style import uniform_metavars
+
+    return uniform_metavars(typer.main.get_command(app))
+
+
 def run(args: list[str]) -> int:
     """Run the typer app on ``args``; usage errors end in one ``ledger:`` line (exit 2)."""
-    command = typer.main.get_command(app)
+    command = command_tree()
     try:
         result = command.main(args=args, prog_name="ledger", standalone_mode=False)
     except _NO_ARGS_IS_HELP as exc:

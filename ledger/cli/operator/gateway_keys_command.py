@@ -38,13 +38,26 @@ def keys_issue(
             "gateway refuses; without it, a gateway key.",
         ),
     ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            metavar="NAME=USD",
+            help='The key\'s own cap in budget NAME (which has per = "key"), written into '
+            "its usd_for in ledger.toml.",
+        ),
+    ] = None,
 ) -> None:
     """Issue a gateway key (or with --role a console key); its secret is printed once.
 
     Only the key's hash is kept. A gateway key (lk_...) is presented to `ledger
     proxy`; a console key (lc_..., --role admin|viewer) signs in to `ledger console`.
+    With --budget NAME=USD the key gets its own cap in a per = "key" budget:
+    the same usd_for entry as written by hand, ahead of any glob.
 
     Example: ledger keys issue ci --agent ci-bot --tag team:infra --expires 2027-01-01T00:00:00Z
+
+    Example: ledger keys issue alice --budget team=5
 
     Example: ledger keys issue lead --role admin
     """
@@ -54,7 +67,7 @@ def keys_issue(
         from ledger.errors import UsageError
         from ledger.services.gate.budget_views import key_name, tag_list
         from ledger.services.gate.call_args import text_arg
-        from ledger.services.gateway_keys import issue_key
+        from ledger.services.gateway_keys import issue_capped_key, issue_key
 
         until = None
         if expires is not None:
@@ -66,9 +79,13 @@ def keys_issue(
         assert checked is not None  # noqa: S101 - a name was given
         if role is not None and role not in ("admin", "viewer"):
             raise UsageError(f"--role: {role!r} must be admin or viewer")
-        key, secret = issue_key(
-            _runtime(), checked, text_arg(agent, "--agent"), tag_list(tag or []), until, role
-        )
+        if budget is not None and role is not None:
+            raise UsageError("--budget: a console key (--role) spends nothing; give it no budget")
+        key_agent, key_tags = text_arg(agent, "--agent"), tag_list(tag or [])
+        if budget is not None:
+            key, secret = issue_capped_key(_runtime(), checked, budget, key_agent, key_tags, until)
+        else:
+            key, secret = issue_key(_runtime(), checked, key_agent, key_tags, until, role)
         shown = key._asdict()
         del shown["digest"]
         print_json({**shown, "tags": list(key.tags), "role": key.role or "gateway", "key": secret})

@@ -51,6 +51,26 @@ def _gateway_url(runtime: Any, given: str | None) -> str | None:
     return f"http://{host}:{address.port}"
 
 
+def _laptop(args: argparse.Namespace) -> Any:
+    """``--gateway URL --key-env VAR``: a machine with no home, only the gateway and a key.
+
+    Raises:
+        UsageError: no ``--gateway``, a variable name that is not one, or a cloud mode.
+    """
+    import re
+
+    from ledger.core.hook_settings import Laptop
+    from ledger.errors import UsageError
+
+    if args.gateway is None:
+        raise UsageError("--key-env goes with --gateway URL (the gateway that holds the budget)")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", args.key_env):
+        raise UsageError(f"--key-env: {args.key_env!r} is not an environment variable name")
+    if args.bedrock or args.vertex:
+        raise UsageError("--key-env: Claude Code on a laptop goes to the gateway's Anthropic API")
+    return Laptop(_gateway_url(None, args.gateway) or "", args.key_env)
+
+
 def _cloud_env(runtime: Any, args: argparse.Namespace, gateway: str | None) -> dict[str, str]:
     """The ``env`` of ``--bedrock`` or ``--vertex`` (none for neither).
 
@@ -91,12 +111,18 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
     from ledger.errors import ConfigError
     from ledger.services.agents.hook_install import install_hooks
 
-    runtime = home_runtime(home)
-    problem = runtime.home_problem()
-    if problem is not None:
-        raise ConfigError(problem)
-    gateway = _gateway_url(runtime, args.gateway)
-    cloud_env = _cloud_env(runtime, args, gateway)
+    where: Any
+    if args.key_env is not None:
+        where = _laptop(args)
+        gateway, cloud_env = where.gateway, {}
+    else:
+        runtime = home_runtime(home)
+        problem = runtime.home_problem() or runtime.access_problem()
+        if problem is not None:
+            raise ConfigError(problem)
+        gateway = _gateway_url(runtime, args.gateway)
+        cloud_env = _cloud_env(runtime, args, gateway)
+        where = runtime.home.resolve()
     if args.project is not None and not args.vertex:
         settings = Path(args.project) / ".claude" / "settings.json"
     elif args.settings is not None:
@@ -110,9 +136,14 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
         # managed settings still take precedence over it.
         session = [*[(s, p) for s, p in session if s == "managed"], ("settings", settings)]
     written = install_hooks(
-        SettingsFile(), settings, _launcher(), runtime.home.resolve(),
+        SettingsFile(), settings, _launcher(), where,
         gateway, session, force=args.force, cloud_env=cloud_env,
     )  # fmt: skip
+    if args.key_env is not None and not os.environ.get(args.key_env):
+        sys.stderr.write(
+            f"ledger: note: {args.key_env} is not set here: Claude Code is refused until it "
+            "holds the gateway key (lk_...)\n"
+        )
     if written["replaced_base_url"] is not None:
         sys.stderr.write(
             f"ledger: replaced env.ANTHROPIC_BASE_URL {written['replaced_base_url']} "
@@ -131,7 +162,8 @@ def hook_status(home: str | None, args: argparse.Namespace) -> int:
     from ledger.errors import LedgerError
     from ledger.services.agents.hook_install import hook_status as status_of
 
-    runtime = home_runtime(home)
+    # A laptop has no home: the settings alone say which gateway is expected.
+    runtime = home_runtime(home, must_exist=False)
     home_gateway = None
     if runtime.home_problem() is None:
         try:

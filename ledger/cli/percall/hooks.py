@@ -16,6 +16,8 @@ WORKFLOW_VARIABLE = "LEDGER_WORKFLOW"
 AGENT_VARIABLE = "LEDGER_AGENT"
 # Set by `hook install` in the settings' env beside ANTHROPIC_BASE_URL.
 GATEWAY_VARIABLE = "LEDGER_GATEWAY_URL"
+# How long a home-less hook waits for the gateway's figures (the hook's own timeout is 15 s).
+ASK_SECONDS = 5.0
 
 
 def _read_stdin() -> bytes | str:
@@ -58,13 +60,34 @@ def _hook_scope(environ: dict[str, str]) -> Any:
     return HookScope(workflow, agent, budget_end, invalid_agent, tuple(notes), gateway)
 
 
-def _hook(home: str | None, event: str) -> int:
+def _laptop(args: argparse.Namespace, hook: Any) -> Any:
+    """The answer on a machine without a home: the gateway's figures for the key in ``$VAR``."""
+    import os
+
+    from ledger.edges.gatewayme import ask_me
+    from ledger.services.agents.laptop import LaptopScope, laptop_answer
+
+    scope = _hook_scope(dict(os.environ))
+    laptop = LaptopScope(
+        args.gateway, args.key_env, os.environ.get(args.key_env) or None,
+        agent=os.environ.get(AGENT_VARIABLE) or None, notes=scope.notes,
+    )  # fmt: skip
+    return laptop_answer(lambda secret: ask_me(args.gateway, secret, ASK_SECONDS), hook, laptop)
+
+
+def _hook(home: str | None, event: str, args: argparse.Namespace) -> int:
     from ledger.core.hook_protocol import HookInputError, parse_hook_input
 
     try:
         hook = parse_hook_input(_read_stdin(), event)
     except HookInputError as exc:
         print_error(f"hook {event}: malformed input ({exc}); no decision")
+        return 0
+    if getattr(args, "gateway", None) is not None:
+        result = _laptop(args, hook)
+        for line in result.errors:
+            print_error(line)
+        print_json(result.output)
         return 0
     from ledger.services.agents.hooks import answer
 
@@ -80,32 +103,39 @@ def _hook(home: str | None, event: str) -> int:
 
 def hook_pre_tool_use(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook pre-tool-use``: Claude Code PreToolUse JSON on stdin."""
-    del args
-    return _hook(home, "PreToolUse")
+    return _hook(home, "PreToolUse", args)
 
 
 def hook_post_tool_use(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook post-tool-use``: Claude Code PostToolUse JSON on stdin."""
-    del args
-    return _hook(home, "PostToolUse")
+    return _hook(home, "PostToolUse", args)
 
 
 def hook_stop(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook stop``: Claude Code Stop JSON on stdin."""
-    del args
-    return _hook(home, "Stop")
+    return _hook(home, "Stop", args)
 
 
 def hook_session_end(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook session-end``: Claude Code SessionEnd JSON on stdin."""
-    del args
-    return _hook(home, "SessionEnd")
+    return _hook(home, "SessionEnd", args)
 
 
 def hook_user_prompt_submit(home: str | None, args: argparse.Namespace) -> int:
     """``ledger hook user-prompt-submit``: Claude Code UserPromptSubmit JSON on stdin."""
-    del args
-    return _hook(home, "UserPromptSubmit")
+    return _hook(home, "UserPromptSubmit", args)
+
+
+def _laptop_options(parser: Any) -> None:
+    """``--gateway URL --key-env VAR``: a machine without a home asks the gateway instead."""
+    group = parser.add_argument_group("without a ledger home (a laptop; hook install sets these)")
+    group.add_argument(
+        "--gateway", metavar="URL", help="ask this gateway for the key's figures, not a home"
+    )
+    group.add_argument(
+        "--key-env", metavar="VAR", default=None,
+        help="the environment variable that holds the gateway key (lk_...)",
+    )  # fmt: skip
 
 
 def build(actions: Any) -> None:
@@ -129,6 +159,7 @@ def build(actions: Any) -> None:
             "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook pre-tool-use"
         ),
     )
+    _laptop_options(pre)
     pre.set_defaults(handler=hook_pre_tool_use)
     post = actions.add_parser(
         "post-tool-use",
@@ -148,6 +179,7 @@ def build(actions: Any) -> None:
             "  LEDGER_WORKFLOW=fix-login LEDGER_AGENT=builder-1 ledger hook post-tool-use"
         ),
     )
+    _laptop_options(post)
     post.set_defaults(handler=hook_post_tool_use)
     stop = actions.add_parser(
         "stop",
@@ -160,6 +192,7 @@ def build(actions: Any) -> None:
         ),
         epilog=("Example (in .claude/settings.json, Stop hook command):\n  ledger hook stop"),
     )
+    _laptop_options(stop)
     stop.set_defaults(handler=hook_stop)
     prompt = actions.add_parser(
         "user-prompt-submit",
@@ -176,6 +209,7 @@ def build(actions: Any) -> None:
             "  ledger --home /var/lib/ledger hook user-prompt-submit"
         ),
     )
+    _laptop_options(prompt)
     prompt.set_defaults(handler=hook_user_prompt_submit)
     end = actions.add_parser(
         "session-end",
@@ -191,6 +225,7 @@ def build(actions: Any) -> None:
             "  ledger hook session-end"
         ),
     )
+    _laptop_options(end)
     end.set_defaults(handler=hook_session_end)
     install = actions.add_parser(
         "install",
@@ -208,7 +243,11 @@ def build(actions: Any) -> None:
             "user's) and refuses when one that takes precedence sets another\n"
             "env.ANTHROPIC_BASE_URL or disableAllHooks: true, or when the file itself points\n"
             "ANTHROPIC_BASE_URL elsewhere (--force replaces it). A symlinked settings file\n"
-            "stays a link. Prints what it wrote (JSON).\n"
+            "stays a link. On a laptop with no ledger home, --gateway URL --key-env VAR\n"
+            "routes Claude Code through that gateway with the gateway key in $VAR (an\n"
+            "apiKeyHelper that prints it; the secret is never written) and the hooks and the\n"
+            "status line ask the gateway (/v1/ledger/me), refusing while it cannot be reached.\n"
+            "Prints what it wrote (JSON).\n"
             "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist,\n"
             "proxy.listen is unusable, or the session would not be gated (the message names\n"
             "the file and key); 65 when a settings file is not JSON."
@@ -219,7 +258,8 @@ def build(actions: Any) -> None:
             "  ledger --home ~/.ledger hook install --gateway http://127.0.0.1:8787\n"
             "  ledger --home ~/.ledger hook install --project ~/src/app\n"
             "  ledger --home ~/.ledger hook install --gateway URL --bedrock\n"
-            "  ledger --home ~/.ledger hook install --gateway URL --vertex --project P --region R"
+            "  ledger --home ~/.ledger hook install --gateway URL --vertex --project P --region R\n"
+            "  ledger hook install --gateway https://gw.example:8787 --key-env LEDGER_KEY"
         ),
     )
     install.add_argument(
@@ -245,6 +285,12 @@ def build(actions: Any) -> None:
         "--gateway",
         metavar="URL",
         help="route Claude Code through this ledger gateway (default: proxy.listen, if set)",
+    )
+    install.add_argument(
+        "--key-env",
+        metavar="VAR",
+        help="a laptop without a ledger home: Claude Code presents the gateway key in $VAR "
+        "(apiKeyHelper; the secret is never written) and the hooks ask --gateway",
     )
     install.add_argument(
         "--force",

@@ -18,16 +18,57 @@ REGISTRARS = ("ledger.cli.percall.budget", "ledger.cli.percall.agents")
 Handler = Callable[[str | None, argparse.Namespace], int]
 
 
+def sentence(text: str) -> str:
+    """An option's help as the operator commands print theirs: capitalised, ending in a stop."""
+    text = text.strip()
+    if text[:1].islower():
+        text = text[:1].upper() + text[1:]
+    if text and text[-1] not in ".!?:":
+        text += "."
+    return text
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help in the operator commands' (click's) style: one style for every command.
+
+    ``Usage:``, ``Arguments:`` and ``Options:`` headings, and each entry's help a
+    sentence; descriptions and epilogs keep their line breaks, so the examples
+    can be copied and pasted as they are.
+    """
+
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        """The usage line, headed ``Usage:`` as click heads it."""
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return sentence(super()._expand_help(action))
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose errors are one ``ledger: …`` line pointing at ``--help``; exit 2.
 
-    Descriptions and epilogs keep their line breaks, so the examples in
-    ``--help`` can be copied and pasted as they are.
+    Its help is laid out as the operator commands' is (``HelpFormatter``).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self._positionals.title = "Arguments"
+        self._optionals.title = "Options"
+        for action in self._actions:
+            if isinstance(action, argparse._HelpAction):  # noqa: SLF001 - the -h it adds
+                action.help = "Show this message and exit."
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        """A group of options, its title capitalised as the other headings are."""
+        title = kwargs.get("title", args[0] if args else None)
+        if isinstance(title, str) and title[:1].islower():
+            title = title[:1].upper() + title[1:]
+            if args:
+                args = (title, *args[1:])
+            else:
+                kwargs["title"] = title
+        return super().add_argument_group(*args, **kwargs)
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         """Parse; an argument nobody takes is reported with the command it was given to."""

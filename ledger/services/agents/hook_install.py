@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.core.claude_settings import Layer, install_blocker, session_status
-from ledger.core.hook_settings import BASE_URL_VARIABLE, SettingsError, merge_hooks
+from ledger.core.hook_settings import BASE_URL_VARIABLE, Laptop, SettingsError, merge_hooks
 from ledger.core.statusline_settings import ADDED, with_statusline
 from ledger.errors import ConfigError, InputDataError
 
@@ -50,7 +50,8 @@ def read_layers(files: SettingsFiles, session: Sequence[tuple[str, Path]]) -> li
 
 
 def install_hooks(
-    files: SettingsFiles, path: Path, launcher: list[str], home: Path, gateway: str | None = None,
+    files: SettingsFiles, path: Path, launcher: list[str], home: Path | Laptop,
+    gateway: str | None = None,
     session: Sequence[tuple[str, Path]] = (), *, force: bool = False,
     cloud_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
@@ -61,6 +62,8 @@ def install_hooks(
     (scope and path, highest precedence first); ``force`` lets the gateway
     take the place of another ``env.ANTHROPIC_BASE_URL`` in ``path``.
     ``cloud_env`` is the ``env`` of a cloud mode (Bedrock, Vertex) through it.
+    A ``Laptop`` for ``home`` sets up a machine without a home: the hooks and
+    the status line ask its gateway, with the key its variable holds.
 
     Raises:
         InputDataError: a file cannot be read, is not JSON, or is not
@@ -70,8 +73,11 @@ def install_hooks(
         ChainIOError: the file cannot be written.
     """
     settings = _parsed(files, path)
+    place = home if isinstance(home, Laptop) else str(home)
+    if isinstance(home, Laptop):
+        gateway = home.gateway
     try:
-        merged = merge_hooks(settings, launcher, str(home), gateway, cloud_env)
+        merged = merge_hooks(settings, launcher, place, gateway, cloud_env)
     except SettingsError as exc:
         raise InputDataError(f"{path}: {exc}; nothing written") from exc
     layers = [
@@ -92,15 +98,16 @@ def install_hooks(
             f"{gateway}; nothing written (--force replaces it)"
         )
     # Claude Code's status line shows the session's spend and what is left (ledger statusline).
-    written, statusline = with_statusline(merged.settings, launcher, str(home))
+    written, statusline = with_statusline(merged.settings, launcher, place)
     changed = merged.changed or statusline == ADDED
     if changed:
         files.write(path, (json.dumps(written, indent=2) + "\n").encode())
     return {
         "settings": str(path),
         "changed": changed,
-        "home": str(home),
+        "home": None if isinstance(home, Laptop) else str(home),
         "gateway": gateway,
+        **({"key_env": home.key_env} if isinstance(home, Laptop) else {}),
         **({"env": cloud_env} if cloud_env else {}),
         "hooks": merged.commands,
         "replaced": merged.replaced,

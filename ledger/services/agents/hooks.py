@@ -61,6 +61,10 @@ class HookDeps(AgentDeps, SpendDeps, Protocol):
         """Why the home cannot be used, or ``None``."""
         ...
 
+    def access_problem(self) -> str | None:
+        """Why this OS user cannot read and write the home (naming the fix), or ``None``."""
+        ...
+
 
 class HookScope(NamedTuple):
     """What a hook call is about; ``notes`` are problems with the scope itself."""
@@ -306,12 +310,16 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     """The answer to one hook call, fail-closed when the home cannot be used.
 
     A home that does not exist, cannot be read or was never initialised gets
-    a refusal (or a stop) naming it, and nothing is created in it.
+    a refusal (or a stop) naming it, and nothing is created in it; one this OS
+    user may not read and write names the entry, its owner and the fixes.
     """
     event = hook.hook_event_name
-    problem = deps.home_problem()
+    # Another user's home (or one without permissions for this one) is named as
+    # that, with its fixes, before a half-done verdict halts with reasons that
+    # would not help.
+    problem = deps.access_problem() or deps.home_problem()
     if problem is not None:
-        reason = f"ledger: {problem}; {_REFUSED[event]} (fail-closed)"
+        reason = f"ledger: {problem}; {REFUSED[event]} (fail-closed)"
         return HookResult(fail_closed_output(event, reason), errors=(problem,))
     if event == PRE_TOOL_USE:
         return pre_tool_use(deps, hook, scope)
@@ -324,7 +332,7 @@ def answer(deps: HookDeps, hook: HookInput, scope: HookScope) -> HookResult:
     return post_tool_use(deps, hook, scope)
 
 
-_REFUSED = {
+REFUSED = {
     PRE_TOOL_USE: "tool call refused",
     USER_PROMPT_SUBMIT: "prompt blocked",
     POST_TOOL_USE: "session stopped",

@@ -7,11 +7,15 @@ session, and when that one resets, in the reporting zone.
 
 import datetime as dt
 import json
+import zoneinfo
+from collections.abc import Callable
 from typing import Any
 
 from ledger.core.ids import printable
+from ledger.core.key_figures import key_status_line
 from ledger.core.timefmt import parse_ts
 from ledger.core.units import cents_text
+from ledger.errors import LedgerError
 from ledger.services.views.me import period_start, reporting_zone
 from ledger.services.views.status import collect
 
@@ -85,3 +89,31 @@ def status_line(runtime: Any, session: str | None) -> str:
     parts.append(f"{cents_text(max(left, 0), round_down=True)} left of {printable(scope)}")
     parts.append(_reset_text(when, zone, zone_name, now))
     return " · ".join(parts)
+
+
+def laptop_status_line(
+    ask: Callable[[str], dict[str, Any]], key_env: str, secret: str | None
+) -> str:
+    """The line on a machine without a home: the gateway's figures for the key in ``$key_env``.
+
+    Never a made-up figure: a missing key or a gateway that cannot be asked
+    says so instead.
+    """
+    if secret is None:
+        return f"ledger · no gateway key: {key_env} is not set"
+    try:
+        document = ask(secret)
+    except LedgerError as exc:
+        return f"ledger · spend unknown: {printable(str(exc))}"
+    zone_name = str(document.get("timezone") or "UTC")
+    try:
+        zone: dt.tzinfo = dt.UTC if zone_name == "UTC" else zoneinfo.ZoneInfo(zone_name)
+        now = parse_ts(str(document.get("now")))
+        tightest = document.get("tightest") or {}
+        resets_at = tightest.get("resets_at") if isinstance(tightest, dict) else None
+        day_end = period_start(now, zone, "day") + dt.timedelta(days=1)
+        when = parse_ts(resets_at) if resets_at else day_end
+        resets: str | None = _reset_text(when, zone, zone_name, now)
+    except (ValueError, TypeError, zoneinfo.ZoneInfoNotFoundError):
+        resets = None
+    return key_status_line(document, resets)

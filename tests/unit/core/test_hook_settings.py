@@ -31,6 +31,8 @@ def test_paths_with_spaces_are_quoted_for_the_shell():
         ("ledger hook stop", True),
         ("/venv/bin/ledger --home /x hook stop", True),
         ("/usr/bin/python3 -m ledger --home /x hook stop", True),
+        ("/venv/bin/ledger hook stop --gateway https://gw:8787 --key-env LK", True),
+        ("/venv/bin/ledger hook stop --gateway https://gw:8787", False),
         ("ledger hook pre-tool-use", False),
         ("other-ledger hook stop", False),
         ("echo 'unclosed", False),
@@ -66,3 +68,22 @@ class TestGateway:
     def test_env_that_is_not_an_object_is_refused(self):
         with pytest.raises(SettingsError, match="env is not an object"):
             merge_hooks({"env": ["x"]}, ["/bin/ledger"], "/h", "http://127.0.0.1:1")
+
+
+def test_a_laptop_install_replaces_a_home_install_and_asks_the_gateway():
+    """A reinstall on a laptop leaves one ledger hook per event, now asking the gateway."""
+    from ledger.core.hook_settings import Laptop
+
+    earlier = merge_hooks(None, ["/venv/bin/ledger"], "/srv/ledger").settings
+    merged = merge_hooks(earlier, ["/venv/bin/ledger"], Laptop("https://gw:8787", "LK"))
+
+    assert (
+        merged.commands["Stop"]
+        == "/venv/bin/ledger hook stop --gateway https://gw:8787 --key-env LK"
+    )
+    assert merged.replaced == [
+        f"/venv/bin/ledger --home /srv/ledger hook {action}"
+        for action in ("pre-tool-use", "post-tool-use", "stop", "user-prompt-submit", "session-end")
+    ]
+    assert merged.settings["apiKeyHelper"] == "printenv LK"
+    assert merged.settings["env"]["ANTHROPIC_BASE_URL"] == "https://gw:8787"

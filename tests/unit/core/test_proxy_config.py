@@ -147,3 +147,36 @@ class TestListen:
         parsed = parse_listen(text, "--listen")
         assert parsed == address
         assert parsed.is_loopback is loopback
+
+
+class TestTls:
+    def test_both_files_from_the_table_or_the_environment(self):
+        """`tls_certfile` and `tls_keyfile` serve the gateway over TLS; LEDGER_PROXY_TLS_* too."""
+        table = {
+            "proxy": {"tls_certfile": "/etc/ledger/gw.pem", "tls_keyfile": "/etc/ledger/gw.key"}
+        }
+        settings = from_mapping(table, {}).proxy
+        assert (settings.tls_certfile, settings.tls_keyfile) == (
+            "/etc/ledger/gw.pem",
+            "/etc/ledger/gw.key",
+        )
+        env = {"LEDGER_PROXY_TLS_CERTFILE": "/a.pem", "LEDGER_PROXY_TLS_KEYFILE": "/a.key"}
+        assert from_mapping({}, env).proxy.tls_keyfile == "/a.key"
+
+    @pytest.mark.parametrize(
+        ("table", "said"),
+        [
+            (
+                {"tls_certfile": "/gw.pem"},
+                "proxy.tls_certfile and proxy.tls_keyfile: give both or neither",
+            ),
+            ({"tls_keyfile": "/gw.key"}, "give both or neither"),
+            (
+                {"tls_certfile": "", "tls_keyfile": "/gw.key"},
+                "proxy.tls_certfile: must be the path of a PEM file",
+            ),
+        ],
+    )
+    def test_one_without_the_other_is_refused(self, table, said):
+        with pytest.raises(ConfigError, match=said):
+            from_mapping({"proxy": table}, {})
