@@ -69,18 +69,18 @@ class StateFile:
 
     def __init__(self, directory: Path, mac_key_path: Path, idempotency_days: int = 35) -> None:
         self.path = directory / "derived.json"
-        self.mac_key_path = mac_key_path
         # Absolute: a resident gate writes the index later, from its own directory.
+        self.mac_key_path = Path(keptstate.absolute(mac_key_path))
         self.directory = Path(keptstate.absolute(directory))
         self.index_path = self.directory / "index.sqlite3"
         self.idempotency_days = idempotency_days
         self._index: IndexDb | None = None
         # The index save the state last loaded or saved goes with.
         self._seq: int | None = None
-        # Whether the index was made afresh (``save_keys(replace=True)``) for a
-        # state folded from the whole chain: only such a state may be saved
-        # without an index save it goes with.
-        self._replaced = False
+        # Whether the index was dropped (``delete``) since: a state loaded
+        # before then may not be saved, unless the index is made afresh
+        # (``save_keys(replace=True)``) for a state folded from the whole chain.
+        self._dropped = False
 
     def _mac_key(self, *, create: bool) -> bytes | None:
         # Every verdict loads and saves the state; the key is read again only
@@ -234,7 +234,7 @@ class StateFile:
             with index.writing() as tx:
                 newest, floor = tx.meta()
                 seq = newest + 1
-                if loaded is None and not self._replaced:
+                if loaded is None and self._dropped:
                     # The index was dropped since this state was loaded: a
                     # state saved now would vouch for keys the index lost.
                     raise CountersLostError("the derived index was dropped")
@@ -255,7 +255,6 @@ class StateFile:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
         table.seq, table.changes, table.replacing = seq, [], False
-        self._replaced = False
         document[_SEQ_KEY] = self._seq = seq
         return _sealed(document, key)
 
@@ -266,6 +265,7 @@ class StateFile:
             ChainIOError: something is there that cannot be removed.
         """
         self._seq = None
+        self._dropped = True
         try:
             IndexDb(self.index_path, b"").remove()
             for name in _RETIRED:
@@ -363,7 +363,7 @@ class StateFile:
             if kept is not None:
                 kept.drop_appends(owner)
             self._write_records(records, refs, replace=True)
-            self._replaced = True
+            self._dropped = False
             for name in _RETIRED:
                 _remove_tree(self.directory / name)
             return
