@@ -243,3 +243,16 @@ def test_position_rows_leave_room_for_segments(tmp_path: Path):
     with index.writing() as tx:
         tx.add_refs([("ab" * 32, Position(3, 7, 100))])
     assert index.find_refs("abab" * 3)[0].position == Position(3, 7, 100)
+
+
+def test_rebuild_state_finds_an_edited_row_and_replaces_it(home, run_inproc):
+    """The operator's rebuild checks every row: an edit anywhere is reported and folded away."""
+    _record(run_inproc, home, "a")
+    _record(run_inproc, home, "b")
+    _sql(home, "UPDATE keys SET record = replace(record, 'openai', 'opennai') WHERE k = ?", b"a")
+    rebuilt = _cli(run_inproc, home, "rebuild-state")
+    assert rebuilt.code == 0, rebuilt.stderr
+    assert rebuilt.json()["previous_state"] == "mismatched"
+    runtime = Runtime(home, {"LEDGER_NOW": DAY0})
+    runtime.states.check_index()  # type: ignore[union-attr]
+    assert _record(run_inproc, home, "a")["duplicate"] is True

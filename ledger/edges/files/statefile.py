@@ -181,6 +181,16 @@ class StateFile:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
         return stored
 
+    def check_index(self) -> None:
+        """Check every row and link of the derived index (``rebuild-state``; O(rows)).
+
+        Raises:
+            StateMismatchError: a row was edited, added or removed.
+        """
+        index = self.index()
+        if index is not None and Path(index.path).exists():
+            index.check_all()
+
     def _index_knows(self, seq: int) -> bool:
         """Whether the index can answer for the state saved with it at ``seq``."""
         index = self.index()
