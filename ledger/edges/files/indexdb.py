@@ -103,6 +103,9 @@ class _Shared:
         self.connection = connection
         self.identity = identity
         self.lock = threading.RLock()
+        # Whether every table was seen with its head (checked once, then by
+        # every lookup's links).
+        self.heads = False
 
 
 _OPEN: dict[str, _Shared] = {}
@@ -189,10 +192,13 @@ class IndexDb:
     def __init__(self, path: Path, mac_key: bytes) -> None:
         self.path = os.fspath(path)
         self.key = mac_key
+        # The key's inner and outer states, worked out once: each row's MAC copies them.
+        self._keyed = hmac.new(mac_key, digestmod=hashlib.sha256)
 
     def _mac(self, *parts: object) -> bytes:
-        text = "\x00".join(_part(part) for part in parts)
-        return hmac.new(self.key, text.encode(), hashlib.sha256).digest()
+        mac = self._keyed.copy()
+        mac.update("\x00".join(_part(part) for part in parts).encode())
+        return mac.digest()
 
     def _check(self, mac: bytes, *parts: object) -> None:
         if not hmac.compare_digest(self._mac(*parts), bytes(mac)):
@@ -254,9 +260,43 @@ class IndexDb:
         self._check(mac, table, bytes(k), following, *values)
         return following
 
+    def _locate(
+        self, db: sqlite3.Connection, table: str, k: bytes
+    ) -> tuple[tuple[Any, ...] | None, tuple[bytes, bytes | None, tuple[Any, ...]] | None]:
+        """Row ``k``'s values (``None``: absent, shown by the row before it) and that row.
+
+        One query: the row itself, or the one just before ``k``, whose ``next``
+        must lie beyond ``k``. The second part is ``(key, next, values)`` of the
+        row before ``k`` when ``k`` is absent, else ``None``.
+
+        Raises:
+            StateMismatchError: a row fails its MAC, or one is missing or added.
+        """
+        columns = ", ".join(_COLUMNS[table])
+        row = db.execute(
+            f"SELECT k, next, {columns}, mac FROM {table} WHERE k <= ?"  # noqa: S608
+            " ORDER BY k DESC LIMIT 1",
+            (k,),
+        ).fetchone()
+        if row is None:
+            if (
+                _meta(self, db)[0] == 0
+                and db.execute(
+                    f"SELECT 1 FROM {table} LIMIT 1"  # noqa: S608 - fixed names
+                ).fetchone()
+                is None
+            ):
+                return None, None  # nothing was ever written
+            raise _damaged(table, "is missing (the head of its table)")
+        following = self._linked(table, row)
+        if bytes(row[0]) == k:
+            return tuple(row[2:-1]), None
+        if following is not None and following <= k:
+            raise _damaged(table, "is missing")
+        return None, (bytes(row[0]), following, tuple(row[2:-1]))
+
     def _get(self, db: sqlite3.Connection, table: str, k: bytes) -> tuple[Any, ...] | None:
-        found = self._range(db, table, k, k)
-        return found[0][1] if found else None
+        return self._locate(db, table, k)[0]
 
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -287,7 +327,9 @@ class IndexDb:
                 raise ChainIOError(f"cannot write the derived index: {exc}") from exc
             try:
                 tx = IndexTx(self, db)
-                tx.ensure_heads()
+                if not shared.heads:
+                    tx.ensure_heads()
+                    shared.heads = True
                 yield tx
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -471,18 +513,37 @@ class IndexTx:
         """A row's values (checked, its absence too), or ``None``."""
         return self.index._get(self.db, table, k)  # noqa: SLF001
 
-    def put(self, table: str, k: bytes, values: tuple[Any, ...]) -> None:
-        """Insert or replace the row ``k``, linked in after the row before it."""
-        before, following, before_values = self._before(table, k)
-        if following == k:  # there already: replaced in place, its link kept
+    def put(self, table: str, k: bytes, values: tuple[Any, ...], *, keep: bool = False) -> bool:
+        """Insert or replace the row ``k``, linked in after the row before it.
+
+        ``keep``: a row already there stays as it is. Whether anything was written.
+        """
+        found, before = self.index._locate(self.db, table, k)  # noqa: SLF001
+        if found is not None and keep:
+            return False
+        self._write_at(table, k, values, found, before)
+        return True
+
+    def _write_at(
+        self,
+        table: str,
+        k: bytes,
+        values: tuple[Any, ...],
+        found: tuple[Any, ...] | None,
+        before: tuple[bytes, bytes | None, tuple[Any, ...]] | None,
+    ) -> None:
+        """Write row ``k`` where ``_locate`` found it (or the row before it)."""
+        if found is not None:
             row = self.db.execute(
                 f"SELECT next FROM {table} WHERE k = ?",  # noqa: S608 - fixed names
                 (k,),
             ).fetchone()
             self._put_row(table, k, None if row[0] is None else bytes(row[0]), values)
             return
-        self._put_row(table, k, following, values)
-        self._put_row(table, before, k, before_values)
+        if before is None:
+            raise _damaged(table, "is missing (the head of its table)")
+        self._put_row(table, k, before[1], values)
+        self._put_row(table, before[0], k, before[2])
 
     def delete_range(self, table: str, low: bytes, high: bytes) -> int:
         """Remove every row with ``low <= k <= high``, the row before them linked past them."""
@@ -502,9 +563,15 @@ class IndexTx:
         """``(seq, floor)`` as this transaction sees them."""
         return _meta(self.index, self.db)
 
-    def set_meta(self, seq: int, floor: int) -> None:
-        """Record the newest save's number and the oldest state the counters answer for."""
-        for name, value in (("seq", seq), ("floor", floor)):
+    def set_meta(self, seq: int, floor: int, known: tuple[int, int] | None = None) -> None:
+        """Record the newest save's number and the oldest state the counters answer for.
+
+        ``known``: the two as this transaction read them (unchanged ones are not written).
+        """
+        known = self.meta() if known is None else known
+        for name, value, was in (("seq", seq, known[0]), ("floor", floor, known[1])):
+            if value == was and value:
+                continue
             self.db.execute(
                 "INSERT OR REPLACE INTO meta (name, value, mac) VALUES (?, ?, ?)",
                 (name, value, self.index._mac("meta", name, value)),  # noqa: SLF001
@@ -527,16 +594,15 @@ class IndexTx:
             key, ts = record["key"], str(record.get("ts") or "")
             if cutoff is not None and ts and ts < cutoff:
                 self._add_cold(key, record)
-            elif self.get("keys", key.encode()) is None:
-                self.put("keys", key.encode(), (ts, _json(record)))
+            else:
+                self.put("keys", key.encode(), (ts, _json(record)), keep=True)
 
     def _add_cold(self, key: str, record: dict[str, Any]) -> None:
         entry = record.get("entry")
         if not isinstance(entry, int) or entry < 1:
             return  # an entry of unknown position is not indexed; its key is in the chain
         k = _cold_key(self.index.tag(key), int(record.get("segment") or 0), entry)
-        if self.get("cold_keys", k) is None:
-            self.put("cold_keys", k, (record.get("offset"),))
+        self.put("cold_keys", k, (record.get("offset"),), keep=True)
 
     def expire_keys(self, cutoff: str) -> int:
         """Move a few hundred of the oldest keys sealed before ``cutoff`` to the cold table."""
@@ -556,8 +622,7 @@ class IndexTx:
         """Add entry hash → position rows (a hash indexed already keeps its first row)."""
         for entry_hash, where in refs:
             k = bytes.fromhex(entry_hash)
-            if self.get("refs", k) is None:
-                self.put("refs", k, tuple(where))
+            self.put("refs", k, tuple(where), keep=True)
 
     def save_counters(
         self, changes: Iterable[tuple[str, int, str, Any]], loaded: int, seq: int
@@ -565,14 +630,14 @@ class IndexTx:
         """Write counters at save ``seq``, keeping each one's value at the state ``loaded``."""
         for budget, epoch, value, counter in changes:
             k = counter_key(budget, epoch, value)
-            row = self.get("counters", k)
+            row, before = self.index._locate(self.db, "counters", k)  # noqa: SLF001
             prior_seq, prior = 0, None
             if row is not None:
                 # The value the loaded state knows stays as the prior: a newer
                 # one was written by a save whose state never reached its file.
                 prior_seq, prior = (row[0], row[1]) if row[0] <= loaded else (row[2], row[3])
             text = None if counter is None else _json(counter)
-            self.put("counters", k, (seq, text, prior_seq, prior))
+            self._write_at("counters", k, (seq, text, prior_seq, prior), row, before)
 
     def drop_epochs_before(self, budget: str, epoch: int) -> None:
         """Forget a budget's counters of epochs older than ``epoch`` (no state reads them)."""

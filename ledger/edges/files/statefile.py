@@ -120,6 +120,10 @@ class StateFile:
         key = self._mac_key(create=create)
         if key is None:
             return None
+        return self._index_for(key, create=create)
+
+    def _index_for(self, key: bytes, *, create: bool = False) -> IndexDb:
+        """The index under MAC key ``key`` (its folder made when ``create``)."""
         if self._index is None or self._index.key != key:
             if create:
                 try:
@@ -171,12 +175,13 @@ class StateFile:
             seq = document.get(_SEQ_KEY)
             self._seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
             stored = StoredState(document["head_hash"], int(document["size"]), document["data"])
-            if self._seq is None or not self._index_knows(self._seq):
+            index = self._index_for(key)
+            if self._seq is None or not _knows(index, self._seq):
                 # Kept by an older version (bucket files), or the index lost the
                 # save this state goes with: rebuilt, index and all, from the chain.
                 self._seq = None
                 return stored._replace(index_complete=False)
-            bind_counters(document["data"], CounterTable(self.index(), self._seq))
+            bind_counters(document["data"], CounterTable(index, self._seq))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
         return stored
@@ -190,17 +195,6 @@ class StateFile:
         index = self.index()
         if index is not None and Path(index.path).exists():
             index.check_all()
-
-    def _index_knows(self, seq: int) -> bool:
-        """Whether the index can answer for the state saved with it at ``seq``."""
-        index = self.index()
-        if index is None:
-            return False
-        try:
-            newest, floor = index.meta()
-        except StateMismatchError:
-            return False
-        return floor <= seq <= newest
 
     def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
         """Replace the stored state.
@@ -236,13 +230,12 @@ class StateFile:
                 longer knows the state, the state is dropped too, so it is
                 rebuilt from the chain.
         """
-        index = self.index(create=True)
-        assert index is not None  # noqa: S101 - create=True always yields one
+        index = self._index_for(key, create=True)
         loaded = document.get(_SEQ_KEY)
         try:
             table = write_counters(document["data"], CounterTable(index, loaded or 0))
             with index.writing() as tx:
-                newest, floor = tx.meta()
+                known = newest, floor = tx.meta()
                 seq = newest + 1
                 if loaded is None and self._dropped:
                     # The index was dropped since this state was loaded: a
@@ -260,7 +253,7 @@ class StateFile:
                     floor = max(floor, loaded)
                 tx.save_counters(table.changes, loaded or 0, seq)
                 _drop_old_epochs(tx, document["data"])
-                tx.set_meta(seq, floor)
+                tx.set_meta(seq, floor, known)
         except CountersLostError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
@@ -411,6 +404,15 @@ class StateFile:
         except StateMismatchError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
+
+
+def _knows(index: IndexDb, seq: int) -> bool:
+    """Whether the index can answer for the state saved with it at ``seq``."""
+    try:
+        newest, floor = index.meta()
+    except StateMismatchError:
+        return False
+    return floor <= seq <= newest
 
 
 def _position(record: dict[str, Any]) -> Position:
