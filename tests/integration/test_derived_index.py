@@ -130,9 +130,9 @@ def test_an_ambiguous_prefix_is_one_line_and_a_bad_command_line(home, run_inproc
     moved = [(prefix + entry_hash[len(prefix) :], entry_hash) for entry_hash in hashes]
     import ledger.services.chain.refs as refs_module
 
-    real_holds = refs_module._holds
+    real_holds = refs_module.holds
     monkeypatch.setattr(
-        refs_module, "_holds",
+        refs_module, "holds",
         lambda chain, offset, h: real_holds(chain, offset, dict(moved).get(h, h)),
     )  # fmt: skip
     with index.writing() as tx:

@@ -80,7 +80,7 @@ def _indexed(
     found: dict[str, FoundEntry] = {}
     for match in matches:
         where = match.position
-        if where.offset is None or not _holds(chain, where.offset, match.entry_hash):
+        if where.offset is None or not holds(chain, where.offset, match.entry_hash):
             return None  # an answer the chain does not bear out: read it all
         found[match.entry_hash] = FoundEntry(match.entry_hash, where.entry)
     entries = int(stored.data.get("meta", {}).get("entries", 0))
@@ -89,7 +89,8 @@ def _indexed(
     return sorted(found.values(), key=lambda entry: entry.line)[:limit]
 
 
-def _holds(store: ChainStore, offset: int, entry_hash: str) -> bool:
+def holds(store: ChainStore, offset: int, entry_hash: str) -> bool:
+    """Whether the chain's line at byte ``offset`` is the entry ``entry_hash``."""
     from ledger.core.envelope import parse_line
 
     try:
