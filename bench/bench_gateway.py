@@ -89,8 +89,13 @@ class Gateway:
         )  # fmt: skip
         stderr = self.proc.stderr
         check(stderr is not None, "no gateway log")
-        first = stderr.readline() if stderr is not None else ""
-        found = _LISTENING.search(first)
+        # The gateway names its upstreams first, then where it listens.
+        first, found = "", None
+        for _ in range(20):
+            first = stderr.readline() if stderr is not None else ""
+            found = _LISTENING.search(first)
+            if found is not None or not first:
+                break
         if found is None:
             raise SystemExit(f"the gateway did not start: {first}")
         self.url = f"http://{found.group(1)}"

@@ -21,7 +21,7 @@ from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.errors import ChainIOError, ConfigError
+from ledger.errors import ChainIOError, ConfigError, LedgerError
 from ledger.homes import CONFIG_FILE, check_home, resolve_home
 
 if TYPE_CHECKING:
@@ -127,7 +127,13 @@ class Runtime:
             from ledger.edges.postgres.state import PgStateStore
 
             return PgStateStore(self.database, self.fleet_secret)
-        return StateFile(self.state_dir, self.home / "keys" / "state-mac.key")
+        try:
+            days = self.config.idempotency_days
+        except LedgerError:
+            # A command that needs no configuration still reads its state; the
+            # days only decide where a key is kept, never whether it is found.
+            days = Config().idempotency_days
+        return StateFile(self.state_dir, self.home / "keys" / "state-mac.key", days)
 
     @cached_property
     def rollups(self) -> "RollupFile":

@@ -58,6 +58,9 @@ MEANINGS = {
     "snapshot.cron": "When the daemon snapshots the chain (5-field cron, UTC).",
     "snapshot.keep_days": "Snapshots older than this are pruned.",
     "chain.lock_timeout_seconds": "Waiting longer than this for the chain lock exits 75.",
+    "chain.idempotency_days": "Idempotency keys (`record --idempotency-key`) older than this "
+    "many days leave the fast index; a retry with one is still found, checked in the chain "
+    "(a little slower), so a key is honoured forever whatever this is.",
     "store.url": "A PostgreSQL URI for a fleet's shared chain; unset: the file store in the home.",
     "store.schema": "The PostgreSQL schema the fleet's tables live in.",
 }

@@ -4,12 +4,13 @@ Kept in the derived state beside the USD caps' (``state["budgets"]``), as
 plain JSON. For each budget and each value of its ``per`` key there is one
 counter: a calendar budget's holds the spend of its current period (a newer
 period resets the budget's counters, so ended periods are pruned as the chain
-moves on); a rolling budget's holds one item per record inside its window
-(dropped as they leave it), so "spend sealed within the window before now" is
-exact to the second (records of one second count as the latest of them); a
-busy window keeps one item per minute beyond its first few. Spend never leaves a
-window early. Open reservations are kept per counter, so a verdict reads only the
-counters of the budgets that apply to it.
+moves on); a rolling budget's holds a bounded list of items inside its window
+(dropped as they leave it): one per minute for the last hour, one per slot
+beyond (``ledger.core.rolling_items``), so "spend sealed within the window
+before now" is exact to the minute for recent spend and within a slot for
+older, a few hundred items at most. Spend never leaves a window early. Open
+reservations are kept per counter, so a verdict reads only the counters of the
+budgets that apply to it.
 
 The state remembers the fingerprint of the definitions it was folded under; a
 state folded under other definitions is rebuilt from the chain, never trusted.
@@ -23,7 +24,6 @@ counters left empty are dropped by the store (``counter_is_live``); only a
 plain dict is swept whole, once a minute.
 """
 
-import bisect
 import datetime as dt
 import functools
 from collections.abc import Sequence
@@ -32,14 +32,12 @@ from typing import Any, NamedTuple
 
 from ledger.core.budget_periods import PeriodsAt
 from ledger.core.budgets import Applicable, Budget, CallScope, budget_index, fingerprint
+from ledger.core.rolling_items import add_item, coarse_minutes, minute_of, settle
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import format_ts, parse_ts
 
 VERDICT_EVENTS = frozenset({"budget.allow", "budget.warn_90"})
 NO_VALUE = ""  # the counter of a budget without ``per``
-# A rolling counter keeps one item per second up to this many; beyond that, one
-# per minute, so a week's window holds at most about 10,000 items however busy.
-EXACT_ITEMS = 16
 
 
 def empty_budget_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
@@ -67,8 +65,16 @@ def _counter(table: dict[str, Any], per_value: str | None) -> dict[str, Any]:
         counter = counters[value] = {"used": 0, "items": [], "open": {}, "last": None}
     cutoff = table.get("cutoff")
     if cutoff is not None:
-        _drop_old_items(counter, cutoff)
+        _settle_and_drop(table, counter, cutoff)
     return counter
+
+
+def _settle_and_drop(table: dict[str, Any], counter: dict[str, Any], cutoff: str) -> None:
+    """Merge the items that left the last hour, then drop those that left the window."""
+    swept = table.get("swept")
+    if swept is not None and counter["items"]:
+        settle(counter, minute_of(swept), int(table.get("width", 1)))
+    _drop_old_items(counter, cutoff)
 
 
 def counter_is_live(table: dict[str, Any], counter: dict[str, Any]) -> bool:
@@ -103,13 +109,14 @@ def _prune_rolling(table: dict[str, Any], budget: Budget, ts_utc: str) -> None:
     if table.get("swept") == ts_utc[:16]:
         return  # a verdict reads its own cutoff: sweeping more often only costs time
     table["swept"] = ts_utc[:16]
+    table["width"] = coarse_minutes(window)
     cutoff = format_ts(parse_ts(ts_utc) - dt.timedelta(seconds=window))
     table["cutoff"] = cutoff
     if type(table["values"]) is not dict:
         return  # a store: each counter is pruned when touched, and dropped when empty
     for value in list(table["values"]):
         counter = table["values"][value]
-        _drop_old_items(counter, cutoff)
+        _settle_and_drop(table, counter, cutoff)
         if not counter["items"] and not counter["open"]:
             del table["values"][value]
 
@@ -150,16 +157,10 @@ def _add_spend(
     counter["used"] += micros
     counter["last"] = ts
     if budget.window_seconds is not None:
-        items = counter["items"]
-        same = 16 if len(items) >= EXACT_ITEMS else 19  # the minute, or the second
-        if items and ts < items[-1][0]:
-            bisect.insort(items, [ts, micros])  # a price sealed later for an older record
-        elif items and items[-1][0][:same] == ts[:same]:
-            # Records of one second (of one minute, in a busy window) count together
-            # as the latest of them: they leave the window a little late, never early.
-            items[-1] = [ts, items[-1][1] + micros]
-        else:
-            items.append([ts, micros])
+        # Records of one minute (of one slot, beyond the last hour) count
+        # together as the latest of them: late, never early (``rolling_items``).
+        fold_minute = minute_of(table.get("swept") or ts)
+        add_item(counter, ts, micros, fold_minute, coarse_minutes(budget.window_seconds))
 
 
 def apply_budget_event(

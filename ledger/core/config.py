@@ -58,7 +58,11 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "providers": "providers",
     },
     "snapshot": {"cron": "cron", "keep_days": "days"},
-    "chain": {"lock_timeout_seconds": "seconds", "verify_interval_hours": "hours_or_off"},
+    "chain": {
+        "lock_timeout_seconds": "seconds",
+        "verify_interval_hours": "hours_or_off",
+        "idempotency_days": "days",
+    },
     "store": {"url": "store_url", "schema": "identifier"},
 }
 _STRUCTURED = {"caps", "argv", "providers", "env_names"}
@@ -89,6 +93,7 @@ class Config(NamedTuple):
     snapshot_keep_days: int = 30
     lock_timeout_seconds: int = 10
     verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
+    idempotency_days: int = 35  # keys older than this leave the hot index (found in the chain)
     expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
@@ -163,6 +168,7 @@ _FIELD_FOR = {
     ("snapshot", "keep_days"): "snapshot_keep_days",
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
     ("chain", "verify_interval_hours"): "verify_interval_hours",
+    ("chain", "idempotency_days"): "idempotency_days",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }

@@ -72,6 +72,7 @@ keep_days = 30
 [chain]
 lock_timeout_seconds = 10
 verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this often (0: off)
+idempotency_days = 35        # idempotency keys this old leave the fast index (still honoured)
 
 # A PostgreSQL database shared by a fleet of hosts; without it the
 # chain is events.jsonl in this home.

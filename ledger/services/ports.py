@@ -5,7 +5,7 @@ advisory lock in place of ``flock``) without touching the core or the services.
 """
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -144,22 +144,73 @@ class StateStore(Protocol):
         """Remove the stored state."""
         ...
 
-    def load_key(self, key: str) -> dict[str, Any] | None:
+    def load_key(self, key: str) -> "dict[str, Any] | Sequence[EntryPosition] | None":
         """The index record of an idempotency key, or ``None``.
+
+        A key that left the hot index (``chain.idempotency_days``) answers the
+        positions of the entries that may hold it: the caller reads them.
 
         Raises:
             StateMismatchError: the index cannot answer for this key (it lost
-                records): the caller searches the chain.
+                records or was edited): the caller searches the chain.
         """
         ...
 
-    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
-        """Add idempotency-key records (the first record of a key wins).
+    def save_keys(
+        self,
+        records: list[dict[str, Any]],
+        *,
+        replace: bool = False,
+        refs: Iterable[tuple[str, int, int | None]] = (),
+    ) -> None:
+        """Add idempotency-key records (the first record of a key wins), and entry refs.
 
         ``replace`` drops every record first: the index is rebuilt from a full fold.
+        ``refs`` are ``(entry_hash, line, byte offset)`` of entries folded.
         The index is derived state, kept with the counters and rebuilt from the
         chain with them: nothing in it is made durable on its own.
         """
+        ...
+
+
+class EntryPosition(Protocol):
+    """Where an entry is in the chain."""
+
+    @property
+    def segment(self) -> int:
+        """Its segment (0: the chain as one file)."""
+        ...
+
+    @property
+    def entry(self) -> int:
+        """Its line, from 1."""
+        ...
+
+    @property
+    def offset(self) -> int | None:
+        """Its byte offset, when known."""
+        ...
+
+
+class RefMatchLike(Protocol):
+    """An entry found by a prefix of its hash."""
+
+    @property
+    def entry_hash(self) -> str:
+        """The entry's whole hash."""
+        ...
+
+    @property
+    def position(self) -> EntryPosition:
+        """Where it is."""
+        ...
+
+
+class RefIndex(Protocol):
+    """A store that finds entries by (a prefix of) their hash."""
+
+    def find_refs(self, prefix: str, limit: int = 2) -> "Sequence[RefMatchLike]":
+        """Indexed entries whose hash begins with ``prefix``."""
         ...
 
 

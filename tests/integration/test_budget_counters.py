@@ -1,24 +1,21 @@
 """Per-value budget counters stored apart from ``derived.json``, read only where touched.
 
-A ``per = "session"`` budget keeps one counter per session. A verdict reads the
-bucket of its own session's counter and nothing else of the others, the state
-file does not grow with sessions, and damage to a bucket is caught for the
-counter that lives in it: cut short, the state is folded afresh from the chain;
-edited, the gate halts ``counter_inconsistent`` until ``rebuild-state``.
+A ``per = "session"`` budget keeps one counter per session, a row in the
+derived index. A verdict reads its own session's row and nothing else of the
+others, the state file does not grow with sessions, and damage is caught for
+the counter it touches: an index that lost commits is folded afresh from the
+chain; an edited row halts ``counter_inconsistent`` until ``rebuild-state``.
 """
 
+import contextlib
 import functools
-import hashlib
-import hmac
 import json
-import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from ledger.batching import BatchRunner
-from ledger.edges import fileio
-from ledger.edges.files import counterbuckets
-from ledger.edges.files.counterbuckets import CounterBuckets, bucket_of
+from ledger.edges.files.indexdb import IndexDb
 from ledger.runtime import Runtime
 from ledger.services.gate import calls
 from ledger.services.gate.budget_views import budget_rows
@@ -63,28 +60,19 @@ def sessions(count: int) -> list[str]:
     return [f"s-{n}" for n in range(count)]
 
 
-def bucket_file(home: Path, session: str) -> Path:
-    """The current generation of the bucket holding ``session``'s counter."""
-    document = json.loads(state_path(home).read_text().splitlines()[0])
-    bucket = bucket_of(session)
-    generation = CounterBuckets(Path(), document["value_buckets"]).entry(bucket).generation
-    return home / "state" / "counters" / f"{bucket}.{generation}.log"
+def index(home: Path) -> sqlite3.Connection:
+    """The home's derived index, opened as anyone could."""
+    return sqlite3.connect(home / "state" / "index.sqlite3", isolation_level=None)
 
 
-def neighbour(session: str, among: list[str]) -> str:
-    """Another session whose counter shares ``session``'s bucket."""
-    return next(s for s in among if s != session and bucket_of(s) == bucket_of(session))
+# A counter row's value and epoch, from its key (``indexdb.counter_key``).
+VALUE = f"substr(CAST(k AS TEXT), {2 + len(NAME) + 16 + 1})"
+EPOCH = f"substr(CAST(k AS TEXT), {2 + len(NAME) + 1}, 16)"
 
 
-def pair(among: list[str]) -> tuple[str, str]:
-    """Two sessions whose counters share a bucket."""
-    seen: dict[str, str] = {}
-    for session in among:
-        bucket = bucket_of(session)
-        if bucket in seen:
-            return seen[bucket], session
-        seen[bucket] = session
-    raise AssertionError("no two sessions share a bucket")
+def sql(home: Path, statement: str, *args: Any) -> list[Any]:
+    with contextlib.closing(index(home)) as db:
+        return db.execute(statement, args).fetchall()
 
 
 def test_the_state_file_does_not_grow_with_sessions(home: Path):
@@ -97,20 +85,21 @@ def test_the_state_file_does_not_grow_with_sessions(home: Path):
     assert state_path(home).stat().st_size < small + 256  # 600 sessions inline: ~100 kB
 
 
-def test_a_verdict_reads_only_its_own_counters_bucket(home: Path, monkeypatch):
-    """At 600 sessions a verdict reads one bucket: the one its session's counter is in."""
+def test_a_verdict_reads_only_its_own_counter(home: Path, monkeypatch):
+    """At 600 sessions a verdict reads one row: its own session's counter."""
     seed(home, sessions(600))
     verdict(home, "s-7")  # the seeding's last batch is folded and saved
     read: list[str] = []
-    original = CounterBuckets.read
+    original = IndexDb.find_counter
 
-    def counting(self: CounterBuckets, bucket: str) -> bytes | None:
-        read.append(bucket)
-        return original(self, bucket)
+    def counting(self: IndexDb, budget: str, epoch: int, value: str, seq: int) -> Any:
+        read.append(value)
+        return original(self, budget, epoch, value, seq)
 
-    monkeypatch.setattr(CounterBuckets, "read", counting)
+    monkeypatch.setattr(IndexDb, "find_counter", counting)
+    monkeypatch.setattr(IndexDb, "scan_counters", None)  # never read whole
     assert verdict(home, "s-7", seconds=62)["verdict"] == "allow"
-    assert set(read) == {bucket_of("s-7")}
+    assert set(read) == {"s-7"}
 
 
 def test_every_value_is_still_seen_by_the_views(home: Path):
@@ -130,108 +119,102 @@ def test_a_session_near_its_cap_halts_at_many_sessions(home: Path):
     assert verdict(home, "s-43", seconds=61)["verdict"] == "allow"
 
 
-def _edit_counter(path: Path, session: str) -> None:
-    """Change the spend in the newest record of ``session`` in its bucket."""
-    raw = path.read_bytes()
-    at = raw.rfind(f'"v":"{session}","c":'.encode())
-    used = raw.index(b'"used":', at) + len(b'"used":')
-    digit = raw[used : used + 1]
-    replaced = b"0" if digit != b"0" else b"9"
-    path.write_bytes(raw[:used] + replaced + raw[used + 1 :])
-
-
-def test_an_edited_bucket_halts_only_the_verdicts_that_read_it(home: Path):
-    """A bucket edited for one session: sessions in other buckets are decided as before."""
-    names = sessions(300)
-    seed(home, names)
-    victim, neighbour_in_bucket = pair(names)
-    elsewhere = next(s for s in names if bucket_of(s) != bucket_of(victim))
-    _edit_counter(bucket_file(home, victim), victim)
-    assert verdict(home, elsewhere)["verdict"] == "allow"
-    for n, session in enumerate((victim, neighbour_in_bucket)):
-        halted = verdict(home, session, seconds=61 + n)
-        assert (halted["verdict"], halted["uncertainty_reason"]) == (
-            "halt-uncertainty", "counter_inconsistent"
-        )  # fmt: skip
-        assert "counter bucket" in halted["diagnostic"]
-        assert "rebuild-state" in halted["diagnostic"]
-
-
-def test_a_newest_record_hidden_does_not_let_an_older_one_count(home: Path):
-    """A session's newest record renamed to another session: its older one is not trusted."""
-    seed(home, ["s-1"], usd="1")
-    seed(home, ["s-1"], usd="2")
-    path = bucket_file(home, "s-1")
-    raw = path.read_bytes()
-    at = raw.rfind(b'"v":"s-1"')
-    path.write_bytes(raw[:at] + b'"v":"s-0"' + raw[at + len(b'"v":"s-1"') :])
-    halted = verdict(home, "s-1")
-    assert (halted["verdict"], halted["uncertainty_reason"]) == (
+def _halted(decided: dict[str, Any]) -> None:
+    assert (decided["verdict"], decided["uncertainty_reason"]) == (
         "halt-uncertainty", "counter_inconsistent"
     )  # fmt: skip
+    assert "rebuild-state" in decided["diagnostic"]
 
 
-def test_a_bucket_cut_short_is_rebuilt_from_the_chain(home: Path):
-    """A bucket shorter than the state says lost records: the state is folded afresh."""
+def test_an_edited_counter_halts_only_the_verdicts_that_read_it(home: Path):
+    """A counter row edited for one session: other sessions are decided as before."""
     names = sessions(300)
     seed(home, names)
-    victim, other = pair(names)
-    seed(home, [victim], usd="4.98")
-    path = bucket_file(home, victim)
-    path.write_bytes(path.read_bytes()[:-40])
-    decided = verdict(home, victim)
+    sql(home, "UPDATE counters SET counter = replace(counter, '\"used\":10000', '\"used\":0')"
+        f" WHERE {VALUE} = 's-9'")  # fmt: skip
+    assert verdict(home, "s-10")["verdict"] == "allow"
+    halted = verdict(home, "s-9", seconds=61)
+    _halted(halted)
+    assert "derived index row" in halted["diagnostic"]
+
+
+def test_a_counter_rolled_back_to_its_older_value_is_not_trusted(home: Path):
+    """A row set back to the value it had a save earlier (prior and all) fails its MAC."""
+    seed(home, ["s-1"], usd="1")
+    seed(home, ["s-1"], usd="2")
+    sql(home, f"UPDATE counters SET counter = prior, seq = prior_seq WHERE {VALUE} = 's-1'")
+    _halted(verdict(home, "s-1"))
+
+
+def test_a_row_renamed_to_another_session_is_not_trusted(home: Path):
+    """A session's row moved to another session's name: that session is not given its spend."""
+    seed(home, ["s-1"], usd="4")
+    sql(home, "UPDATE counters SET k = CAST(replace(CAST(k AS TEXT), 's-1', 's-0') AS BLOB)"
+        f" WHERE {VALUE} = 's-1'")  # fmt: skip
+    _halted(verdict(home, "s-0"))
+    assert verdict(home, "s-1", "4", seconds=61)["verdict"] != "allow"
+
+
+def test_an_index_that_lost_commits_is_rebuilt_from_the_chain(home: Path):
+    """The index rolled back to an older commit (a power loss): the state is folded afresh."""
+    names = sessions(300)
+    seed(home, names)
+    database = home / "state" / "index.sqlite3"
+    sql(home, "PRAGMA wal_checkpoint(TRUNCATE)")
+    older = database.read_bytes()
+    seed(home, ["s-5"], usd="4.98")
+    for suffix in ("-wal", "-shm"):
+        database.with_name(database.name + suffix).unlink(missing_ok=True)
+    staged = database.with_name("staged")
+    staged.write_bytes(older)
+    staged.replace(database)
+    decided = verdict(home, "s-5")
     assert (decided["verdict"], decided["deciding_cap"]) == (
-        "halt-100", f"budget:per-session[{victim}]"
+        "halt-100", "budget:per-session[s-5]"
     )  # fmt: skip
-    assert verdict(home, other, seconds=61)["verdict"] == "allow"
+    assert verdict(home, "s-6", seconds=61)["verdict"] == "allow"
     rows = budget_rows(Runtime(home, _env(90)))
     assert rows["diagnostic"] is None
     assert len(rows["budgets"]) == 300
 
 
-def test_a_missing_bucket_is_rebuilt_from_the_chain(home: Path):
-    """A bucket removed: the same as one cut short."""
+def test_a_missing_index_is_rebuilt_from_the_chain(home: Path):
+    """The index removed: the same as one that lost commits."""
     seed(home, sessions(50))
     seed(home, ["s-3"], usd="4.98")
-    bucket_file(home, "s-3").unlink()
+    for suffix in ("", "-wal", "-shm"):
+        (home / "state" / f"index.sqlite3{suffix}").unlink(missing_ok=True)
     assert verdict(home, "s-3")["verdict"] == "halt-100"
 
 
-def test_bytes_past_the_recorded_size_are_ignored(home: Path):
-    """Appends of a save that never finished do not count, and the next save starts afresh."""
+def test_a_save_whose_state_never_reached_its_file_counts_once(home: Path):
+    """Counters written by a save whose derived.json was lost are read as the state knew them."""
     seed(home, ["s-1"], usd="1")
-    path = bucket_file(home, "s-1")
-    line = path.read_bytes().splitlines(keepends=True)[-1]
-    forged = line.replace(b'"used":1000000', b'"used":9000000')
-    with path.open("ab") as bucket:
-        bucket.write(forged)
-    assert verdict(home, "s-1", "3.6")["verdict"] == "warn-90"  # $1 used + $3.60 = 92 % of $5
-    assert bucket_file(home, "s-1") != path  # written as a new generation
-    assert not path.exists()
+    verdict(home, "s-1", "0.01")
+    state = state_path(home)
+    older = state.read_bytes()
+    seed(home, ["s-1"], usd="2")  # the index moves on: $3
+    state.write_bytes(older)  # ... and the state file is as it was: $1 and a verdict
+    rows = budget_rows(Runtime(home, _env(90)))["budgets"]
+    assert rows[0]["used_micros"] == 3_000_000  # the lagging state caught up: once
+    assert verdict(home, "s-1", "1.6", seconds=91)["verdict"] == "warn-90"  # $3 + $1.6 = 92 %
+    assert budget_rows(Runtime(home, _env(92)))["budgets"][0]["used_micros"] == 3_000_000
 
 
 def test_a_new_day_starts_every_session_afresh(home: Path):
-    """Yesterday's counters count for nothing today and leave the buckets when rewritten."""
+    """Yesterday's counters count for nothing today, and older days leave the index."""
     seed(home, ["a", "b"], usd="4")
     tomorrow = 86_400.0
     assert verdict(home, "a", "4", seconds=tomorrow)["verdict"] == "allow"
     rows = budget_rows(Runtime(home, _env(tomorrow + 1)))
     assert [row["per_value"] for row in rows["budgets"]] == ["a"]
     assert rows["budgets"][0]["used_micros"] == 0
-
-
-def test_a_bucket_is_rewritten_once_it_doubles(home: Path, monkeypatch):
-    """Many saves of one session: the bucket is rewritten with its newest record only."""
-    monkeypatch.setattr(counterbuckets, "COMPACT_FLOOR", 2048)
-    for n in range(12):
-        seed(home, ["s-1"], usd="0.1")
-        verdict(home, "s-1", "0.01", seconds=60 + n)
-    path = bucket_file(home, "s-1")
-    assert path.name != f"{bucket_of('s-1')}.1.log"
-    assert len(path.read_bytes().splitlines()) < 6  # 24 saves: the newest record, and a few since
-    assert len(list(path.parent.glob(f"{bucket_of('s-1')}.*.log"))) == 1
-    rows = budget_rows(Runtime(home, _env(200)))
-    assert rows["budgets"][0]["used_micros"] == 1_200_000
+    for day in (2, 3):
+        verdict(home, "a", "0.01", seconds=day * tomorrow)
+    epochs = {
+        epoch for (epoch,) in sql(home, f"SELECT DISTINCT {EPOCH} FROM counters WHERE k > x''")
+    }
+    assert len(epochs) <= 2  # today's and the one before it, never every day's
 
 
 def test_rebuild_state_gives_the_same_counters(home: Path, run_inproc):
@@ -244,21 +227,17 @@ def test_rebuild_state_gives_the_same_counters(home: Path, run_inproc):
 
 
 def test_the_resident_gate_writes_only_what_a_batch_changed(home: Path):
-    """Through the batch runner, one verdict at 600 sessions appends a record or two."""
+    """Through the batch runner, one verdict at 600 sessions writes the row or two it changed."""
     seed(home, sessions(600))
-    counters = home / "state" / "counters"
-
-    def total() -> int:
-        return sum(path.stat().st_size for path in counters.iterdir())
-
     runner = BatchRunner(home, _env(100), lambda _line: None)
     runner.run(lambda runtime: _seal(runtime, ["s-1"], "0.01"), lambda: None)
     runner.close()
-    before = total()
     runner = BatchRunner(home, _env(101), lambda _line: None)
     runner.run(lambda runtime: _seal(runtime, ["s-2"], "0.01"), lambda: None)
     runner.close()
-    assert 0 < total() - before < 2048
+    [(newest,)] = sql(home, "SELECT value FROM meta WHERE name = 'seq'")
+    written = sql(home, f"SELECT {VALUE} FROM counters WHERE seq = ?", newest)
+    assert written == [("s-2",)]
 
 
 def test_a_rolling_window_lists_only_sessions_with_spend_inside_it(home, monkeypatch):
@@ -274,43 +253,26 @@ def test_a_rolling_window_lists_only_sessions_with_spend_inside_it(home, monkeyp
     assert shown == [("a", 0, 4_000_000)]
 
 
-def test_ten_budgets_per_session_read_one_bucket(home: Path, monkeypatch):
-    """Every budget's counter of one session lives in that session's bucket: one file read."""
+def test_ten_budgets_per_session_read_ten_rows(home: Path, monkeypatch):
+    """Every budget's counter of one session is one row: ten lookups, no scan."""
     many = [{"name": f"b{n}", "usd": 5, "period": "day", "per": "session"} for n in range(10)]
     env = env_at(0, LEDGER_BUDGETS=json.dumps(many))
     runner = BatchRunner(home, env, lambda _line: None)
     runner.run(functools.partial(_batch, some=sessions(50), usd="0.01"), lambda: None)
     runner.close()
-    opened: list[tuple[str, bool]] = []
-    original = fileio.open_regular
+    read: list[tuple[str, str]] = []
+    original = IndexDb.find_counter
 
-    def counting(path: Path, flags: int = os.O_RDONLY, **kwargs: Any) -> int:
-        opened.append((path.name.split(".")[0], flags == os.O_RDONLY))
-        return original(path, flags, **kwargs)
+    def counting(self: IndexDb, budget: str, epoch: int, value: str, seq: int) -> Any:
+        read.append((budget, value))
+        return original(self, budget, epoch, value, seq)
 
-    monkeypatch.setattr(counterbuckets, "open_regular", counting)
+    monkeypatch.setattr(IndexDb, "find_counter", counting)
     runtime = Runtime(home, env_at(60, LEDGER_BUDGETS=json.dumps(many)))
     document, _ = calls.verdict(runtime, "1", "anthropic", cycle_id="s-7")
     assert document["verdict"] == "allow"
-    assert opened == [(bucket_of("s-7"), True), (bucket_of("s-7"), False)]  # one read, one append
+    assert sorted(read) == [(f"b{n}", "s-7") for n in range(10)]
+    monkeypatch.undo()
     rows = budget_rows(Runtime(home, env_at(90, LEDGER_BUDGETS=json.dumps(many))))["budgets"]
     spent = {row["name"]: row["used_micros"] for row in rows if row["per_value"] == "s-7"}
     assert spent == {f"b{n}": 10_000 for n in range(10)}
-
-
-def test_a_state_from_buckets_by_budget_is_rebuilt_not_misread(home: Path):
-    """A state naming buckets an older version chose by budget and value is folded afresh.
-
-    Read with today's choice, its counters would be looked for in other buckets
-    and missed: the session would look unspent. Its spend is found again in the chain.
-    """
-    seed(home, ["s-1"], usd="4.5")
-    path = state_path(home)
-    body, _mac = path.read_bytes().rstrip(b"\n").split(b"\n")
-    document = json.loads(body)
-    document["counters"] = document.pop("value_buckets")
-    old = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-    key = (home / "keys" / "state-mac.key").read_bytes()
-    signed = hmac.new(key, old, hashlib.sha256).hexdigest().encode()
-    path.write_bytes(old + b"\n" + signed + b"\n")
-    assert verdict(home, "s-1", usd="1")["verdict"] == "halt-100"

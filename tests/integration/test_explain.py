@@ -124,20 +124,17 @@ def test_an_ambiguous_prefix_is_a_bad_command_line_naming_it(home, run_inproc, m
     """Two entries under one prefix: exit 2 naming the prefix and both lines, nothing printed.
 
     Two real entries sharing 12 hex digits cannot be made on purpose, so the
-    verifier here reports every entry's hash with the same first 12 digits.
+    index here answers the first two entries' hashes for the prefix.
     """
     import ledger.services.views.explain as service
-    from ledger.core.chain import ChainVerifier
+    from ledger.services.chain.refs import FoundEntry
 
-    def shared_prefix_verifier(trust, on_entry):
-        def renamed(parsed):
-            on_entry(parsed._replace(entry_hash="abcdef012345" + parsed.entry_hash[12:]))
-
-        return ChainVerifier(trust, on_entry=renamed)
+    def shared_prefix(_deps, prefix, limit=2):
+        return [FoundEntry(prefix + "0" * 52, 1), FoundEntry(prefix + "1" * 52, 2)][:limit]
 
     verdict(run_inproc, home, "1")
     verdict(run_inproc, home, "2")
-    monkeypatch.setattr(service, "ChainVerifier", shared_prefix_verifier)
+    monkeypatch.setattr(service, "find_entries", shared_prefix)
     result = explain(run_inproc, home, "abcdef012345")
     assert result.code == 2
     assert result.stdout == ""

@@ -1,10 +1,11 @@
 """``record`` and ``tokens record`` with ``--idempotency-key`` (SPEC §3)."""
 
+import contextlib
 import json
+import sqlite3
 
 import pytest
 
-from ledger.edges.files.keyindex import bucket_of
 from tests.integration.test_agent_helpers import (
     assert_chain_verifies,
     cli,
@@ -114,71 +115,107 @@ def test_the_key_survives_rebuild_state_and_a_lost_state(home, run_inproc):
     assert len(payloads(home, "budget.record_call")) == 1
 
 
-def test_an_edited_index_file_is_not_trusted(home, run_inproc):
+def _index(home):
+    return sqlite3.connect(home / "state" / "index.sqlite3", isolation_level=None)
+
+
+def test_an_edited_index_row_is_not_trusted(home, run_inproc):
+    """A row that fails its MAC is never believed: the chain answers, and the index is rebuilt."""
     _record(run_inproc, home, "1", "real")
-    index = home / "state" / "index"
-    real = (index / f"{bucket_of('real')}.log").read_bytes()
-    forged = index / f"{bucket_of('fake')}.log"
-    forged.write_bytes(real.replace(b'"real"', b'"fake"'))
+    with contextlib.closing(_index(home)) as db:
+        db.execute(
+            "INSERT INTO keys (k, next, ts, record, mac) SELECT CAST('fake' AS BLOB), next, ts,"
+            " replace(record, '\"real\"', '\"fake\"'), mac FROM keys"
+            " WHERE k = CAST('real' AS BLOB)"
+        )
     assert _record(run_inproc, home, "1", "fake").json()["duplicate"] is False
+    assert _record(run_inproc, home, "1", "real").json()["duplicate"] is True
+    with contextlib.closing(_index(home)) as db:
+        forged = db.execute("SELECT count(*) FROM keys WHERE k = CAST('fake' AS BLOB)").fetchone()[
+            0
+        ]
+    assert forged == 1  # the genuine record of the second call, rebuilt with the index
+    assert len(payloads(home, "budget.record_call")) == 2
+    assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 2_000_000
+
+
+def test_a_removed_index_row_is_noticed(home, run_inproc):
+    """A key's row deleted from the index: its neighbour's link gives it away, counted once."""
+    assert _record(run_inproc, home, "1", "a").code == 0
+    assert _record(run_inproc, home, "2", "b").code == 0
+    with contextlib.closing(_index(home)) as db:
+        db.execute("DELETE FROM keys WHERE k = CAST('b' AS BLOB)")
+    assert _record(run_inproc, home, "2", "b").json()["duplicate"] is True
+    assert _record(run_inproc, home, "1", "a").json()["duplicate"] is True
+    assert len(payloads(home, "budget.record_call")) == 2
 
 
 def test_calls_make_no_file_each(home, run_inproc):
-    """The key index is a few append-only buckets, not a file per key."""
+    """The derived indexes are one database, not a file per key."""
     for number in range(40):
         assert _record(run_inproc, home, "0.01", f"k:{number}").code == 0
-    files = [path for path in (home / "state").rglob("*") if path.is_file()]
-    buckets = {bucket_of(f"k:{number}") for number in range(40)}
-    assert len(files) == 1 + len(buckets)  # derived.json and the buckets written
+    files = {path.name for path in (home / "state").rglob("*") if path.is_file()}
+    assert files <= {"derived.json", "index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"}
     assert _record(run_inproc, home, "0.01", "k:7").json()["duplicate"] is True
 
 
-@pytest.mark.parametrize("damage", ["shortened", "removed"])
-def test_an_index_that_lost_appends_still_finds_the_key(home, run_inproc, damage):
-    """A power loss may keep the state but lose index appends: the chain answers, once."""
+@pytest.mark.parametrize("damage", ["rolled back", "removed"])
+def test_an_index_that_lost_commits_still_finds_the_key(home, run_inproc, damage):
+    """A power loss may keep the state but lose the index's newest commits: rebuilt, once."""
     assert _record(run_inproc, home, "1", "kept").code == 0
+    database = home / "state" / "index.sqlite3"
+    with contextlib.closing(_index(home)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    saved = database.read_bytes()
     assert _record(run_inproc, home, "2", "lost").code == 0
-    bucket = home / "state" / "index" / f"{bucket_of('lost')}.log"
-    raw = bucket.read_bytes()
+    for suffix in ("-wal", "-shm"):
+        database.with_name(database.name + suffix).unlink(missing_ok=True)
     if damage == "removed":
-        bucket.unlink()
+        database.unlink()
     else:
-        bucket.write_bytes(raw[: raw.index(b'"key":"lost"')])
+        staged = database.with_name("staged")
+        staged.write_bytes(saved)
+        staged.replace(database)
     repeat = _record(run_inproc, home, "2", "lost")
     assert repeat.code == 0, repeat.stderr
     assert repeat.json()["duplicate"] is True
-    # The next call notices the damage, drops the state and rebuilds both from the chain.
     assert _record(run_inproc, home, "3", "other").json()["duplicate"] is False
-    assert _record(run_inproc, home, "2", "lost").json()["duplicate"] is True
     assert _record(run_inproc, home, "1", "kept").json()["duplicate"] is True
     assert len(payloads(home, "budget.record_call")) == 3
     assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 6_000_000
 
 
-def test_a_state_from_before_the_index_is_rebuilt_with_it(home, run_inproc):
-    """Homes written by earlier versions (a file per key) rebuild the index on first use."""
+def test_a_home_kept_with_bucket_files_is_rebuilt_into_the_index(home, run_inproc):
+    """Homes written by earlier versions (bucket files, a file per key) rebuild on first use."""
     assert _record(run_inproc, home, "1", "old").code == 0
-    import shutil
-
-    shutil.rmtree(home / "state" / "index")
-    (home / "state" / "keys" / "ab").mkdir(parents=True)
-    (home / "state" / "keys" / "ab" / ("ab" * 32 + ".json")).write_text("{}")
-    _drop_index_sizes(home / "state")
+    state = home / "state"
+    for suffix in ("", "-wal", "-shm"):
+        (state / f"index.sqlite3{suffix}").unlink(missing_ok=True)
+    (state / "index").mkdir()
+    (state / "index" / "ab.log").write_text('{"key":"old"} 00\n')
+    (state / "counters").mkdir()
+    (state / "counters" / "ab.1.log").write_text("{}\n")
+    (state / "keys" / "ab").mkdir(parents=True)
+    (state / "keys" / "ab" / ("ab" * 32 + ".json")).write_text("{}")
+    _as_older_version(state)
     assert _record(run_inproc, home, "1", "old").json()["duplicate"] is True
-    assert not (home / "state" / "keys").exists()
-    assert (home / "state" / "index" / f"{bucket_of('old')}.log").exists()
+    for retired in ("index", "counters", "keys"):
+        assert not (state / retired).exists()
+    assert (state / "index.sqlite3").exists()
     assert cli(run_inproc, home, "usage", env=NOW).json()["usd_used_micros"] == 1_000_000
 
 
-def _drop_index_sizes(state_dir):
-    """Rewrite derived.json as an earlier version wrote it (no index sizes), MAC and all."""
+def _as_older_version(state_dir):
+    """Rewrite derived.json as an earlier version wrote it (bucket sizes, no index), MAC and all."""
     import hashlib
     import hmac
 
     path = state_dir / "derived.json"
     body, _, _ = path.read_bytes().rstrip(b"\n").rpartition(b"\n")
     document = json.loads(body)
-    del document["index"]
+    del document["index_seq"]
+    document["index"] = {"ab": 14}
+    document["value_buckets"] = ""
     body = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
     key = (state_dir.parent / "keys" / "state-mac.key").read_bytes()
     mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode()

@@ -31,3 +31,17 @@ def test_a_prefix_naming_no_open_reservation_is_recorded_with_a_warning(home, ru
     )
     assert too_short.code == 2
     assert _cli(run_inproc, home, "usage").json()["usd_used_micros"] == 500_000
+
+
+def test_a_prefix_of_a_settled_verdict_is_known_through_the_index(home, run_inproc):
+    """A prefix naming no open reservation is looked up in the chain's refs: the warning
+    is the one its whole ref gets, and the record names the whole ref."""
+    ref = _cli(run_inproc, home, "verdict", "2").json()["verdict_ref"]
+    args = ("record", "0.5", "--provider", "openai", "--verdict-ref")
+    assert _cli(run_inproc, home, *args, ref).code == 0
+    again = _cli(run_inproc, home, *args, ref[:12])
+    whole = _cli(run_inproc, home, *args, ref)
+    assert again.code == whole.code == 0
+    assert again.stderr == whole.stderr
+    assert "names no open reservation" not in again.stderr
+    assert again.json()["verdict_ref"] == ref

@@ -2,12 +2,11 @@
 
 Exit codes: ``prove`` 0 printed; 1 no such entry, no checkpoint with a tree
 head, or a checkpoint that does not match the chain; 2 a malformed
-``N|ENTRY_HASH``; 65 an unreadable checkpoint. ``verify-proof`` 0 valid; 1
-invalid; 2 no key to check the checkpoint with; 65 an unreadable proof,
-checkpoint, key or entry file.
+``N|ENTRY_HASH`` or a prefix that names more than one entry; 65 an unreadable
+checkpoint. ``verify-proof`` 0 valid; 1 invalid; 2 no key to check the
+checkpoint with; 65 an unreadable proof, checkpoint, key or entry file.
 """
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,9 +15,8 @@ import typer
 from ledger.cli.operator.shared import exit_with as _exit
 from ledger.cli.operator.shared import runtime as _runtime
 from ledger.cli.output import guarded, print_error, print_json
+from ledger.core.refs import FULL_REF_DIGITS, MIN_REF_PREFIX, REF_PREFIX_RE
 from ledger.errors import EXIT_HALT, UsageError
-
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 prove_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -33,7 +31,9 @@ prove_app = typer.Typer(
 
 
 def parse_target(text: str) -> int | str:
-    """An entry number (from 1) or a 64-hex entry hash.
+    """An entry number (from 1), or an entry hash or a prefix of one (12+ hex digits).
+
+    Digits alone are a number.
 
     Raises:
         UsageError: neither.
@@ -42,9 +42,12 @@ def parse_target(text: str) -> int | str:
         number = int(text)
         if number >= 1:
             return number
-    if _HEX64.fullmatch(text):
+    if REF_PREFIX_RE.fullmatch(text):
         return text
-    raise UsageError(f"{text!r} is neither an entry number (from 1) nor a 64-hex entry hash")
+    raise UsageError(
+        f"{text!r} is neither an entry number (from 1) nor an entry hash "
+        f"({MIN_REF_PREFIX} to {FULL_REF_DIGITS} lowercase hex digits)"
+    )
 
 
 @prove_app.command("inclusion")
@@ -53,7 +56,8 @@ def prove_inclusion_command(
         str,
         typer.Argument(
             metavar="N|ENTRY_HASH",
-            help="The entry: its number (lines count from 1) or its entry hash / verdict_ref.",
+            help="The entry: its number (lines count from 1), or its entry hash / verdict_ref "
+            "or a unique prefix of 12+ hex digits.",
         ),
     ],
     checkpoint: Annotated[

@@ -16,9 +16,9 @@ kept state is only ever behind the chain, never ahead: it is taken only from
 saves made in a group whose appends were made durable, or dropped with it.
 A file left behind by a crash is caught up like any state that lags the chain.
 
-Appends to the key index (``ledger.edges.files.keyindex``) are kept the same
-way, owned by the state file that records the index's sizes: they are written
-just before it, and dropped with it.
+Records for the key index (``ledger.edges.files.indexdb``) are kept the same
+way, owned by the state file they go with: they are written just before it,
+and dropped with it.
 
 A state is kept as its document (``KeptDocument``), not as bytes: a save costs
 nothing whatever the state's size (a budget may count thousands of sessions),
@@ -38,7 +38,6 @@ from typing import Any
 
 from ledger.edges.clock import monotonic
 from ledger.edges.fileio import FileIdentity, atomic_write, file_identity
-from ledger.edges.files.keyindex import IndexDamagedError, KeyIndex
 from ledger.errors import ChainIOError, LedgerError
 
 WRITE_EVERY_SECONDS = 0.5
@@ -71,9 +70,9 @@ class KeptStates:
         self._raw: dict[str, bytes | KeptDocument | None] = {}  # None: to be removed
         self._supersedes: dict[str, FileIdentity | None] = {}
         self._dirty: set[str] = set()
-        # Key index appends not written yet, by the state file that owns them:
-        # (index, {bucket: (size the bucket must have first, lines)}).
-        self._appends: dict[str, tuple[KeyIndex, dict[str, tuple[int, bytes]]]] = {}
+        # Key index records not written yet, by the state file that owns them:
+        # (how to write them, the records).
+        self._appends: dict[str, tuple[Callable[[list[Any]], None], list[Any]]] = {}
         self._written_at = monotonic()
 
     def lookup(self, name: str) -> object:
@@ -102,23 +101,17 @@ class KeptStates:
         self._raw[name] = raw
         self._dirty.add(name)
 
-    def keep_append(
-        self, owner: str, index: KeyIndex, bucket: str, lines: bytes, recorded: int
-    ) -> int:
-        """Hold an append to ``bucket``, written before ``owner``; the bucket's size after it.
+    def keep_records(
+        self, owner: str, write: Callable[[list[Any]], None], records: list[Any]
+    ) -> None:
+        """Hold key index records, written (by ``write``) before ``owner``."""
+        _, held = self._appends.setdefault(owner, (write, []))
+        held.extend(records)
 
-        ``recorded`` is the size ``owner`` records for the bucket now: the
-        bucket must be at least that long when the append is written.
-        """
-        _, buckets = self._appends.setdefault(owner, (index, {}))
-        first, held = buckets.get(bucket, (recorded, b""))
-        buckets[bucket] = (first, held + b"\n" + lines)
-        return first + len(buckets[bucket][1])
-
-    def pending(self, owner: str, bucket: str) -> bytes:
-        """Key index lines held for ``bucket`` and not written yet."""
+    def pending(self, owner: str) -> list[Any]:
+        """Key index records held for ``owner`` and not written yet."""
         held = self._appends.get(owner)
-        return held[1].get(bucket, (0, b""))[1] if held is not None else b""
+        return held[1] if held is not None else []
 
     def drop_appends(self, owner: str) -> None:
         """Forget the key index appends held for ``owner`` (its index was replaced)."""
@@ -176,25 +169,17 @@ class KeptStates:
             self._dirty.discard(name)
 
     def _write_appends(self) -> None:
-        """Write the held key index appends, each before the state file that owns it.
+        """Write the held key index records, each before the state file that owns it.
 
         Raises:
-            ChainIOError: an index bucket could not be written.
+            ChainIOError: the index could not be written.
         """
-        for owner, (index, buckets) in sorted(self._appends.items()):
+        for owner, (write, records) in sorted(self._appends.items(), key=lambda item: item[0]):
             if owner in self._supersedes and file_identity(owner) != self._supersedes[owner]:
                 self._drop(owner)  # another writer folded these entries itself
                 continue
             try:
-                for bucket, (recorded, lines) in sorted(buckets.items()):
-                    index.append(bucket, lines[1:], recorded)
-            except IndexDamagedError:
-                # The index lost records since it was read: the state is
-                # dropped with it, and both are rebuilt from the chain.
-                self._drop(owner)
-                _remove(Path(owner))
-                index.remove()
-                continue
+                write(records)
             except ChainIOError:
                 self._drop(owner)
                 _remove(Path(owner))

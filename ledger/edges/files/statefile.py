@@ -7,16 +7,26 @@ power loss it may lag the chain, which the gate catches up by verifying the
 missing tail, or it may be unreadable, which the gate treats as a mismatch
 (``counter_inconsistent`` until ``ledger rebuild-state``).
 
+The indexes derived with it (idempotency keys, served request ids, entry refs
+and budgets' per-value counters) live in ``state/index.sqlite3``
+(``ledger.edges.files.indexdb``), written before the file; the file records
+the number (``index_seq``) of the index save that goes with it. A file whose
+number the index no longer knows (a power loss took its newest commits, or
+the index is missing, or the home was kept by an older version with bucket
+files) is rebuilt, index and all, from the verified chain.
+
 Inside ``ledger.edges.files.keptstate.keeping`` (the resident gate) saves and loads
 go through memory, and the file is written from there now and then.
 """
 
 import contextlib
+import datetime as dt
 import hashlib
 import hmac
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,23 +39,16 @@ from ledger.edges.fileio import (
     read_regular,
 )
 from ledger.edges.files import keptstate
-from ledger.edges.files.counterbuckets import BUCKETS, SLOT, CounterBuckets, CountersLostError
-from ledger.edges.files.keyindex import (
-    IndexDamagedError,
-    KeyIndex,
-    Sizes,
-    bucket_of,
-    find_in,
-    lines_by_bucket,
-)
+from ledger.edges.files.countertable import CountersLostError, CounterTable
+from ledger.edges.files.indexdb import IndexDb, IndexTx, Position, RefMatch
 from ledger.edges.files.storedcounters import StoredCounters, bind_counters, write_counters
 from ledger.errors import ChainIOError, StateMismatchError
 
 _MAC_KEY_BYTES = 32
-# Where the state file names its counter buckets (``counterbuckets``), chosen
-# by value. An older version's key, "counters", named buckets chosen by
-# budget and value.
-_BUCKETS_KEY = "value_buckets"
+# The number of the index save the state file goes with.
+_SEQ_KEY = "index_seq"
+# What older versions kept beside the file, removed when the index replaces them.
+_RETIRED = ("index", "keys", "counters")
 # MAC keys this process has read, by the identity of their file.
 _MAC_KEYS_SEEN: ByIdentity[bytes] = ByIdentity()
 
@@ -56,22 +59,28 @@ class StoredState(NamedTuple):
     head_hash: str | None
     size: int
     data: dict[str, Any]
-    # False for a state saved before the key index recorded its sizes: it is
-    # rebuilt, index and all, from the chain.
+    # False when the index cannot answer for the state (it lost commits, or
+    # the state is an older version's): it is rebuilt, index and all.
     index_complete: bool = True
 
 
 class StateFile:
-    """The derived-state file of one home."""
+    """The derived-state file of one home, and its index."""
 
-    def __init__(self, directory: Path, mac_key_path: Path) -> None:
+    def __init__(self, directory: Path, mac_key_path: Path, idempotency_days: int = 35) -> None:
         self.path = directory / "derived.json"
-        self.mac_key_path = mac_key_path
-        self.index = KeyIndex(directory / "index")
-        # The budgets' counters (``ledger.edges.files.counterbuckets``).
-        self.counters = directory / "counters"
-        # The key index's bucket sizes, as the state last loaded or saved records them.
-        self._index_sizes: Sizes | None = None
+        # Absolute: a resident gate writes the index later, from its own directory.
+        self.mac_key_path = Path(keptstate.absolute(mac_key_path))
+        self.directory = Path(keptstate.absolute(directory))
+        self.index_path = self.directory / "index.sqlite3"
+        self.idempotency_days = idempotency_days
+        self._index: IndexDb | None = None
+        # The index save the state last loaded or saved goes with.
+        self._seq: int | None = None
+        # Whether the index was dropped (``delete``) since: a state loaded
+        # before then may not be saved, unless the index is made afresh
+        # (``save_keys(replace=True)``) for a state folded from the whole chain.
+        self._dropped = False
 
     def _mac_key(self, *, create: bool) -> bytes | None:
         # Every verdict loads and saves the state; the key is read again only
@@ -102,6 +111,28 @@ class StateFile:
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
 
+    def index(self, *, create: bool = False) -> IndexDb | None:
+        """The home's derived index (``None`` without a MAC key, unless ``create``).
+
+        Raises:
+            ChainIOError: the MAC key cannot be read, or the folder made.
+        """
+        key = self._mac_key(create=create)
+        if key is None:
+            return None
+        return self._index_for(key, create=create)
+
+    def _index_for(self, key: bytes, *, create: bool = False) -> IndexDb:
+        """The index under MAC key ``key`` (its folder made when ``create``)."""
+        if self._index is None or self._index.key != key:
+            if create:
+                try:
+                    self.directory.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise ChainIOError(f"cannot create {self.directory}: {exc.strerror}") from exc
+            self._index = IndexDb(self.index_path, key)
+        return self._index
+
     def load(self) -> StoredState | None:
         """The stored state, or ``None`` when there is none.
 
@@ -115,18 +146,18 @@ class StateFile:
         if kept is not None:
             raw = kept.lookup(keptstate.absolute(self.path))
             if raw is None:
-                self._index_sizes = {}
+                self._seq = None
                 return None
             if isinstance(raw, keptstate.KeptDocument):
                 # Saved by this process and not changed on disk since: lent as is.
                 document = raw.document
-                self._index_sizes = dict(document["index"])
+                self._seq = document.get(_SEQ_KEY)
                 return StoredState(document["head_hash"], document["size"], document["data"])
         try:
             if not isinstance(raw, bytes):
                 raw = read_regular(self.path)
         except FileNotFoundError:
-            self._index_sizes = {}
+            self._seq = None
             return None
         except OSError as exc:
             raise StateMismatchError(f"derived state unreadable: {exc.strerror}") from exc
@@ -141,25 +172,29 @@ class StateFile:
             document = json.loads(body)
             if document["format"] != STATE_FORMAT:
                 raise StateMismatchError("derived state has an unknown format")
-            if "counters" in document:
-                # Buckets chosen by budget and value, by an older version: the
-                # counters are not where this one looks, so the state is
-                # rebuilt from the chain.
-                self._index_sizes = {}
-                return None
-            index = document.get("index")
-            self._index_sizes = dict(index) if isinstance(index, dict) else {}
-            counters = document.get(_BUCKETS_KEY)
-            if counters is not None:  # absent: kept inline, by an older version
-                if not isinstance(counters, str) or len(counters) not in (0, BUCKETS * SLOT):
-                    raise StateMismatchError("derived state malformed: counters")
-                directory = Path(keptstate.absolute(self.counters))
-                bind_counters(document["data"], CounterBuckets(directory, counters))
-            return StoredState(
-                document["head_hash"], int(document["size"]), document["data"], index is not None
-            )
+            seq = document.get(_SEQ_KEY)
+            self._seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+            stored = StoredState(document["head_hash"], int(document["size"]), document["data"])
+            index = self._index_for(key)
+            if self._seq is None or not _knows(index, self._seq):
+                # Kept by an older version (bucket files), or the index lost the
+                # save this state goes with: rebuilt, index and all, from the chain.
+                self._seq = None
+                return stored._replace(index_complete=False)
+            bind_counters(document["data"], CounterTable(index, self._seq))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StateMismatchError(f"derived state malformed: {exc}") from exc
+        return stored
+
+    def check_index(self) -> None:
+        """Check every row and link of the derived index (``rebuild-state``; O(rows)).
+
+        Raises:
+            StateMismatchError: a row was edited, added or removed.
+        """
+        index = self.index()
+        if index is not None and Path(index.path).exists():
+            index.check_all()
 
     def save_state(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
         """Replace the stored state.
@@ -172,7 +207,7 @@ class StateFile:
             "head_hash": head_hash,
             "size": size,
             "data": data,
-            "index": dict(self._sizes()),
+            _SEQ_KEY: self._seq,
         }
         key = self._mac_key(create=True)
         assert key is not None  # noqa: S101 - create=True always yields a key
@@ -180,53 +215,66 @@ class StateFile:
         if kept is not None:
             # Encoded when the file is written, not per save: a save costs the
             # same whatever the size of the state.
-            encoded: list[CounterBuckets] = []
-
-            def encode(held: dict[str, Any]) -> bytes:
-                raw, buckets = self._encode(held, key)
-                encoded[:] = [buckets]
-                return raw
-
-            def written() -> None:
-                for buckets in encoded:
-                    buckets.remove_obsolete()
-
             kept.keep(
-                keptstate.absolute(self.path), keptstate.KeptDocument(document, encode, written)
+                keptstate.absolute(self.path),
+                keptstate.KeptDocument(document, lambda held: self._encode(held, key)),
             )
             return
-        raw, buckets = self._encode(document, key)
-        atomic_write(self.path, raw, 0o600, durable=False)
-        buckets.remove_obsolete()
+        atomic_write(self.path, self._encode(document, key), 0o600, durable=False)
 
-    def _encode(self, document: dict[str, Any], key: bytes) -> tuple[bytes, CounterBuckets]:
-        """The state file's bytes, the counters it names written first.
+    def _encode(self, document: dict[str, Any], key: bytes) -> bytes:
+        """The state file's bytes, the counters it names written to the index first.
 
         Raises:
-            ChainIOError: the counters cannot be written; when a bucket lost
-                records, the state is dropped too, so it is rebuilt from the chain.
+            ChainIOError: the counters cannot be written; when the index no
+                longer knows the state, the state is dropped too, so it is
+                rebuilt from the chain.
         """
-        fresh = CounterBuckets(Path(keptstate.absolute(self.counters)))
+        index = self._index_for(key, create=True)
+        loaded = document.get(_SEQ_KEY)
         try:
-            buckets = write_counters(document["data"], fresh)
+            table = write_counters(document["data"], CounterTable(index, loaded or 0))
+            with index.writing() as tx:
+                known = newest, floor = tx.meta()
+                seq = newest + 1
+                if loaded is None and self._dropped:
+                    # The index was dropped since this state was loaded: a
+                    # state saved now would vouch for keys the index lost.
+                    raise CountersLostError("the derived index was dropped")
+                if table.replacing:
+                    if table.changes or tx.has_counters():
+                        # Every counter written afresh: no older state is answered for.
+                        tx.clear(("counters",))
+                        floor = seq
+                elif loaded is None or not floor <= loaded <= newest:
+                    # Counters read from an index that since lost or dropped them.
+                    raise CountersLostError("the derived index no longer knows the state")
+                else:
+                    floor = max(floor, loaded)
+                tx.save_counters(table.changes, loaded or 0, seq)
+                _drop_old_epochs(tx, document["data"])
+                tx.set_meta(seq, floor, known)
         except CountersLostError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
-        document[_BUCKETS_KEY] = buckets.table()
-        return _sealed(document, key), buckets
+        table.seq, table.changes, table.replacing = seq, [], False
+        document[_SEQ_KEY] = self._seq = seq
+        return _sealed(document, key)
 
     def delete(self) -> None:
-        """Remove the stored state (it is rebuilt from the chain on next use).
+        """Remove the stored state and its index (rebuilt from the chain on next use).
 
         Raises:
             ChainIOError: something is there that cannot be removed.
         """
-        self._index_sizes = {}
+        self._seq = None
+        self._dropped = True
         try:
-            self.index.remove()
-            _remove_tree(self.counters)
+            IndexDb(self.index_path, b"").remove()
+            for name in _RETIRED:
+                _remove_tree(self.directory / name)
         except OSError as exc:
-            raise ChainIOError(f"cannot remove the key index: {exc.strerror}") from exc
+            raise ChainIOError(f"cannot remove the derived index: {exc.strerror}") from exc
         kept = keptstate.current()
         if kept is not None:
             kept.drop_appends(keptstate.absolute(self.path))
@@ -239,69 +287,158 @@ class StateFile:
         except OSError as exc:
             raise ChainIOError(f"cannot remove {self.path}: {exc.strerror}") from exc
 
-    # The key index (``ledger.edges.files.keyindex``): idempotency keys and
-    # served request ids, appended per save, never fsync'd, its bucket sizes
-    # recorded in the state file so a lost append is noticed.
+    # The key index: idempotency keys and served request ids, and entry refs,
+    # written per save in one transaction, never fsync'd.
 
-    def _sizes(self) -> Sizes:
-        if self._index_sizes is None:
-            with contextlib.suppress(StateMismatchError):
-                self.load()
-        if self._index_sizes is None:
-            self._index_sizes = {}
-        return self._index_sizes
-
-    def load_key(self, key: str) -> dict[str, Any] | None:
-        """The index record of ``key``; ``None`` when absent (or edited).
+    def load_key(self, key: str) -> dict[str, Any] | list[Position] | None:
+        """The index record of ``key``; else where its cold tag points; ``None`` when absent.
 
         Raises:
-            StateMismatchError: the key's bucket lost records (search the chain).
+            StateMismatchError: the index cannot answer (edited or unreadable):
+                search the chain.
         """
+        kept = keptstate.current()
+        if kept is not None:
+            for record in kept.pending(keptstate.absolute(self.path)):
+                if record.get("key") == key:
+                    return dict(record)
         try:
-            mac_key = self._mac_key(create=False)
+            index = self.index()
         except ChainIOError as exc:
             raise StateMismatchError(str(exc)) from exc
-        if mac_key is None:
+        if index is None:
             return None
-        bucket = bucket_of(key)
-        kept = keptstate.current()
-        pending = b"" if kept is None else kept.pending(keptstate.absolute(self.path), bucket)
-        # The recorded size counts appends held in memory and not written yet.
-        on_disk = max(0, self._sizes().get(bucket, 0) - len(pending))
-        return find_in(self.index.read(bucket, on_disk) + pending, key, mac_key)
+        try:
+            return index.find_key(key)
+        except StateMismatchError:
+            self._drop_damaged()
+            raise
 
-    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
-        """Add key index records (a lookup finds the first record of a key).
-
-        ``replace`` makes the index exactly ``records`` (a rebuild from a full fold).
+    def find_refs(self, prefix: str, limit: int = 2) -> list[RefMatch]:
+        """Indexed entries whose hash begins with ``prefix`` (up to ``limit``).
 
         Raises:
-            ChainIOError: the index cannot be written; when it lost records, the
-                state is dropped too, so both are rebuilt from the chain.
+            StateMismatchError: the index cannot answer (edited or unreadable).
         """
-        mac_key = self._mac_key(create=True)
-        assert mac_key is not None  # noqa: S101 - create=True always yields a key
-        grouped = lines_by_bucket(records, mac_key)
+        kept = keptstate.current()
+        found: dict[str, RefMatch] = {}
+        if kept is not None:
+            for record in kept.pending(keptstate.absolute(self.path)):
+                if "ref" in record and record["ref"].startswith(prefix):
+                    found[record["ref"]] = RefMatch(record["ref"], _position(record))
+        try:
+            index = self.index()
+        except ChainIOError as exc:
+            raise StateMismatchError(str(exc)) from exc
+        if index is not None:
+            try:
+                matches = index.find_refs(prefix, limit)
+            except StateMismatchError:
+                self._drop_damaged()
+                raise
+            for match in matches:
+                found.setdefault(match.entry_hash, match)
+        return sorted(found.values())[:limit]
+
+    def _drop_damaged(self) -> None:
+        """An index row failed its MAC: state and index go, rebuilt from the chain on next use."""
+        with contextlib.suppress(ChainIOError):
+            self.delete()
+
+    def save_keys(
+        self,
+        records: list[dict[str, Any]],
+        *,
+        replace: bool = False,
+        refs: Iterable[tuple[str, int, int | None]] = (),
+    ) -> None:
+        """Add key records (a lookup finds the first record of a key) and entry refs.
+
+        ``replace`` makes the index exactly these (a rebuild from a full fold).
+
+        Raises:
+            ChainIOError: the index cannot be written (the state is dropped
+                then, so both are rebuilt from the chain).
+        """
         kept = keptstate.current()
         owner = keptstate.absolute(self.path)
         if replace:
             if kept is not None:
                 kept.drop_appends(owner)
-            self._index_sizes = self.index.replace(grouped)
+            self._write_records(records, refs, replace=True)
+            self._dropped = False
+            for name in _RETIRED:
+                _remove_tree(self.directory / name)
             return
-        sizes = self._sizes()
-        for bucket, lines in grouped.items():
-            recorded = sizes.get(bucket, 0)
-            try:
-                if kept is not None:
-                    # Written later, maybe from another working directory: kept absolute.
-                    index = KeyIndex(Path(keptstate.absolute(self.index.directory)))
-                    sizes[bucket] = kept.keep_append(owner, index, bucket, lines, recorded)
-                else:
-                    sizes[bucket] = self.index.append(bucket, lines, recorded)
-            except IndexDamagedError as exc:
-                self.delete()
-                raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
+        if kept is not None:
+            held = [*records, *({"ref": h, "entry": n, "offset": o} for h, n, o in refs)]
+            kept.keep_records(owner, self._write_records, held)
+            return
+        self._write_records(records, refs)
+
+    def _write_records(
+        self,
+        records: list[dict[str, Any]],
+        refs: Iterable[tuple[str, int, int | None]] = (),
+        *,
+        replace: bool = False,
+    ) -> None:
+        index = self.index(create=True)
+        assert index is not None  # noqa: S101 - create=True always yields one
+        cutoff = _cutoff(records, self.idempotency_days)
+        held_refs = [(r["ref"], r["entry"], r.get("offset")) for r in records if "ref" in r]
+        try:
+            with index.writing() as tx:
+                if replace:
+                    newest, _floor = tx.meta()
+                    tx.clear()
+                    # No state saved before this one can be answered for now.
+                    tx.set_meta(newest + 1, newest + 1)
+                tx.add_keys((r for r in records if "key" in r), cutoff)
+                tx.add_refs(
+                    (entry_hash, Position(0, entry, offset))
+                    for entry_hash, entry, offset in (*held_refs, *refs)
+                )
+                if cutoff is not None:
+                    tx.expire_keys(cutoff)
+        except StateMismatchError as exc:
+            self.delete()
+            raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
+
+
+def _knows(index: IndexDb, seq: int) -> bool:
+    """Whether the index can answer for the state saved with it at ``seq``."""
+    try:
+        newest, floor = index.meta()
+    except StateMismatchError:
+        return False
+    return floor <= seq <= newest
+
+
+def _position(record: dict[str, Any]) -> Position:
+    return Position(int(record.get("segment") or 0), int(record["entry"]), record.get("offset"))
+
+
+def _cutoff(records: list[dict[str, Any]], days: int) -> str | None:
+    """Keys sealed before this time leave the hot index (``None``: no time to go by).
+
+    Counted back from the newest entry saved, so it follows the chain's own
+    clock (``LEDGER_NOW`` included), never the reader's.
+    """
+    from ledger.core.timefmt import format_ts, parse_ts
+
+    newest = max((str(r["ts"]) for r in records if r.get("ts")), default=None)
+    if newest is None:
+        return None
+    return format_ts(parse_ts(newest) - dt.timedelta(days=days))
+
+
+def _drop_old_epochs(tx: IndexTx, data: dict[str, Any]) -> None:
+    """Forget counters two epochs old: neither this state nor the one it follows reads them."""
+    for name, table in (data.get("budgets") or {}).get("by_name", {}).items():
+        epoch = int(table.get("epoch", 0))
+        if epoch >= 2 and isinstance(table.get("values"), StoredCounters):  # noqa: PLR2004
+            tx.drop_epochs_before(name, epoch - 1)
 
 
 def _remove_tree(directory: Path) -> None:

@@ -1,18 +1,18 @@
-"""One budget's counters as a mapping that reads each counter from its bucket when asked.
+"""One budget's counters as a mapping that reads each counter from the index when asked.
 
 The budgets' fold (``ledger.core.budget_state``) works on a mapping from
 ``per`` value to counter. Loaded from disk, that mapping is a ``StoredCounters``:
-a counter is read from its bucket (``ledger.edges.files.counterbuckets``) the
+a counter is read from the index (``ledger.edges.files.countertable``) the
 first time it is asked for, kept, and noted as touched, since the fold changes
 counters in place; a save writes the touched ones only. Iterating reads every
-bucket, which views do and verdicts never do.
+row of the budget, which views do and verdicts never do.
 """
 
 import copy
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from ledger.edges.files.counterbuckets import CounterBuckets
+from ledger.edges.files.countertable import CounterTable
 
 
 class StoredCounters(MutableMapping[str, Any]):
@@ -20,7 +20,7 @@ class StoredCounters(MutableMapping[str, Any]):
 
     def __init__(
         self,
-        buckets: CounterBuckets,
+        buckets: CounterTable,
         name: str,
         epoch: int,
         cache: dict[str, Any] | None = None,
@@ -36,7 +36,7 @@ class StoredCounters(MutableMapping[str, Any]):
 
     @property
     def damage(self) -> tuple[str, bool] | None:
-        """What reading the buckets found wrong (see ``CounterBuckets``)."""
+        """What reading the index found wrong (see ``CounterTable``)."""
         return self.buckets.damage
 
     def __getitem__(self, value: str) -> Any:
@@ -87,33 +87,33 @@ class StoredCounters(MutableMapping[str, Any]):
 
 
 def as_stored(
-    buckets: CounterBuckets, name: str, epoch: int, values: dict[str, Any]
+    buckets: CounterTable, name: str, epoch: int, values: dict[str, Any]
 ) -> StoredCounters:
     """A plain dict of counters, all of them written, as a ``StoredCounters``."""
     return StoredCounters(buckets, name, epoch, dict(values), complete=True)
 
 
-def bind_counters(data: dict[str, Any], buckets: CounterBuckets) -> None:
+def bind_counters(data: dict[str, Any], buckets: CounterTable) -> None:
     """Give each budget of a loaded state its counters as stored in ``buckets``."""
     for name, table in (data.get("budgets") or {}).get("by_name", {}).items():
         if table.get("values") is None:
             table["values"] = StoredCounters(buckets, name, int(table.get("epoch", 0)))
 
 
-def write_counters(data: dict[str, Any], fresh: CounterBuckets) -> CounterBuckets:
-    """Write the counters of a state about to be saved; the buckets its file must name.
+def write_counters(data: dict[str, Any], fresh: CounterTable) -> CounterTable:
+    """Note the counters of a state about to be saved; the table they go to.
 
     A budget without ``per`` has one counter, kept inline in the state file.
-    Counters loaded from buckets are written if touched, into the same
-    buckets; a budget whose counters are a plain dict (its period started
+    Counters loaded from the index are written if touched, into the same
+    table; a budget whose counters are a plain dict (its period started
     afresh, or its first counters) gets a new epoch and all of them. A state
-    with no counters from buckets at all (folded afresh, or kept inline by an
+    with no counters from the index at all (folded afresh, or kept inline by an
     older version) makes ``fresh`` exactly its counters. Afterwards every
     budget's counters are a ``StoredCounters``.
 
     Raises:
-        CountersLostError: a bucket lost records (the caller drops the state).
-        ChainIOError: a bucket cannot be written.
+        CountersLostError: the index lost records (the caller drops the state).
+        ChainIOError: the index cannot be read.
     """
     from ledger.core.budget_state import NO_VALUE, counter_is_live
 

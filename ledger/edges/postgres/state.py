@@ -19,6 +19,7 @@ says why.
 
 import hmac
 import json
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
@@ -180,8 +181,16 @@ class PgStateStore:
             return None
         return record
 
-    def save_keys(self, records: list[dict[str, Any]], *, replace: bool = False) -> None:
+    def save_keys(
+        self,
+        records: list[dict[str, Any]],
+        *,
+        replace: bool = False,
+        refs: Iterable[tuple[str, int, int | None]] = (),
+    ) -> None:
         """Add idempotency-key records; the first genuine record of a key wins.
+
+        ``refs`` (entry positions) are not kept here: the rows are the positions.
 
         A row already there whose MAC does not match (planted by SQL before the
         real record) is replaced, or a retry of that call would find no record
@@ -191,6 +200,7 @@ class PgStateStore:
             ChainIOError: this host has no usable fleet secret.
             StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         """
+        del refs  # the chain's rows are numbered: positions need no index here
         with self.db.transaction():
             if replace:
                 self.db.execute("DELETE FROM idempotency_keys")

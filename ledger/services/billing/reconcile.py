@@ -231,6 +231,12 @@ def _previous_state(deps: GateDeps, tx: Any) -> str:
         return "mismatched"
     if stored is None:
         return "missing"
+    check_index = getattr(deps.states, "check_index", None)
+    if check_index is not None:
+        try:
+            check_index()  # every row and link of the derived index
+        except LedgerError:
+            return "mismatched"
     head = tx.head()
     if head is not None and stored.size == head.size and stored.head_hash == head.entry_hash:
         return "matching"

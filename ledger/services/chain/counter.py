@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.core.state import unfoldable_problem
 from ledger.services.chain.kept_finding import finding_problem
+from ledger.services.chain.key_records import PackedRefs
 from ledger.services.ports import CounterDeps, Head
 
 if TYPE_CHECKING:
@@ -24,7 +25,8 @@ class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
     __slots__ = (
-        "budgets", "data", "dirty", "head", "new_keys", "problem", "rebuilt", "refolded", "zone",
+        "budgets", "data", "dirty", "head", "new_keys", "new_refs", "problem", "rebuilt",
+        "refolded", "zone",
     )  # fmt: skip
 
     def __init__(
@@ -35,6 +37,7 @@ class Counter:
         *,
         dirty: bool = False,
         new_keys: list[dict[str, Any]] | None = None,
+        new_refs: "PackedRefs | None" = None,
         rebuilt: bool = False,
         zone: dt.tzinfo = dt.UTC,
         refolded: int | None = None,
@@ -47,6 +50,8 @@ class Counter:
         # receives them before the state is saved, so an index that lags the
         # state can only happen with a state that lags the chain (caught up).
         self.new_keys = new_keys if new_keys is not None else []
+        # Entry refs folded since, saved with the keys.
+        self.new_refs = new_refs if new_refs is not None else PackedRefs()
         self.rebuilt = rebuilt
         # The budget day's zone the state is folded in (``usd.day_timezone``).
         self.zone = zone

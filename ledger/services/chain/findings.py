@@ -138,8 +138,10 @@ def remember_finding(deps: FindingDeps, line: int | None, reason: str) -> bool:
             # folds the sealed entry and finds the same finding.
             counter.data["meta"][FINDING_KEY] = finding
             head = counter.head
-            if counter.new_keys or counter.rebuilt:
-                deps.states.save_keys(counter.new_keys, replace=counter.rebuilt)
+            if counter.new_keys or counter.new_refs or counter.rebuilt:
+                deps.states.save_keys(
+                    counter.new_keys, replace=counter.rebuilt, refs=counter.new_refs
+                )
             # Unlike a verdict's save, a failed write is an error here: a finding
             # that silently failed to persist would leave the gate admitting.
             deps.states.save_state(

@@ -5,12 +5,16 @@ The key index is derived state (one small MAC'd record per key, kept by the
 when that counter cannot be trusted, against the chain itself.
 """
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.errors import ChainIOError, InputDataError, StateMismatchError
 from ledger.services.chain.counter import Counter
 from ledger.services.chain.key_records import index_records
 from ledger.services.ports import ChainStore, StateStore
+
+if TYPE_CHECKING:
+    from ledger.services.ports import EntryPosition
 
 
 def find_duplicate(
@@ -66,12 +70,16 @@ def find_indexed(counter: Counter, deps: "DuplicateDeps", key: str) -> dict[str,
     A counter rebuilt from the whole chain holds every key itself; an index
     that lost records is passed over for the chain.
     """
-    record = next((r for r in counter.new_keys if r["key"] == key), None)
+    record: Any = next((r for r in counter.new_keys if r.get("key") == key), None)
     if record is None and not counter.rebuilt:
         try:
             record = deps.states.load_key(key)
         except StateMismatchError:
             return _chain_record(deps.chain, key)
+        if isinstance(record, Sequence):
+            # Left the hot index: the entries its tag names are read and the
+            # key compared in the chain itself.
+            record = _cold_record(deps.chain, key, record)
     if record is None:
         return None
     number = record.get("entry")
@@ -93,12 +101,35 @@ def _chain_record(store: ChainStore, key: str) -> dict[str, Any] | None:
             except (ValueError, InputDataError):
                 continue
             for record in index_records(
-                parsed.event_type, parsed.payload, parsed.entry_hash, number
+                parsed.event_type, parsed.payload, parsed.entry_hash, number, parsed.ts_utc
             ):
                 if record["key"] == key:
                     return record
     except ChainIOError:
         return None
+    return None
+
+
+def _cold_record(
+    store: ChainStore, key: str, positions: "Sequence[EntryPosition]"
+) -> dict[str, Any] | None:
+    """The record of ``key`` among the entries at ``positions`` (read from the chain)."""
+    from ledger.core.envelope import parse_line
+
+    for where in positions:
+        if where.offset is None:
+            return _chain_record(store, key)
+        try:
+            raw = next(iter(store.iter_lines(where.offset)), b"")
+            parsed = parse_line(raw.rstrip(b"\n"))
+        except (ValueError, InputDataError, ChainIOError):
+            return _chain_record(store, key)  # not the entry the index says: read it all
+        for record in index_records(
+            parsed.event_type, parsed.payload, parsed.entry_hash, where.entry, parsed.ts_utc,
+            where.offset,
+        ):  # fmt: skip
+            if record["key"] == key:
+                return record
     return None
 
 

@@ -32,7 +32,7 @@ from ledger.core.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from ledger.errors import ChainBrokenError, LedgerError
+from ledger.errors import ChainBrokenError, LedgerError, UsageError
 from ledger.services.ports import ChainStore
 
 _BATCH = 65536
@@ -306,10 +306,7 @@ def prove_inclusion(
             if not 0 <= position < size:
                 raise ProofError(f"entry {target} is not among the checkpoint's {size} entries")
         else:
-            found = index.find_entry(bytes.fromhex(target), size)
-            if found is None:
-                raise ProofError(f"no entry {target} among the checkpoint's {size} entries")
-            position = found
+            position = _position_of(deps, index, target, size)
         path = inclusion_path(index, position, size)
         entry_raw = index.entry(position)
         # A stored node off the root's own path could still be wrong: never
@@ -319,6 +316,34 @@ def prove_inclusion(
         ):
             raise ProofError(_STALE)
     return InclusionProof(position, size, expected, entry_raw.hex(), [p.hex() for p in path])
+
+
+def _position_of(deps: ProofDeps, index: NodeIndex, target: str, size: int) -> int:
+    """Where the entry ``target`` (a hash or a prefix of one) is, from 0, found by its ref.
+
+    The ref index names the line (``ledger.services.chain.refs``); the node
+    index's leaf there must be that hash, else the leaves are searched.
+
+    Raises:
+        UsageError: the prefix names more than one entry.
+        ProofError: no entry among the checkpoint's has that hash.
+    """
+    from ledger.services.chain.refs import describe, find_in
+
+    found = find_in(deps.chain, getattr(deps, "states", None), target)
+    if len(found) > 1:
+        raise UsageError(
+            f"{target} matches more than one entry (lines {describe(found)}): give more digits"
+        )
+    if found and 0 <= found[0].line - 1 < size:
+        position = found[0].line - 1
+        if index.entry(position) == bytes.fromhex(found[0].entry_hash):
+            return position
+    if found:
+        searched = index.find_entry(bytes.fromhex(found[0].entry_hash), size)
+        if searched is not None:
+            return searched
+    raise ProofError(f"no entry {target} among the checkpoint's {size} entries")
 
 
 def prove_consistency(deps: ProofDeps, old: Checkpoint, new: Checkpoint) -> ConsistencyProof:

@@ -32,7 +32,7 @@ from ledger.services.chain.counter import (
     held_against_checkpoint,
     mismatch,
 )
-from ledger.services.chain.key_records import index_records
+from ledger.services.chain.key_records import PackedRefs, index_entry
 from ledger.services.chain.requests import (
     AlreadyAnsweredError,
     RequestScope,
@@ -59,6 +59,7 @@ def _fold_range(
     first_line: int = 1,
     remember: tuple[int, dict[int, str]] | None = None,
     keys: list[dict[str, Any]] | None = None,
+    refs: PackedRefs | None = None,
     schema_for: "SchemaFor | None" = None,
     zone: dt.tzinfo = dt.UTC,
     budgets: tuple[Budget, ...] = (),
@@ -68,13 +69,18 @@ def _fold_range(
     if schema_for is None:
         schema_for = _no_schemas
 
+    offset = [start]  # the byte offset of the line being fed
+
     def fold(parsed: "ParsedEntry") -> None:
         apply_parsed(data, parsed, schema_for, zone, budgets)
         number = data["meta"]["entries"]
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
         if keys is not None:
-            keys.extend(index_records(parsed.event_type, parsed.payload, parsed.entry_hash, number))
+            index_entry(
+                keys, refs, parsed.event_type, parsed.payload, parsed.entry_hash, number,
+                parsed.ts_utc, offset[0],
+            )  # fmt: skip
 
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
@@ -82,6 +88,7 @@ def _fold_range(
     for raw in store.iter_lines(start, end):
         if not verifier.feed(raw):
             break
+        offset[0] += len(raw)
     report = verifier.report()
     if report.ok:
         return None
@@ -215,28 +222,7 @@ def _load_counter(
             # over their current periods; the rest of the state still holds.
             stored, refolded = _restated(stored, deps, budgets, zone)
         if stored is None:
-            data = empty_state(budgets)
-            checkpoint = deps.newest_checkpoint()
-            hashes: dict[int, str] = {}
-            keys: list[dict[str, Any]] = []
-            if head is not None:
-                problem = _fold_range(
-                    store, data, trust(), 0, head.size, GENESIS,
-                    remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
-                    schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
-                )  # fmt: skip
-                if problem:
-                    return Counter(data, head, problem)
-            if checkpoint is not None:
-                problem = checkpoint_problem(data, head, checkpoint, hashes, trust())
-                if problem:
-                    return Counter(data, head, problem + "; run `ledger recover`")
-                data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
-            data["meta"]["trust"] = fingerprint
-            data["meta"]["day_zone"] = zone_name
-            if finding is not None:
-                data["meta"][FINDING_KEY] = finding
-            return Counter(data, head, None, dirty=True, new_keys=keys, rebuilt=True)
+            return _rebuilt(deps, head, budgets, zone, zone_name, fingerprint, finding)
         if head is None:
             if stored.head_hash is None:
                 return Counter(stored.data, None)
@@ -249,18 +235,61 @@ def _load_counter(
             # Line numbers count from the top of the chain, as verify-chain's do
             # (our own writer never writes markers, so entries equal lines).
             first_line = int(stored.data["meta"]["entries"]) + 1
-            keys = []
+            keys: list[dict[str, Any]] = []
+            refs = PackedRefs()
             problem = _fold_range(
                 store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
-                keys=keys, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+                keys=keys, refs=refs, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
-            caught_up = Counter(data, head, None, dirty=True, new_keys=keys, refolded=refolded)
+            caught_up = Counter(
+                data, head, None, dirty=True, new_keys=keys, new_refs=refs, refolded=refolded
+            )
             return held_against_checkpoint(caught_up, deps)
     except (InputDataError, ChainIOError) as exc:
         return Counter(empty_state(), head, f"cannot verify the chain: {exc}")
     return Counter(empty_state(), head, mismatch())
+
+
+def _rebuilt(
+    deps: CounterDeps,
+    head: Head | None,
+    budgets: tuple[Budget, ...],
+    zone: dt.tzinfo,
+    zone_name: str,
+    fingerprint: str,
+    finding: Any,
+) -> Counter:
+    """The state folded afresh from the verified chain, held against the newest checkpoint.
+
+    Raises:
+        InputDataError, ChainIOError: the chain or the checkpoint cannot be read.
+    """
+    store, trust = deps.chain, deps.keys.load_trust
+    data = empty_state(budgets)
+    checkpoint = deps.newest_checkpoint()
+    hashes: dict[int, str] = {}
+    keys: list[dict[str, Any]] = []
+    refs = PackedRefs()
+    if head is not None:
+        problem = _fold_range(
+            store, data, trust(), 0, head.size, GENESIS,
+            remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
+            refs=refs, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+        )  # fmt: skip
+        if problem:
+            return Counter(data, head, problem)
+    if checkpoint is not None:
+        problem = checkpoint_problem(data, head, checkpoint, hashes, trust())
+        if problem:
+            return Counter(data, head, problem + "; run `ledger recover`")
+        data["meta"]["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
+    data["meta"]["trust"] = fingerprint
+    data["meta"]["day_zone"] = zone_name
+    if finding is not None:
+        data["meta"][FINDING_KEY] = finding
+    return Counter(data, head, None, dirty=True, new_keys=keys, new_refs=refs, rebuilt=True)
 
 
 class _Restated:
@@ -311,9 +340,11 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
         number = int(counter.data["meta"]["entries"])
     else:
         number = 0  # unknown here: lookups on an untrusted counter search the chain
-    counter.new_keys.extend(
-        index_records(entry["event_type"], entry["payload"], sealed.entry_hash, number)
-    )
+    offset = None if head is None else head.size - len(sealed.line)
+    index_entry(
+        counter.new_keys, counter.new_refs, entry["event_type"], entry["payload"],
+        sealed.entry_hash, number, sealed.ts_utc, offset,
+    )  # fmt: skip
     counter.head = head
     counter.dirty = True
 
@@ -334,9 +365,10 @@ def save_counter(counter: Counter, states: StateStore) -> None:
             return
         head = counter.head
         try:
-            if counter.new_keys or counter.rebuilt:
-                states.save_keys(counter.new_keys, replace=counter.rebuilt)
+            if counter.new_keys or counter.new_refs or counter.rebuilt:
+                states.save_keys(counter.new_keys, replace=counter.rebuilt, refs=counter.new_refs)
                 counter.new_keys = []
+                counter.new_refs = PackedRefs()
                 counter.rebuilt = False
             states.save_state(
                 head.entry_hash if head else None, head.size if head else 0, counter.data

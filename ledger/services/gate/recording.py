@@ -11,7 +11,7 @@ from ledger.core.refs import FULL_REF_DIGITS, short_ref
 from ledger.core.response_keys import another_call, verdict_key
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
-from ledger.errors import StoreUnreachableError, UsageError
+from ledger.errors import LedgerError, StoreUnreachableError, UsageError
 from ledger.services.chain.idempotency import (
     find_duplicate,
     other_record_message,
@@ -24,6 +24,8 @@ from ledger.services.gate.record_outcome import RecordOutcome
 from ledger.services.gate.spool import SpoolStore, spool_record
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ledger.services.gate.deps import GateDeps
 
 
@@ -76,18 +78,63 @@ def record_call(
         return spool_record(cast("Any", deps), request)
 
 
-def whole_ref(reservations: dict[str, Any], prefix: str) -> tuple[str | None, str | None]:
-    """The open reservation a short ``--verdict-ref`` names; else ``None`` and why.
+def whole_ref(
+    reservations: dict[str, Any],
+    prefix: str,
+    entries: "Callable[[str], list[str]] | None" = None,
+) -> tuple[str | None, str | None]:
+    """The verdict a short ``--verdict-ref`` names; else ``None`` and why.
 
-    A prefix names a reservation only when it is the prefix of exactly one open
-    reservation's ref; otherwise the spend is recorded without a ref (never
+    A prefix of exactly one open reservation's ref names it. Else the chain's
+    entries are asked (``entries``: the whole hashes the ref index finds for a
+    prefix), so a verdict that expired, was settled or was charged at its
+    estimate is recognised as it would be by its whole ref. A prefix that
+    names more than one entry is a bad command line, found before anything is
+    written; one that names none is recorded without a ref (spend is never
     refused for it), with a warning.
+
+    Raises:
+        UsageError: the prefix names more than one entry.
     """
     matches = [ref for ref in reservations if ref.startswith(prefix)]
     if len(matches) == 1:
         return matches[0], None
-    why = "names more than one open reservation" if matches else "names no open reservation"
-    return None, f"verdict_ref {prefix}… {why}; recorded anyway, settling nothing"
+    found = entries(prefix) if entries is not None and not matches else []
+    if len(found) == 1:
+        return found[0], None
+    if len(matches) > 1 or len(found) > 1:
+        raise UsageError(f"--verdict-ref: {prefix} names more than one verdict: give more digits")
+    return (
+        None,
+        f"verdict_ref {prefix}… names no open reservation; recorded anyway, settling nothing",
+    )
+
+
+def _indexed_refs(deps: Any, counter: Any) -> "Callable[[str], list[str]] | None":
+    """The whole hashes of the entries a prefix names: the ref index and what the load folded.
+
+    ``None`` when the counter cannot vouch for the index (untrusted) or there is
+    no index: the prefix then names only what the open reservations hold.
+    """
+    finder = getattr(deps.states, "find_refs", None)
+    if finder is None or counter.problem is not None:
+        return None
+
+    def entries(prefix: str) -> list[str]:
+        from ledger.services.chain.refs import holds
+
+        found = {ref for ref, _line, _offset in counter.new_refs if ref.startswith(prefix)}
+        try:
+            matches = finder(prefix, 2)
+        except LedgerError:
+            return sorted(found)
+        for match in matches:
+            offset = match.position.offset
+            if offset is not None and holds(deps.chain, offset, match.entry_hash):
+                found.add(match.entry_hash)
+        return sorted(found)
+
+    return entries
 
 
 def _beyond_charge(request: dict[str, Any], charged: int) -> dict[str, Any]:
@@ -206,7 +253,9 @@ def _seal_record(
         warning = None
         settled = False
         if verdict_ref is not None and len(verdict_ref) < FULL_REF_DIGITS:
-            verdict_ref, warning = whole_ref(counter.data["usd"]["reservations"], verdict_ref)
+            verdict_ref, warning = whole_ref(
+                counter.data["usd"]["reservations"], verdict_ref, _indexed_refs(deps, counter)
+            )
         if verdict_ref is not None:
             reservation = counter.data["usd"]["reservations"].get(verdict_ref)
             charged = None if reservation is not None else charged_at_expiry(

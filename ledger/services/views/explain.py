@@ -25,6 +25,7 @@ from ledger.core.timefmt import budget_day, format_ts, parse_ts
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
 from ledger.services.chain.counter import Counter, counter_problem
+from ledger.services.chain.refs import describe, find_entries
 from ledger.services.chain.state import schema_lookup
 from ledger.services.gate.gate import _scopes
 from ledger.services.ports import CounterDeps
@@ -47,7 +48,7 @@ _COMPARED = (
 
 
 class ExplainDeps(CounterDeps, Protocol):
-    """What explaining needs: the chain, its trust and the configuration."""
+    """What explaining needs: the chain, its trust, its index and the configuration."""
 
     @property
     def config(self) -> "Config":
@@ -150,6 +151,27 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
     return data, entry, at_line, prev_ts
 
 
+def _whole_ref(deps: ExplainDeps, ref: str) -> str:
+    """The whole hash a ref names, found through the index (``ledger.services.chain.refs``).
+
+    Raises:
+        AmbiguousRefError: the prefix names more than one entry.
+        UnknownVerdictError: no entry has that hash.
+        ChainIOError: the chain cannot be read.
+    """
+    if len(ref) == FULL_REF_DIGITS:
+        return ref
+    found = find_entries(deps, ref)
+    if len(found) > 1:
+        raise AmbiguousRefError(
+            f"VERDICT_REF: {ref} matches more than one entry (lines {describe(found)}): "
+            "give more digits"
+        )
+    if not found:
+        raise UnknownVerdictError(f"no entry {ref} in the chain")
+    return found[0].entry_hash
+
+
 def _reading(scope: ScopeState, now: dt.datetime, day: str, zone: dt.tzinfo) -> dict[str, Any]:
     reading = scope.reading
     if reading is None:
@@ -179,7 +201,7 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         ChainIOError: the chain cannot be read.
     """
     config = deps.config
-    data, entry, line, prev_ts = _find(deps, ref)
+    data, entry, line, prev_ts = _find(deps, _whole_ref(deps, ref))
     ref = entry.entry_hash  # a prefix names this entry
     if entry.event_type not in VERDICT_EVENTS:
         raise UnknownVerdictError(

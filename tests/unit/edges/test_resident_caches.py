@@ -422,8 +422,8 @@ class TestKeptState:
         from ledger.edges.files import keptstate
 
         monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 3600.0)
+        self._states(home).delete()
         states = self._states(home)
-        states.delete()
         kept = KeptStates()
         with keeping(kept):
             states.save_state(None, 0, {"n": 1})
