@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def _chown(home: Path) -> None:
     os.chown(home, NOBODY, NOBODY)
 
 
-def _as_another_user(home: Path, event: dict[str, object], action: str) -> dict[str, object]:
+def _as_another_user(home: Path, event: Mapping[str, object], action: str) -> dict[str, object]:
     assert SETPRIV is not None
     done = subprocess.run(
         [SETPRIV, "--bounding-set", "-dac_override,-dac_read_search", "--",
