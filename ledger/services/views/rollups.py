@@ -235,13 +235,13 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
 class _Reading:
     caught: Caught
     cells: list[tuple[CellKey, tuple[int, ...]]]
-    mark: list[Any] | None
+    marks: list[list[Any] | None]
 
 
 def _read(
-    deps: RollupDeps, slots: tuple[int, int] | None, mark_slot: int | None = None
+    deps: RollupDeps, slots: tuple[int, int] | None, mark_slots: Sequence[int | None] = ()
 ) -> _Reading:
-    """Catch up, then read the cells of ``slots`` (and the mark at ``mark_slot``).
+    """Catch up, then read the cells of ``slots`` (and the marks at ``mark_slots``).
 
     A rollup store that fails its integrity check is dropped and rebuilt once.
     """
@@ -251,9 +251,9 @@ def _read(
             with deps.rollups.writing() as tx:
                 caught = _catch_up_in(deps, tx, fresh=attempt == 1)
                 cells = tx.cells(*slots) if slots is not None else []
-                mark = tx.mark_from(mark_slot) if mark_slot is not None else None
+                marks = [None if at is None else tx.mark_from(at) for at in mark_slots]
             caught.note = note
-            return _Reading(caught, cells, mark)
+            return _Reading(caught, cells, marks)
         except StateMismatchError as exc:
             if attempt:
                 raise
@@ -363,8 +363,20 @@ def mark_before(deps: RollupDeps, moment: dt.datetime) -> tuple[Caught, list[Any
 
     ``[entries, size, prev_hash]``, or ``None`` when no entry is that late.
     """
-    reading = _read(deps, None, slot_of(moment))
-    return reading.caught, reading.mark
+    reading = _read(deps, None, [slot_of(moment)])
+    return reading.caught, reading.marks[0]
+
+
+def marks_at(
+    deps: RollupDeps, first_slot: int | None, end_slot: int
+) -> tuple[Caught, list[Any] | None, list[Any] | None]:
+    """Catch up; the marks before the first entries at or after ``first_slot`` and ``end_slot``.
+
+    Each ``[entries, size, prev_hash]``, or ``None`` when no entry is that late
+    (``first_slot`` ``None``: not asked).
+    """
+    reading = _read(deps, None, [first_slot, end_slot])
+    return reading.caught, reading.marks[0], reading.marks[1]
 
 
 def iter_from(deps: RollupDeps, mark: list[Any], end: int) -> Iterator[bytes]:
