@@ -48,7 +48,14 @@ async def feed(
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def start_of_feed(make_runtime: Callable[[], Any], index: Any) -> tuple[int, int]:
-    """Where a new feed starts: the end of the chain (from the call index when it is there)."""
-    position, lines = await asyncio.to_thread(index.tail, make_runtime().chain)
-    return int(position), int(lines)
+def _end_of_chain(runtime: Any) -> tuple[int, int]:
+    """The chain's end (byte position, entries), from the rollups caught up to it."""
+    from ledger.services.views.rollups import catch_up
+
+    caught = catch_up(runtime)
+    return caught.size, caught.entries
+
+
+async def start_of_feed(make_runtime: Callable[[], Any]) -> tuple[int, int]:
+    """Where a new feed starts: the end of the chain as the rollups last folded it."""
+    return await asyncio.to_thread(_end_of_chain, make_runtime())
