@@ -80,6 +80,11 @@ def make_big_home(base: Path, calls: int) -> tuple[Path, str]:
     print(f"   chain: {2 * calls:,} entries, {size / 1e6:.0f} MB, written in {took:.0f} s")
     fold_state(home)
     secret = json.loads(_ledger(home, "keys", "issue", "bench", "--role", "admin"))["key"]
+    import ledger
+
+    began = time.perf_counter()
+    ledger.open(home=str(home)).verdict(0.01, provider="anthropic")  # the gate's state saved
+    print(f"   the gate's state folded by a first verdict in {time.perf_counter() - began:.0f} s")
     began = time.perf_counter()
     caught = catch_up(Runtime(home, clean_env()))
     print(f"   rollups and calls table folded from line 1: {caught.entries:,} entries in "

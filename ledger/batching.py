@@ -55,8 +55,11 @@ class BatchRunner:
         self._chain_for: tuple[FileIdentity | None, Runtime] | None = None
         self.batches = 0
         # The rollups are folded after each batch, on their own thread (never
-        # on the call path): a report then finds them current.
+        # on the call path): a report then finds them current. Only on a file
+        # store: a fleet's process shares one database connection, which a
+        # fold would hold from the batches (the daemon keeps a fleet's current).
         self.rollups = RollupFollower(self.runtime, log)
+        self._on_file = False
 
     def runtime(self) -> Runtime:
         """A fresh runtime: a changed ``ledger.toml``, trust store or key is in effect for it."""
@@ -112,7 +115,8 @@ class BatchRunner:
         try:
             return self._run_batch(work, rolled_back, durable)
         finally:
-            self.rollups.nudge()
+            if self._on_file:
+                self.rollups.nudge()
 
     def _run_batch(
         self,
@@ -121,11 +125,13 @@ class BatchRunner:
         durable: Callable[[], None],
     ) -> R:
         self.batches += 1
+        self._on_file = False
         try:
             chain = self._batch_chain()
         except LedgerError:
             # No usable configuration here: each unit finds that out itself.
             return work(self.runtime())
+        self._on_file = isinstance(chain, ChainFile)
         if not isinstance(chain, ChainFile):
             database = getattr(getattr(chain, "inner", None), "db", None)
             if not isinstance(database, PgDatabase):

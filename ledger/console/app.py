@@ -254,7 +254,8 @@ async def live_feed(request: Request) -> Response:
     state = request.app.state
     start = await live.start_of_feed(state.runtime)
     return EventSourceResponse(
-        live.feed(state.runtime, principal, start), ping=int(live.KEEPALIVE_SECONDS)
+        live.feed(state.runtime, principal, start, state.signal),
+        ping=int(live.KEEPALIVE_SECONDS),
     )
 
 
@@ -315,6 +316,7 @@ def build_app(make_runtime: Callable[[], Any], auth: Auth, *, secure_cookies: bo
     app.state.runtime = make_runtime
     app.state.auth = auth
     app.state.verifier = Verifier()
+    app.state.signal = live.ChainSignal(make_runtime)
     app.state.templates = _templates()
     app.state.secure_cookies = secure_cookies
     return app

@@ -4,6 +4,7 @@ A counting seam on the chain's line reader: once the rollups are current, no
 page reads a line; after new entries, a page reads those entries only.
 """
 
+import datetime as dt
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -78,7 +79,7 @@ def test_after_new_entries_a_page_reads_only_those(spent: Path, run_inproc) -> N
     size = (spent / "events.jsonl").stat().st_size
     _record(run_inproc, spent, "4", "2026-03-10T12:30:00Z", "--agent", "a3")
     reads: list[tuple[int, int | None]] = []
-    page = data.call_rows(_runtime(spent, reads), data.parse_filters({}, data.dt.UTC))
+    page = data.call_rows(_runtime(spent, reads), data.parse_filters({}, dt.UTC))
     assert page["calls"][0]["agent"] == "a3"
     assert reads
     assert all(start >= size for start, _end in reads), reads

@@ -96,7 +96,7 @@ def test_a_days_report_reads_only_its_part_of_the_chain(busy: Path) -> None:
     read: list[tuple[int, int | None]] = []
     real = runtime.chain.iter_lines
 
-    def counted(start: int = 0, end: int | None = None):  # type: ignore[no-untyped-def]
+    def counted(start: int = 0, end: int | None = None) -> Any:
         read.append((start, end))
         return real(start, end)
 

@@ -41,10 +41,11 @@ def test_a_batch_writer_folds_its_records_into_the_rollups(home: Path) -> None:
     runner.rollups.fold_once = fold_and_tell  # type: ignore[method-assign]
     try:
         for usd in ("1", "2.5"):
-            runner.run(
-                lambda runtime, usd=usd: record(runtime, usd, "openai", agent="coder"),
-                lambda: None,
-            )
+
+            def unit(runtime: Runtime, usd: str = usd) -> object:
+                return record(runtime, usd, "openai", agent="coder")
+
+            runner.run(unit, lambda: None)
         assert folded.wait(30)
     finally:
         runner.close()
