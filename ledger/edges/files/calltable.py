@@ -4,9 +4,10 @@ A row is a verdict joined with its record (``services/views/calls``): keyed
 by the verdict's chain line (a record sealed without a verdict: its own
 line), found by its ``verdict_ref``, and MAC'd like every row of the rollups.
 The filter columns hold "" for a call without a value; a row's ``tags`` are
-its JSON list, matched element by element. Indexes on the dimensions a page
-filters by most (key, agent, session, verdict) and on both times keep a page
-O(log n + limit) whatever the chain's length.
+its JSON list, matched element by element. Indexes on every column a page
+filters by (key, agent, session, model, provider, client, verdict) and on both
+times keep a page O(log n + limit) whatever the chain's length; a tag filter
+reads rows newest first until it has a page.
 """
 
 import hashlib
@@ -30,6 +31,9 @@ CREATE INDEX IF NOT EXISTS calls_key ON calls (key, line);
 CREATE INDEX IF NOT EXISTS calls_agent ON calls (agent, line);
 CREATE INDEX IF NOT EXISTS calls_session ON calls (session, line);
 CREATE INDEX IF NOT EXISTS calls_verdict ON calls (verdict, line);
+CREATE INDEX IF NOT EXISTS calls_model ON calls (model, line);
+CREATE INDEX IF NOT EXISTS calls_provider ON calls (provider, line);
+CREATE INDEX IF NOT EXISTS calls_client ON calls (client, line);
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
 CREATE INDEX IF NOT EXISTS calls_record_time ON calls (record_time);
 """

@@ -89,6 +89,6 @@ def settle(row: dict[str, Any], event: dict[str, Any]) -> None:
     row["actual_micros"] = (row.get("actual_micros") or 0) + amount
     row["record_ref"] = event["entry_hash"]
     row["record_time"] = event["time"]
-    for field in ("model", "client", "agent", "session", "key"):
+    for field in ("model", "provider", "client", "agent", "session", "key"):
         if row.get(field) is None and event.get(field) is not None:
             row[field] = event[field]
