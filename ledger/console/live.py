@@ -7,12 +7,16 @@ of a second at a time. On a fleet's store (PostgreSQL) it does not poll: one
 listener per console (``LISTEN`` on the chain's channel, notified by every
 append when its transaction commits) wakes every open feed, which then reads
 the new rows; a feed also looks every ``FALLBACK_SECONDS`` in case the
-listener's connection was lost.
+listener's connection was lost. Feeds at the same position share one read of
+the new lines (per tick or notification), so fifty open views parse each entry
+once, not fifty times.
 """
 
 import asyncio
 import json
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,6 +26,7 @@ from ledger.services.views.calls import event_of
 POLL_SECONDS = 0.1
 FALLBACK_SECONDS = 5.0
 KEEPALIVE_SECONDS = 15.0
+_READS_KEPT = 16
 
 
 class ChainSignal:
@@ -34,6 +39,9 @@ class ChainSignal:
         self._listener: Any = None
         self._checked = False
         self.generation = 0  # bumped by each notification (from the listener's thread)
+        self._reads: OrderedDict[tuple[int, int], tuple[int, int, list[dict[str, Any]]]] = (
+            OrderedDict()
+        )
 
     def _listening(self) -> bool:
         """Whether the store notifies (started on first use); ``False``: the file store."""
@@ -76,6 +84,24 @@ class ChainSignal:
             with self._lock:
                 self._waiters.discard(waiter)
 
+    def tick(self) -> int:
+        """What a read of the tail is current for: a notification, or a tenth of a second."""
+        if self._listener is not None:
+            return self.generation
+        return int(time.monotonic() / POLL_SECONDS)
+
+    def cached(self, key: tuple[int, int]) -> tuple[int, int, list[dict[str, Any]]] | None:
+        """Another feed's read from the same position in the same tick (the chain only grows)."""
+        with self._lock:
+            return self._reads.get(key)
+
+    def keep(self, key: tuple[int, int], read: tuple[int, int, list[dict[str, Any]]]) -> None:
+        """Share a read: the feeds at the same position parse the new lines once, not each."""
+        with self._lock:
+            self._reads[key] = read
+            while len(self._reads) > _READS_KEPT:
+                self._reads.popitem(last=False)
+
     def close(self) -> None:
         """Stop listening."""
         with self._lock:
@@ -111,7 +137,12 @@ async def feed(
     position, number = start
     while True:
         seen = signal.generation
-        position, number, events = await asyncio.to_thread(_new_events, chain, position, number)
+        key = (position, signal.tick())
+        found = signal.cached(key)
+        if found is None:
+            found = await asyncio.to_thread(_new_events, chain, position, number)
+            signal.keep(key, found)
+        position, number, events = found
         for event in events:
             if _shown(event, principal):
                 yield {"data": json.dumps(event, sort_keys=True)}
