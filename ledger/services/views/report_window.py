@@ -11,15 +11,17 @@ tolerance) to the first entry two days after the day, and nothing else.
 The rollups are caught up first: everything up to their position has been
 verified and held against the newest checkpoint, and their quarter-hour
 marks (MAC'd, written as each entry was verified) give the byte position and
-the hash linking into the window at both ends. The window itself is verified
-again as it is read (signatures, links, and that it ends where the next mark
-says), so the report never trusts a line it did not check. A budget that
+the hash linking into the window at both ends. The window's links are checked
+again as it is read, from the start mark's hash to the end mark's (its
+signatures were checked when the rollups folded it): an edited line changes its
+hash and breaks a link, so the report never folds a line other than the one
+that was verified. A budget that
 never resets depends on every entry: then the day is folded from line 1.
 """
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ledger.core.budget_calendar import period_bounds
 from ledger.core.chain import ChainVerifier
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
     from ledger.core.config import Config
     from ledger.core.envelope import ParsedEntry
+    from ledger.core.trust import TrustStore
     from ledger.services.ports import Clock
 
 
@@ -51,6 +54,17 @@ class DayReportDeps(RollupDeps, Protocol):
     def clock(self) -> "Clock":
         """The time now."""
         ...
+
+
+class _Verified:
+    """Signatures the rollups already checked (see ``walk_window``)."""
+
+    @staticmethod
+    def signature_problem(_parsed: object, *, strict: bool = False) -> None:
+        """Nothing to check again."""
+
+
+_VERIFIED = _Verified()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +140,12 @@ def walk_window(
     from ledger.services.chain.state import load_counter
 
     window = day_window(deps, day, zone, config)
+    # Every entry here was verified, signature and all, when the rollups folded
+    # it; the marks at both ends (MAC'd) hold the hashes it links from and to,
+    # so checking the links again is enough: an edited line changes its hash,
+    # and no line in between can be made to link to the end's hash again.
     verifier = ChainVerifier(
-        deps.keys.load_trust(),
+        cast("TrustStore", _VERIFIED),
         expected_prev=window.prev_hash or GENESIS,
         first_line=window.entries_before + 1,
         on_entry=walk,
