@@ -2,9 +2,12 @@
 
     python bench/bench_console.py                 # 1k and 20k calls
     python bench/bench_console.py --sizes 1000    # one size
+    python bench/bench_console.py --fast --sizes 500 500000   # a big home, built fast
 
 For each home size (calls, each a verdict and a record sealed through the
-Python API, so 2 entries per call):
+Python API, so 2 entries per call; with ``--fast``, written with the product's
+signer in parallel by ``gate_scale.build_chain``, the gate's state and the
+rollups folded before the console starts, and their build time reported):
 
 1. every page's and JSON endpoint's p50 over 30 requests to a running
    ``ledger console`` (a bearer key; the call index warmed by one request
@@ -33,8 +36,10 @@ from common import out_dir
 
 PAGES = ["/console/", "/console/live", "/console/spend?by=agent", "/console/calls",
          "/console/keys", "/console/alerts", "/console/integrity"]  # fmt: skip
-APIS = ["/console/api/overview", "/console/api/spend?by=model", "/console/api/calls",
-        "/console/api/calls?agent=agent-3", "/console/api/keys"]  # fmt: skip
+APIS = ["/console/api/overview", "/console/api/spend?by=model",
+        "/console/api/spend?by=provider&from=2026-03-01&to=2026-03-31", "/console/api/calls",
+        "/console/api/calls?agent=agent-3", "/console/api/calls?provider=openai&limit=200",
+        "/console/api/keys"]  # fmt: skip
 
 
 def _ledger(home: Path, *args: str) -> str:
@@ -58,6 +63,32 @@ def make_home(base: Path, calls: int) -> tuple[Path, str]:
         book.record(0.01, provider="anthropic", verdict_ref=decided.verdict_ref,
                     agent=f"agent-{index % 10}", cycle_id=f"s-{index % 50}",
                     idempotency_key=f"bench-{index}")  # fmt: skip
+    return home, secret
+
+
+def make_big_home(base: Path, calls: int) -> tuple[Path, str]:
+    """A home of ``calls`` verdict + record pairs written fast, its derived state built."""
+    from gate_common import NOW, init_home
+    from gate_scale import build_chain, fold_state
+
+    from ledger.runtime import Runtime
+    from ledger.services.views.rollups import catch_up
+
+    home = base / f"home-fast-{calls}"
+    init_home(home)
+    size, took = build_chain(home, 2 * calls, NOW)
+    print(f"   chain: {2 * calls:,} entries, {size / 1e6:.0f} MB, written in {took:.0f} s")
+    fold_state(home)
+    secret = json.loads(_ledger(home, "keys", "issue", "bench", "--role", "admin"))["key"]
+    import ledger
+
+    began = time.perf_counter()
+    ledger.open(home=str(home)).verdict(0.01, provider="anthropic")  # the gate's state saved
+    print(f"   the gate's state folded by a first verdict in {time.perf_counter() - began:.0f} s")
+    began = time.perf_counter()
+    caught = catch_up(Runtime(home, clean_env()))
+    print(f"   rollups and calls table folded from line 1: {caught.entries:,} entries in "
+          f"{time.perf_counter() - began:.0f} s")  # fmt: skip
     return home, secret
 
 
@@ -137,6 +168,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 20000])
     parser.add_argument("--dir")
     parser.add_argument("--home", help="reuse a home this script built (its size: --sizes)")
+    parser.add_argument("--fast", action="store_true", help="write the homes fast (big sizes)")
     options = parser.parse_args()
     base = out_dir(options.dir)
     for calls in options.sizes:
@@ -145,6 +177,8 @@ def main() -> None:
             home = Path(options.home)
             secret = json.loads(_ledger(home, "keys", "issue", f"b{int(time.time())}", "--role",
                                         "admin"))["key"]  # fmt: skip
+        elif options.fast:
+            home, secret = make_big_home(base, calls)
         else:
             home, secret = make_home(base, calls)
         print(f"## {calls} calls ({2 * calls + 2} entries), built in "

@@ -38,6 +38,7 @@ from ledger.edges.postgres.group import GroupCommitError as PgGroupCommitError
 from ledger.errors import ChainIOError, LedgerError
 from ledger.homes import CONFIG_FILE
 from ledger.runtime import Runtime
+from ledger.services.views.rollup_follower import RollupFollower
 
 R = TypeVar("R")
 Log = Callable[[str], None]
@@ -53,6 +54,12 @@ class BatchRunner:
         self._kept = KeptStates()
         self._chain_for: tuple[FileIdentity | None, Runtime] | None = None
         self.batches = 0
+        # The rollups are folded after each batch, on their own thread (never
+        # on the call path): a report then finds them current. Only on a file
+        # store: a fleet's process shares one database connection, which a
+        # fold would hold from the batches (the daemon keeps a fleet's current).
+        self.rollups = RollupFollower(self.runtime, log)
+        self._on_file = False
 
     def runtime(self) -> Runtime:
         """A fresh runtime: a changed ``ledger.toml``, trust store or key is in effect for it."""
@@ -105,12 +112,26 @@ class BatchRunner:
         runs again with each transaction durable on its own: units finished
         before the last ``durable`` call must not run again.
         """
+        try:
+            return self._run_batch(work, rolled_back, durable)
+        finally:
+            if self._on_file:
+                self.rollups.nudge()
+
+    def _run_batch(
+        self,
+        work: Callable[[Runtime], R],
+        rolled_back: Callable[[], None],
+        durable: Callable[[], None],
+    ) -> R:
         self.batches += 1
+        self._on_file = False
         try:
             chain = self._batch_chain()
         except LedgerError:
             # No usable configuration here: each unit finds that out itself.
             return work(self.runtime())
+        self._on_file = isinstance(chain, ChainFile)
         if not isinstance(chain, ChainFile):
             database = getattr(getattr(chain, "inner", None), "db", None)
             if not isinstance(database, PgDatabase):
@@ -173,6 +194,7 @@ class BatchRunner:
 
     def close(self) -> None:
         """Write the state kept in memory (under the chain lock), before the process exits."""
+        self.rollups.close()
         try:
             chain = self._batch_chain()
             if isinstance(chain, ChainFile):

@@ -26,6 +26,7 @@ from ledger.homes import CONFIG_FILE, check_home, resolve_home
 
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Callable
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ledger.edges.postgres.db import PgDatabase
     from ledger.edges.postgres.fleetsecret import FleetSecret
     from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
+    from ledger.edges.postgres.notify import ChainListener
     from ledger.edges.postgres.state import PgStateStore
     from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.transcripts import TranscriptFiles
@@ -164,6 +166,18 @@ class Runtime:
         if url is None:
             raise ConfigError("store.url: not set; this home keeps its chain in events.jsonl")
         return PgDatabase(url, self.config.store_schema, self.config.lock_timeout_seconds)
+
+    def chain_listener(self, wake: "Callable[[], None]") -> "ChainListener | None":
+        """On a fleet's store, a listener calling ``wake`` for each new chain row; else ``None``.
+
+        Not started: the caller starts and closes it. A file store has no
+        notifications (its readers follow the file's tail).
+        """
+        if self.config.store_url is None:
+            return None
+        from ledger.edges.postgres.notify import ChainListener
+
+        return ChainListener(self.database, wake)
 
     @cached_property
     def fleet_secret(self) -> "FleetSecret":

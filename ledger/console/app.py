@@ -31,7 +31,6 @@ from ledger.console.web import (
 )
 from ledger.core.units import micros_to_usd
 from ledger.errors import GatewayKeyError, LedgerError
-from ledger.services.views.calls import CallIndex
 
 HERE = Path(__file__).parent
 PAGE_PATHS = {
@@ -255,9 +254,10 @@ async def live_feed(request: Request) -> Response:
     """``GET /console/api/live``: one ``data:`` JSON object per sealed verdict or record."""
     principal = who(request, api=True)
     state = request.app.state
-    start = await live.start_of_feed(state.runtime, state.index)
+    start = await live.start_of_feed(state.runtime)
     return EventSourceResponse(
-        live.feed(state.runtime, principal, start), ping=int(live.KEEPALIVE_SECONDS)
+        live.feed(state.runtime, principal, start, state.signal),
+        ping=int(live.KEEPALIVE_SECONDS),
     )
 
 
@@ -317,8 +317,8 @@ def build_app(make_runtime: Callable[[], Any], auth: Auth, *, secure_cookies: bo
     )
     app.state.runtime = make_runtime
     app.state.auth = auth
-    app.state.index = CallIndex()
     app.state.verifier = Verifier()
+    app.state.signal = live.ChainSignal(make_runtime)
     app.state.templates = _templates()
     app.state.secure_cookies = secure_cookies
     return app

@@ -2,22 +2,25 @@
 
 The one module of the console that reads data: pages and their JSON twins
 call these functions and nothing else, so what a page shows is what
-``ledger status``, ``ledger keys list`` and the reports show. Spend and calls
-come from the call index (``calls.CallIndex``) today; the budget day's rollups
-replace ``spend`` behind the same signature.
+``ledger status``, ``ledger keys list`` and the reports show. Spend comes from
+the rollups and calls from the calls table kept with them (SPEC §19), caught
+up from their saved position first: no page reads the chain from line 1,
+whatever its length.
 """
 
 import datetime as dt
+import glob
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ledger.core.alerts import redacted_url
+from ledger.core.rollups import SLOT_SECONDS, group, totals
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.units import micros_to_usd
 from ledger.errors import LedgerError
 from ledger.services.views import me as me_view
-from ledger.services.views.calls import CallIndex
+from ledger.services.views.rollups import cells_between, with_rollups
 
 DIMENSIONS = ("agent", "key", "session", "model", "provider", "tag", "client")
 FILTER_KEYS = (*DIMENSIONS, "verdict")
@@ -25,6 +28,7 @@ VERDICTS = ("allow", "warn-90", "halt-100", "halt-uncertainty")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 _VALUE_MAX = 256
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class FilterError(LedgerError):
@@ -114,70 +118,85 @@ def reporting_zone(runtime: Any) -> tuple[str, dt.tzinfo]:
     return me_view.reporting_zone(runtime.config)
 
 
-def _matches(row: Mapping[str, Any], filters: Filters) -> bool:
-    for key, wanted in filters.equal:
-        if key == "tag":
-            if wanted not in (row.get("tags") or []):
-                return False
-        elif row.get(key) != wanted:
-            return False
-    if filters.start is not None or filters.end is not None:
-        when = parse_ts(str(row["time"]))
-        if filters.start is not None and when < filters.start:
-            return False
-        if filters.end is not None and when >= filters.end:
-            return False
-    return True
-
-
 def _money(micros: int | None) -> dict[str, Any]:
     return {"micros": micros, "usd": None if micros is None else micros_to_usd(micros)}
 
 
-def call_rows(index: CallIndex, runtime: Any, filters: Filters) -> dict[str, Any]:
-    """One row per call, newest first, ``limit`` of them before ``cursor`` (a line number)."""
-    index.follow(runtime.chain)
-    rows: list[dict[str, Any]] = []
-    more = None
-    for row in index.newest_first():
-        if filters.cursor is not None and row["line"] >= filters.cursor:
-            continue
-        if not _matches(row, filters):
-            continue
-        if len(rows) == filters.limit:
-            more = rows[-1]["line"]
-            break
-        rows.append(dict(row))
-    return {"calls": rows, "next_cursor": more, "filters": filters.query()}
+def _text(moment: dt.datetime | None) -> str | None:
+    return None if moment is None else format_ts(moment)
+
+
+def call_rows(runtime: Any, filters: Filters) -> dict[str, Any]:
+    """One row per call, newest first, ``limit`` of them before ``cursor`` (a line number).
+
+    Read from the calls table kept with the rollups (caught up first): a page
+    costs the entries sealed since the last read and one index range.
+    """
+    equal = dict(filters.equal)
+    start, end = _text(filters.start), _text(filters.end)
+
+    def page(tx: Any) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = tx.calls.page(
+            equal, start, end, filters.cursor, filters.limit + 1
+        )
+        return rows
+
+    _caught, rows = with_rollups(runtime, page)
+    more = rows[filters.limit - 1]["line"] if len(rows) > filters.limit else None
+    return {"calls": rows[: filters.limit], "next_cursor": more, "filters": filters.query()}
 
 
 _period_start = me_view.period_start
 
 
-def spend(index: CallIndex, runtime: Any, filters: Filters) -> dict[str, Any]:
+def _on_quarter_hours(*moments: dt.datetime | None) -> bool:
+    return all(m is None or not (m - _EPOCH).total_seconds() % SLOT_SECONDS for m in moments)
+
+
+def _spend_groups(runtime: Any, filters: Filters, zone: dt.tzinfo) -> tuple[list[Any], int]:
+    """Groups (value, calls, micros, halts) and the total, from the rollups or the calls table.
+
+    Whole quarter hours without a verdict filter come from the rollups
+    (O(quarter hours × groups)); a range cut inside a quarter hour, or a
+    verdict filter, from the calls table.
+    """
+    equal = dict(filters.equal)
+    start = filters.start
+    if "verdict" not in equal and start is not None and _on_quarter_hours(start, filters.end):
+        globs = {name: glob.escape(value) for name, value in equal.items()}
+        _caught, cells = cells_between(runtime, start, filters.end)
+        rows = group(cells, (filters.by,), zone, globs)
+        summed: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            found = summed.setdefault(
+                row.values[0], {"value": row.values[0], "calls": 0, "micros": 0, "halts": 0}
+            )
+            found["calls"] += row.calls
+            found["micros"] += row.usd_micros
+            found["halts"] += row.halts
+        total = totals(group(cells, (), zone, globs))["usd_micros"]
+        return list(summed.values()), total
+    first, end = _text(start), _text(filters.end)
+
+    def query(tx: Any) -> tuple[list[Any], int]:
+        groups = tx.calls.groups(filters.by, equal, first, end)
+        once = tx.calls.groups("agent", equal, first, end)  # each call once, for the total
+        return groups, sum(int(g["micros"]) for g in once)
+
+    return with_rollups(runtime, query)[1]
+
+
+def spend(runtime: Any, filters: Filters) -> dict[str, Any]:
     """Spend grouped by one dimension over the filters' range (default: today)."""
-    index.follow(runtime.chain)
     zone_name, zone = reporting_zone(runtime)
     if filters.start is None and filters.end is None:
         filters = filters._replace(start=_period_start(runtime.clock.now(), zone, "day"))
-    groups: dict[str, dict[str, Any]] = {}
-    total = 0
-    for row in index.newest_first():
-        if not _matches(row, filters):
-            continue
-        values = row.get("tags") or [""] if filters.by == "tag" else [row.get(filters.by) or ""]
-        actual = int(row.get("actual_micros") or 0)
-        total += actual
-        for value in values:
-            group = groups.setdefault(
-                str(value), {"value": str(value), "calls": 0, "micros": 0, "halts": 0}
-            )
-            group["calls"] += 1 if row.get("record_ref") else 0
-            group["micros"] += actual
-            group["halts"] += 1 if str(row.get("verdict") or "").startswith("halt") else 0
-    ordered = sorted(groups.values(), key=lambda g: (-g["micros"], g["value"]))
-    for group in ordered:
-        group["usd"] = micros_to_usd(group["micros"])
+    if filters.start is None:
+        filters = filters._replace(start=_EPOCH)
+    groups, total = _spend_groups(runtime, filters, zone)
+    ordered = sorted(groups, key=lambda g: (-g["micros"], g["value"]))
+    for item in ordered:
+        item["usd"] = micros_to_usd(item["micros"])
     now = runtime.clock.now()
     ranges = {
         label: _period_start(now, zone, period).astimezone(zone).date().isoformat()
@@ -185,32 +204,21 @@ def spend(index: CallIndex, runtime: Any, filters: Filters) -> dict[str, Any]:
     }
     return {
         "chart": [(g["value"], g["micros"]) for g in ordered[:20]], "ranges": ranges,
-        "by": filters.by, "from": format_ts(filters.start) if filters.start else None,
-        "to": format_ts(filters.end) if filters.end else None, "timezone": zone_name,
+        "by": filters.by, "from": _text(filters.start) if filters.start != _EPOCH else None,
+        "to": _text(filters.end), "timezone": zone_name,
         "groups": ordered, "total": _money(total), "filters": filters.query(),
     }  # fmt: skip
 
 
-def _burn(index: CallIndex, now: dt.datetime) -> int:
-    """Micro-USD recorded over the last hour."""
-    since = now - dt.timedelta(hours=1)
-    total = 0
-    for row in index.newest_first():
-        if parse_ts(str(row["time"])) < since:
-            break
-        total += int(row.get("actual_micros") or 0)
-    return total
-
-
-def overview(index: CallIndex, runtime: Any) -> dict[str, Any]:
+def overview(runtime: Any) -> dict[str, Any]:
     """``ledger status --json``'s document, the burn rate, and the chain's health."""
     from ledger.services.views.status import collect
 
-    index.follow(runtime.chain)
-    document = collect(runtime)
     now = runtime.clock.now()
+    since = format_ts(now - dt.timedelta(hours=1))
+    caught, burn = with_rollups(runtime, lambda tx: int(tx.calls.recorded_since(since)))
+    document = collect(runtime)
     zone_name, zone = reporting_zone(runtime)
-    burn = _burn(index, now)
     warn = float(runtime.config.warn_pct)
     for cap in document["usd"]["caps"]:
         left = cap.get("usd_remaining_micros")
@@ -232,7 +240,7 @@ def overview(index: CallIndex, runtime: Any) -> dict[str, Any]:
         "timezone": zone_name,
         "now": format_ts(now),
         "burn_rate_per_hour": _money(burn),
-        "chain": chain_health(runtime, index.entries),
+        "chain": chain_health(runtime, caught.entries),
     }
 
 
@@ -307,22 +315,21 @@ def alerts(runtime: Any) -> dict[str, Any]:
     }
 
 
-def me(index: CallIndex, runtime: Any, key: Any) -> dict[str, Any]:
+def me(runtime: Any, key: Any) -> dict[str, Any]:
     """A gateway key's own figures (as ``GET /v1/ledger/me`` answers them)."""
     from ledger.services.views.me import key_figures
 
-    return key_figures(index, runtime, key)
+    return key_figures(runtime, key)
 
 
-def halt_histogram(index: CallIndex, runtime: Any) -> dict[str, Any]:
+def halt_histogram(runtime: Any) -> dict[str, Any]:
     """Halted verdicts per hour over the last 24 hours, oldest hour first."""
-    index.follow(runtime.chain)
     now = runtime.clock.now()
+    since = format_ts(now - dt.timedelta(hours=24))
+    _caught, times = with_rollups(runtime, lambda tx: list(tx.calls.halt_times(since)))
     counts = [0] * 24
-    for row in index.newest_first():
-        age = (now - parse_ts(str(row["time"]))).total_seconds() // 3600
-        if age >= 24:  # noqa: PLR2004
-            break
-        if str(row.get("verdict") or "").startswith("halt") and age >= 0:
+    for when in times:
+        age = (now - parse_ts(when)).total_seconds() // 3600
+        if 0 <= age < 24:  # noqa: PLR2004
             counts[23 - int(age)] += 1
     return {"halts_per_hour": counts, "now": format_ts(now)}

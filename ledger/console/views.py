@@ -33,7 +33,7 @@ async def overview(request: Request, principal: Principal) -> dict[str, Any]:
     """Every cap and budget, the burn rate, the chain's health."""
     allow(principal)
     state = request.app.state
-    return dict(await blocking(data.overview, state.index, state.runtime()))
+    return dict(await blocking(data.overview, state.runtime()))
 
 
 async def spend(request: Request, principal: Principal) -> dict[str, Any]:
@@ -41,7 +41,7 @@ async def spend(request: Request, principal: Principal) -> dict[str, Any]:
     allow(principal)
     runtime = request.app.state.runtime()
     filters = _filters(request, runtime)
-    return dict(await blocking(data.spend, request.app.state.index, runtime, filters))
+    return dict(await blocking(data.spend, runtime, filters))
 
 
 async def calls(request: Request, principal: Principal) -> dict[str, Any]:
@@ -49,7 +49,7 @@ async def calls(request: Request, principal: Principal) -> dict[str, Any]:
     allow(principal)
     runtime = request.app.state.runtime()
     filters = _filters(request, runtime)
-    return dict(await blocking(data.call_rows, request.app.state.index, runtime, filters))
+    return dict(await blocking(data.call_rows, runtime, filters))
 
 
 async def keys(request: Request, principal: Principal) -> dict[str, Any]:
@@ -70,7 +70,7 @@ async def integrity(request: Request, principal: Principal) -> dict[str, Any]:
     """The chain's health and the last full verification."""
     allow(principal)
     state = request.app.state
-    health = await blocking(data.overview, state.index, state.runtime())
+    health = await blocking(data.overview, state.runtime())
     return {"chain": health["chain"], "verification": state.verifier.status()}
 
 
@@ -81,14 +81,14 @@ async def me(request: Request, principal: Principal) -> dict[str, Any]:
     if principal.role != ROLE_KEY:
         raise Refused(403, "the Me view is a gateway key's: sign in with one (lk_...)")
     state = request.app.state
-    return dict(await blocking(data.me, state.index, state.runtime(), principal.key))
+    return dict(await blocking(data.me, state.runtime(), principal.key))
 
 
 async def live_page(request: Request, principal: Principal) -> dict[str, Any]:
     """The Live page's histogram of halts (the rows arrive over the feed)."""
     allow(principal)
     state = request.app.state
-    return dict(await blocking(data.halt_histogram, state.index, state.runtime()))
+    return dict(await blocking(data.halt_histogram, state.runtime()))
 
 
 PAGES = {

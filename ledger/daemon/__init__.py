@@ -50,6 +50,8 @@ from ledger.runtime import Runtime
 
 _DAY_SECONDS = 86_400
 _SPOOL_SECONDS = 30
+# The daemon catches the rollups up this often (the writers fold them sooner).
+_ROLLUP_SECONDS = 5
 _SERVE_DRAIN_SECONDS = 15.0
 _GATEWAY_DRAIN_SECONDS = 600.0
 _EXIT_CONFIG = 78
@@ -297,6 +299,16 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
         scheduler.add_job(
             verify_job, every_verify, args=[fresh_runtime], id="verify", next_run_time=now
         )
+    # The rollups kept current between reports, whoever wrote the entries (a
+    # one-shot `ledger record` folds nothing itself): the first run builds them
+    # on a home that has none, in the background rather than in a first report.
+    from ledger.services.views.rollup_follower import RollupFollower
+
+    rollups = RollupFollower(fresh_runtime, log_line)
+    scheduler.add_job(
+        rollups.fold_once, IntervalTrigger(seconds=_ROLLUP_SECONDS, timezone=dt.UTC),
+        id="rollups", next_run_time=now, misfire_grace_time=_ROLLUP_SECONDS,
+    )  # fmt: skip
     _add_fleet_jobs(scheduler, config.store_url, fresh_runtime, now)
     return scheduler, polling
 

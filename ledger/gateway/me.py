@@ -17,21 +17,19 @@ from starlette.responses import JSONResponse, Response
 from ledger.errors import GatewayKeyError, LedgerError
 from ledger.gateway.caller import CallerRefusedError, presented_key
 from ledger.runtime import Runtime
-from ledger.services.views.calls import CallIndex
 
 PATH = "/v1/ledger/me"
 
 
 def me_endpoint(home: Path, environ: dict[str, str]) -> Callable[[Request], Awaitable[Response]]:
-    """The endpoint for the gateway of ``home``; it keeps one call index for every request."""
-    index = CallIndex()
+    """The endpoint for the gateway of ``home`` (figures from the rollups)."""
 
     def figures(secret: str) -> dict[str, Any]:
         from ledger.services.gateway_keys import resolve_gateway_key
         from ledger.services.views.me import key_figures
 
         runtime = Runtime(home, environ)
-        return key_figures(index, runtime, resolve_gateway_key(runtime, secret))
+        return key_figures(runtime, resolve_gateway_key(runtime, secret))
 
     async def endpoint(request: Request) -> Response:
         try:

@@ -240,7 +240,8 @@ def report_command(
 
     With only --day (and --json, --html, one --by model|session|agent), one
     budget day: spend against caps and budgets, bills, verdicts, reconciles,
-    agents; the chain is verified and folded as the gate folds it.
+    agents; the part of the chain the day depends on (found through the
+    rollups) is verified and folded as the gate folds it.
 
     With --month, --from/--to, --tz, --format or --by of any dimension, the
     recorded spend of every budget day in the range, one row per day and
@@ -308,7 +309,7 @@ def report_command(
 
 
 def _day_report(day: str | None, by: str | None, *, as_json: bool, html: Path | None) -> int:
-    """One budget day against its caps (the chain folded as the gate folds it)."""
+    """One budget day against its caps (its part of the chain folded as the gate folds it)."""
     from ledger.cli.operator.shared import State
     from ledger.cli.operator.status_command import agent_view
     from ledger.runtime import build_runtime

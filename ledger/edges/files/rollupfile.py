@@ -7,7 +7,8 @@ derived-state key, ``keys/state-mac.key``), and each UTC day's cells are
 vouched for by a MAC'd summary row (their number and sums), so an edited,
 added, removed or replayed cell is found when its day is read.
 
-Tables: ``cells`` (a quarter hour and a call's dimensions → its measures),
+Tables: ``calls`` (one row per call, ``calltable``), ``cells`` (a quarter
+hour and a call's dimensions → its measures),
 ``days`` (per UTC day: cell count and sums), ``marks`` (per quarter hour: the
 chain position before its first entry, where an export of a range starts
 reading) and ``meta`` (the chain position the rollups reflect). One writer at
@@ -27,6 +28,8 @@ from typing import Any
 
 from ledger.core.rollups import MEASURES, CellKey
 from ledger.edges.fileio import exclusive_create, read_regular
+from ledger.edges.files.calltable import SCHEMA as CALLS_SCHEMA
+from ledger.edges.files.calltable import CallTable
 from ledger.errors import ChainIOError, LedgerError, LockTimeoutError, StateMismatchError
 
 _SLOTS_PER_DAY = 96
@@ -63,6 +66,7 @@ class RollupWriter:
 
     def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
         self.db, self.key = db, key
+        self.calls = CallTable(db, key)
 
     def _mac(self, label: str, body: str) -> str:
         return hmac.new(self.key, f"{label}\n{body}".encode(), hashlib.sha256).hexdigest()
@@ -81,6 +85,7 @@ class RollupWriter:
         """Forget every row (before a fold from the first entry)."""
         for table in ("cells", "days", "marks", "meta"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+        self.calls.clear()
 
     def add(self, cells: dict[CellKey, list[int]], marks: dict[int, list[Any]]) -> None:
         """Add folded cells (summed into what is stored) and the first marks of new slots."""
@@ -221,7 +226,7 @@ class RollupFile:
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # derived and rebuildable: never fsync'd
-                db.executescript(_SCHEMA)
+                db.executescript(_SCHEMA + CALLS_SCHEMA)
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise _failure(exc) from exc

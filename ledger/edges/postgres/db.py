@@ -78,6 +78,10 @@ class PgDatabase:
             "tcp_user_timeout": wait_ms,
         }
 
+    def listen_options(self) -> dict[str, Any]:
+        """The options a connection of its own (a listener's) opens with."""
+        return self._options()
+
     def _connection(self, *, check_schema: bool = True) -> "psycopg.Connection[Any]":
         import psycopg
 

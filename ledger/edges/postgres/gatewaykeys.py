@@ -23,23 +23,23 @@ from ledger.core.gateway_keys import GatewayKey
 from ledger.edges.postgres.connection import lock_key
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.fleetsecret import FleetSecret, mac
-from ledger.errors import KeyFileError, UsageError
+from ledger.errors import KeyFileError
 
 _LABEL = b"gateway-key"
 
 KeyEdit = Callable[[list[GatewayKey]], list[GatewayKey]]
 
 _SELECT = (
-    "SELECT name, agent, tags, expires, created, revoked_at, sha256, mac"
+    "SELECT name, agent, tags, expires, created, revoked_at, sha256, role, mac"
     " FROM gateway_keys ORDER BY created, name"
 )
 _INSERT = (
-    "INSERT INTO gateway_keys (name, agent, tags, expires, created, revoked_at, sha256, mac)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+    "INSERT INTO gateway_keys (name, agent, tags, expires, created, revoked_at, sha256, role,"
+    " mac) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _UPDATE = (
     "UPDATE gateway_keys SET agent = %s, tags = %s, expires = %s,"
-    " created = %s, revoked_at = %s, sha256 = %s, mac = %s WHERE name = %s"
+    " created = %s, revoked_at = %s, sha256 = %s, role = %s, mac = %s WHERE name = %s"
 )
 
 
@@ -59,10 +59,11 @@ class PgGatewayKeys:
         rows = self.db.execute(_SELECT)
         secret = self.secret.require()
         keys = []
-        for name, agent, tags, expires, created, revoked_at, digest, row_mac in rows:
+        for name, agent, tags, expires, created, revoked_at, digest, role, row_mac in rows:
             key = GatewayKey(
-                str(name), agent, tuple(tags or ()), expires, str(created), revoked_at, str(digest)
-            )
+                str(name), agent, tuple(tags or ()), expires, str(created), revoked_at,
+                str(digest), role,
+            )  # fmt: skip
             if not hmac.compare_digest(str(row_mac).encode("ascii"), _mac(secret, key)):
                 raise KeyFileError(
                     f"gateway key {key.name!r} in the fleet's database fails its integrity "
@@ -88,11 +89,11 @@ class PgGatewayKeys:
                 self.db.execute("DELETE FROM gateway_keys WHERE name = %s", (name,))
             secret = self.secret.require()
             for name, key in after.items():
+                row = (*_row(key), key.role, _mac(secret, key).decode("ascii"))
                 if name not in before:
-                    self.db.execute(_INSERT, (*_row(key), _mac(secret, key).decode("ascii")))
+                    self.db.execute(_INSERT, row)
                 elif before[name] != key:
-                    row = (*_row(key)[1:], _mac(secret, key).decode("ascii"), name)
-                    self.db.execute(_UPDATE, row)
+                    self.db.execute(_UPDATE, (*row[1:], name))
 
     @staticmethod
     def new_secret() -> str:
@@ -101,16 +102,18 @@ class PgGatewayKeys:
 
 
 def _row(key: GatewayKey) -> tuple[object, ...]:
-    if key.role is not None:
-        # The fleet's table has no role column: a console key kept there would
-        # come back as a gateway key that spends. Refused before anything is written.
-        raise UsageError("console keys (--role) are kept in a file-store home only for now")
+    """The row's columns before ``role`` (the fields every version's MAC covers)."""
     return (
         key.name, key.agent, list(key.tags), key.expires, key.created, key.revoked_at, key.digest,
     )  # fmt: skip
 
 
 def _mac(secret: bytes, key: GatewayKey) -> bytes:
-    """The row's HMAC: every field, as canonical JSON, under the fleet secret."""
-    body = json.dumps(list(_row(key)), sort_keys=True, separators=(",", ":")).encode("utf-8")
+    """The row's HMAC: every field, as canonical JSON, under the fleet secret.
+
+    A console key's role is covered too (a row whose role was set or cleared by
+    SQL fails its check); a gateway key's MAC is the one it had before roles.
+    """
+    fields = [*_row(key), *([] if key.role is None else [key.role])]
+    body = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return mac(secret, _LABEL, body)

@@ -1,4 +1,4 @@
-"""The tables of a fleet's store (SPEC §8), version 3, and the steps from versions 1 and 2.
+"""The tables of a fleet's store (SPEC §8), version 4, and the steps from versions 1 to 3.
 
 ``chain`` holds one row per entry, in chain order: the exact line bytes, the
 entry's hash, and the byte offset after the line (``end_pos``), so positions
@@ -26,7 +26,9 @@ secret is missing or differs from the fleet's.
 ``gateway_keys`` (version 3) holds the fleet's gateway keys (SPEC §12), one
 row each: a key issued on one host is presented at any host's gateway, and a
 revocation on one host refuses it at every gateway. As in the home's key
-file, only the SHA-256 of each secret is kept, never the secret.
+file, only the SHA-256 of each secret is kept, never the secret. Version 4
+adds its ``role`` column: a console key's role (``admin``, ``viewer``), NULL
+for a gateway key, so console keys are kept in the fleet's store too.
 """
 
 _VERSION_1 = (
@@ -209,8 +211,11 @@ CREATE TABLE gateway_keys (
 )
 
 
+_VERSION_4 = ("ALTER TABLE gateway_keys ADD COLUMN role text CHECK (role IN ('admin', 'viewer'))",)
+
+
 def schema_statements(
-    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 3
+    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 4
 ) -> list[str]:
     """The statements bringing ``schema`` (a checked identifier) from one version to another.
 
@@ -234,4 +239,6 @@ def schema_statements(
         statements.append(f'ALTER FUNCTION refuse_change() SET search_path = "{schema}", pg_temp')
     if from_version < 3 <= to_version:  # noqa: PLR2004 - the schema's versions
         statements += [statement.strip() for statement in _VERSION_3]
+    if from_version < 4 <= to_version:  # noqa: PLR2004 - the schema's versions
+        statements += [statement.strip() for statement in _VERSION_4]
     return statements

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
 from ledger.edges.postgres.db import PgDatabase
+from ledger.edges.postgres.notify import chain_channel
 from ledger.edges.postgres.reads import HEAD_SQL
 from ledger.errors import ChainIOError
 
@@ -132,10 +133,13 @@ class PgChainTx:
         head = self.head()
         seq = 1 if head is None else head.seq + 1
         end = (0 if head is None else head.size) + len(line)
+        # The same statement tells the listeners (the console's live feed): a
+        # notification is delivered when the transaction commits, never before.
         self._db.write(
-            "INSERT INTO chain (seq, end_pos, entry_hash, ts_utc, event_type, line)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (seq, end, entry_hash, ts_utc, event_type, line),
+            "WITH row AS (INSERT INTO chain (seq, end_pos, entry_hash, ts_utc, event_type, line)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING end_pos)"
+            " SELECT pg_notify(%s, end_pos::text) FROM row",
+            (seq, end, entry_hash, ts_utc, event_type, line, chain_channel(self._db.schema)),
         )
         self._db.appended(seq, entry_hash)
         self._head = PgHead(entry_hash, ts_utc, end, event_type, seq)

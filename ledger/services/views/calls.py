@@ -1,17 +1,16 @@
-"""The calls the chain holds, one row per call (its verdict joined with its record).
+"""A verdict or record entry as a call: the live feed's events and the calls table's rows.
 
-The console and the gateway's ``/v1/ledger/me`` read entries here only, and
-only forward from where they stopped: an index keeps the rows seen so far and
-folds the lines sealed since, so a page costs the new entries, not the chain.
-The budget day's rollups (``services/views/rollups``) take its place for spend
-totals.
+The calls table (one row per call: its verdict joined with its record) is
+kept with the rollups (``services/views/rollups``), folded from the verified
+chain; the live feed sends each entry as ``event_of`` reads it.
 """
 
-import threading
-from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
+
+if TYPE_CHECKING:
+    from ledger.core.envelope import ParsedEntry
 
 VERDICT_EVENTS = {
     "budget.allow": "allow",
@@ -20,7 +19,6 @@ VERDICT_EVENTS = {
     "budget.halt_uncertainty": "halt-uncertainty",
 }
 RECORD_EVENT = "budget.record_call"
-_KEEP_ROWS = 200_000  # the newest calls kept in memory; older ones are in reports
 
 
 def _row_of_verdict(number: int, ts: str, ref: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -39,13 +37,18 @@ def _row_of_verdict(number: int, ts: str, ref: str, payload: dict[str, Any]) -> 
 
 
 def event_of(number: int, line: bytes) -> dict[str, Any] | None:
-    """A verdict or record entry as the live feed sends it, else ``None``."""
+    """A verdict or record entry (line ``number``) as the live feed sends it, else ``None``."""
     if b'"budget.' not in line:
         return None
     try:
         parsed = parse_line(line.rstrip(b"\n"))
     except EnvelopeFormatError:
         return None
+    return event_of_entry(number, parsed)
+
+
+def event_of_entry(number: int, parsed: "ParsedEntry") -> dict[str, Any] | None:
+    """A parsed verdict or record entry as an event (``kind`` ``verdict`` or ``record``)."""
     raw: object = parsed.entry.get("payload")
     if not isinstance(raw, dict):
         return None
@@ -69,89 +72,23 @@ def event_of(number: int, line: bytes) -> dict[str, Any] | None:
     return None
 
 
-class LineSource(Protocol):
-    """What the index reads: a chain store's lines (``ChainStore`` fits)."""
-
-    def exists(self) -> bool:
-        """Whether there is a chain."""
-        ...
-
-    def iter_lines(self, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-        """Lines ``start`` (from 0) up to ``end``."""
-        ...
+def row_of_record(event: dict[str, Any]) -> dict[str, Any]:
+    """The row of a record whose verdict is not in the chain (sealed outside a gate)."""
+    return {
+        **{key: value for key, value in event.items() if key != "kind"},
+        "verdict": None, "verdict_ref": event["entry_hash"], "deciding_cap": None,
+        "estimated_micros": None, "clamped_tokens": None, "uncertainty_reason": None,
+        "actual_micros": None, "record_ref": None, "record_time": None,
+    }  # fmt: skip
 
 
-class CallIndex:
-    """Every call seen so far, newest last, followed forward from the chain's lines."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seen = 0
-        self._position = 0  # the byte after the last line read
-        self._first = b""
-        self.rows: list[dict[str, Any]] = []
-        self._by_ref: dict[str, dict[str, Any]] = {}
-
-    def follow(self, lines: LineSource) -> None:
-        """Fold the lines sealed since the last call (from the top if the chain changed)."""
-        with self._lock:
-            first = b""
-            if lines.exists():
-                first = next(iter(lines.iter_lines(0)), b"")
-            if first != self._first:  # a recovered or replaced chain: start again
-                self._seen, self._position, self.rows, self._by_ref = 0, 0, [], {}
-                self._first = first
-            for line in lines.iter_lines(self._position) if first else ():
-                if not line.endswith(b"\n"):
-                    break  # a line still being written (or torn): not an entry yet
-                self._seen += 1
-                self._position += len(line)
-                self._fold(self._seen, line)
-            if len(self.rows) > _KEEP_ROWS:
-                for row in self.rows[: len(self.rows) - _KEEP_ROWS]:
-                    self._by_ref.pop(row["verdict_ref"], None)
-                del self.rows[: len(self.rows) - _KEEP_ROWS]
-
-    def _fold(self, number: int, line: bytes) -> None:
-        event = event_of(number, line)
-        if event is None:
-            return
-        if event["kind"] == "verdict":
-            row = {key: value for key, value in event.items() if key != "kind"}
-            self.rows.append(row)
-            self._by_ref[row["verdict_ref"]] = row
-            return
-        found = self._by_ref.get(str(event["verdict_ref"]))
-        if found is not None:
-            row = found
-        else:  # a record with no verdict seen (sealed outside a gate): its own row
-            row = {
-                **{key: value for key, value in event.items() if key != "kind"},
-                "verdict": None, "verdict_ref": event["entry_hash"], "deciding_cap": None,
-                "estimated_micros": None, "clamped_tokens": None, "uncertainty_reason": None,
-            }  # fmt: skip
-            self.rows.append(row)
-            self._by_ref[row["verdict_ref"]] = row
-        row["actual_micros"] = (row.get("actual_micros") or 0) + (event["actual_micros"] or 0)
-        row["record_ref"] = event["entry_hash"]
-        row["record_time"] = event["time"]
-        for field in ("model", "client", "agent", "session", "key"):
-            if row.get(field) is None and event.get(field) is not None:
-                row[field] = event[field]
-
-    def tail(self, lines: LineSource) -> tuple[int, int]:
-        """The chain's end (byte position, line count), caught up first."""
-        self.follow(lines)
-        with self._lock:
-            return self._position, self._seen
-
-    @property
-    def entries(self) -> int:
-        """How many of the chain's lines have been read."""
-        return self._seen
-
-    def newest_first(self) -> Iterator[dict[str, Any]]:
-        """The rows, newest first."""
-        with self._lock:
-            rows: list[dict[str, Any]] = list(self.rows)
-        return iter(rows[::-1])
+def settle(row: dict[str, Any], event: dict[str, Any]) -> None:
+    """Join a record ``event`` to its call's ``row`` (in place): its amount, ref and time."""
+    amount = event["actual_micros"]
+    amount = amount if isinstance(amount, int) and not isinstance(amount, bool) else 0
+    row["actual_micros"] = (row.get("actual_micros") or 0) + amount
+    row["record_ref"] = event["entry_hash"]
+    row["record_time"] = event["time"]
+    for field in ("model", "provider", "client", "agent", "session", "key"):
+        if row.get(field) is None and event.get(field) is not None:
+            row[field] = event[field]

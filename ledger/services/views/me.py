@@ -6,13 +6,13 @@ What the console's *Me* page, ``GET /v1/ledger/me`` on the gateway and
 
 import datetime as dt
 import fnmatch
+import glob
 import zoneinfo
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ledger.core.timefmt import format_ts, parse_ts
+from ledger.core.timefmt import format_ts
 from ledger.core.units import micros_to_usd
-from ledger.services.views.calls import CallIndex
 
 
 def reporting_zone(config: Any) -> tuple[str, dt.tzinfo]:
@@ -52,26 +52,30 @@ def _applies(budget: Mapping[str, Any], match: Iterable[tuple[str, str]], key: A
     return True
 
 
-def key_figures(index: CallIndex, runtime: Any, key: Any) -> dict[str, Any]:
-    """A gateway key's own figures: its spend in each period, and what is left of each cap."""
+def key_figures(runtime: Any, key: Any) -> dict[str, Any]:
+    """A gateway key's own figures: its spend in each period, and what is left of each cap.
+
+    Spend is read from the rollups (the key's cells since the earlier of the
+    week's and the month's start), never from the chain.
+    """
+    from ledger.core.rollups import group
+    from ledger.services.views.rollups import cells_between
     from ledger.services.views.status import collect
 
-    index.follow(runtime.chain)
     now = runtime.clock.now()
     zone_name, zone = reporting_zone(runtime.config)
     periods = {name: period_start(now, zone, name) for name in ("day", "week", "month")}
+    _caught, cells = cells_between(runtime, min(periods.values()), None)
     spent = dict.fromkeys(periods, 0)
     calls = 0
-    for row in index.newest_first():
-        if row.get("key") != key.name:
-            continue
-        when = parse_ts(str(row["time"]))
-        if when < periods["month"] and when < periods["week"]:
-            break
-        for name, start in periods.items():
-            if when >= start:
-                spent[name] += int(row.get("actual_micros") or 0)
-        calls += 1 if when >= periods["day"] else 0
+    first_days = {
+        name: start.astimezone(zone).date().isoformat() for name, start in periods.items()
+    }
+    for row in group(cells, (), zone, {"key": glob.escape(key.name)}):
+        for name, first in first_days.items():
+            if row.day >= first:
+                spent[name] += row.usd_micros
+        calls += row.calls if row.day >= first_days["day"] else 0
     document = collect(runtime)
     matches = {b.name: b.match for b in runtime.config.budgets}
     budgets = [

@@ -1,7 +1,8 @@
 """One budget day for ``ledger report`` (SPEC §10), drawn from the verified chain.
 
-The whole chain is verified and folded with the gate's own fold, so every
-figure is the counter the gate saw at that moment: after each entry that can
+The day's part of the chain (found through the rollups: ``report_window``) is
+verified and folded with the gate's own fold, so every figure is the counter
+the gate saw at that moment: after each entry that can
 move the day's spend (a record, a forced reconcile's re-base, prices sealed by
 ``rebuild-state``), every scope's counter is sampled, which gives the
 cumulative series. Verdicts and reconciles sealed during the day are tallied
@@ -39,12 +40,15 @@ from ledger.services.ports import CounterDeps
 from ledger.services.views.metrics import VERDICT_EVENTS
 from ledger.services.views.report_budgets import DayBudgets
 from ledger.services.views.report_detail import DayDetail
+from ledger.services.views.report_window import DayReportDeps, walk_window
 
 if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
     from ledger.core.config import Config
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
-    from ledger.services.ports import Clock
+    from ledger.core.trust import TrustStore
+    from ledger.services.ports import Clock, Head
 
 SPEND_EVENTS = frozenset(
     {"budget.record_call", "budget.reconcile", "ledger.state_rebuilt", "ledger.recovered"}
@@ -317,11 +321,14 @@ def _summaries(
     return scopes
 
 
-def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayReport:
+def gather(
+    deps: DayReportDeps, day: str | None, by: str | None = None, *, whole_chain: bool = False
+) -> DayReport:
     """The report of budget day ``day`` (``YYYY-MM-DD``; ``None``: today); writes nothing.
 
-    Days are budget days in ``usd.day_timezone`` (SPEC §10). ``by`` (one of
-    ``BREAKDOWN_KEYS``) adds the day's spend broken down by that key.
+    Budget days in ``usd.day_timezone`` (SPEC §10); ``by`` (``BREAKDOWN_KEYS``)
+    adds a breakdown. Only the part of the chain the day depends on is read,
+    found through the rollups (``report_window``); ``whole_chain``: from line 1.
 
     Raises:
         ChainBrokenError: the chain does not verify (names the first bad line).
@@ -338,27 +345,19 @@ def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayRepor
     now = chain_time(local_now, head.ts_utc if head is not None else None)
     day = day or budget_day(now, zone)
     trust = deps.keys.load_trust()
-    checkpoint = deps.newest_checkpoint()
+    checkpoint = deps.newest_checkpoint() if whole_chain else None
     walk = _DayWalk(
         day, zone, config, schema_lookup(deps), checkpoint.entries if checkpoint else None, by
     )
-    if head is not None:
-        verifier = ChainVerifier(trust, on_entry=walk)
-        for raw in deps.chain.iter_lines(0, head.size):
-            if not verifier.feed(raw):
-                break
-        report = verifier.report()
-        if not report.ok:
-            raise ChainBrokenError(report.line or 0, report.reason or "does not verify")
-    if checkpoint is not None:
-        problem = checkpoint_problem(walk.data, head, checkpoint, walk.hashes, trust)
-        if problem is not None:
-            raise CheckpointDisagreesError(f"the chain does not verify: {problem}")
+    if whole_chain:
+        entries, problem = _walk_whole(deps, walk, head, trust, checkpoint)
+    else:
+        entries, problem = walk_window(deps, walk, day, zone, config)
     usd = walk.usd_held if walk.usd_held is not None else walk.data["usd"]
     if walk.readings_at_end is not None:
         usd = {**usd, "readings": walk.readings_at_end}
     unpriced = sum(1 for rec in (usd.get("unpriced") or {}).values() if rec["budget_day"] == day)
-    problem = counter_problem(Counter(walk.data, head), config) or unpriced_problem(usd, day)
+    problem = problem or unpriced_problem(usd, day)
     start, end = day_bounds(day, zone)
     return DayReport(
         day=day,
@@ -366,7 +365,7 @@ def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayRepor
         start=start,
         end=end,
         now=now,
-        entries=int(walk.data["meta"]["entries"]),
+        entries=entries,
         scopes=_summaries(walk, usd, now, config),
         verdicts=walk.verdicts,
         halts=walk.halts,
@@ -381,3 +380,26 @@ def gather(deps: ReportDeps, day: str | None, by: str | None = None) -> DayRepor
             "budgets": walk.budgets.document(now, walk.halts),
         },
     )
+
+
+def _walk_whole(
+    deps: ReportDeps,
+    walk: _DayWalk,
+    head: "Head | None",
+    trust: "TrustStore",
+    checkpoint: "Checkpoint | None",
+) -> tuple[int, str | None]:
+    """Verify and fold every entry; the entries and why the counter is untrusted."""
+    if head is not None:
+        verifier = ChainVerifier(trust, on_entry=walk)
+        for raw in deps.chain.iter_lines(0, head.size):
+            if not verifier.feed(raw):
+                break
+        report = verifier.report()
+        if not report.ok:
+            raise ChainBrokenError(report.line or 0, report.reason or "does not verify")
+    if checkpoint is not None:
+        problem = checkpoint_problem(walk.data, head, checkpoint, walk.hashes, trust)
+        if problem is not None:
+            raise CheckpointDisagreesError(f"the chain does not verify: {problem}")
+    return int(walk.data["meta"]["entries"]), counter_problem(Counter(walk.data, head), deps.config)

@@ -1,5 +1,6 @@
 """What the rollups need from the outside: their store and the runtime's parts (ports)."""
 
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -7,8 +8,50 @@ from ledger.core.rollups import CellKey
 from ledger.services.ports import CounterDeps
 
 
+class CallRows(Protocol):
+    """The calls table: one row per call (``services/views/calls``), by chain line."""
+
+    def by_ref(self, ref: str) -> dict[str, Any] | None:
+        """The row of the call whose verdict (or lone record) is ``ref``."""
+        ...
+
+    def put(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert or replace whole rows."""
+        ...
+
+    def page(
+        self,
+        equal: Mapping[str, str],
+        start: str | None,
+        end: str | None,
+        before_line: int | None,
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        """Rows newest first, before line ``before_line``, equal to the filters, in the range."""
+        ...
+
+    def recorded_since(self, since: str, equal: Mapping[str, str] | None = None) -> int:
+        """Micro-USD recorded at or after ``since``."""
+        ...
+
+    def halt_times(self, since: str) -> list[str]:
+        """The times of halted verdicts at or after ``since``."""
+        ...
+
+    def groups(
+        self, by: str, equal: Mapping[str, str], start: str | None, end: str | None
+    ) -> list[dict[str, Any]]:
+        """Calls, micro-USD and halts per value of ``by``."""
+        ...
+
+
 class RollupTx(Protocol):
     """One write transaction on the rollup store."""
+
+    @property
+    def calls(self) -> CallRows:
+        """The calls table."""
+        ...
 
     def position(self) -> dict[str, Any] | None:
         """The saved position, or ``None``."""

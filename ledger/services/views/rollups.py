@@ -15,37 +15,32 @@ Spend page); ``rebuild`` is ``ledger rebuild-state``'s part.
 """
 
 import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ledger.core.envelope import GENESIS
-from ledger.core.foldable import Foldable, check_entry
 from ledger.core.rollups import (
     DIMENSIONS,
     CellKey,
     SpendRow,
-    add,
-    cell_of,
     group,
     slot_of,
     totals,
 )
 from ledger.core.rollups import slot_range as _slot_range
-from ledger.core.timefmt import parse_ts
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainBrokenError, LedgerError, StateMismatchError, UsageError
 from ledger.services.chain.state import schema_lookup
 from ledger.services.ports import Head
+from ledger.services.views.rollup_fold import Fold, fold_range
 from ledger.services.views.rollup_ports import RollupDeps, RollupTx
 
 if TYPE_CHECKING:
-    from ledger.core.envelope import ParsedEntry
-    from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
 
-ROLLUP_FORMAT = 1
-_COUNTED = frozenset({"budget.record_call", "budget.halt_100", "budget.halt_uncertainty"})
+T = TypeVar("T")
+_LAST_SLOT = 2**40  # beyond any time a chain holds
+ROLLUP_FORMAT = 2  # 2: with the calls table
 
 
 class CheckpointDisagreesError(LedgerError):
@@ -79,61 +74,6 @@ class SpendResult:
     total: dict[str, int] = field(default_factory=dict)
 
 
-class _Fold:
-    """Folds verified entries into cells and slot marks."""
-
-    def __init__(self, schema_for: "SchemaFor", last_slot: int, checkpoint_at: int | None) -> None:
-        self.schema_for = schema_for
-        self.cells: dict[CellKey, list[int]] = {}
-        self.marks: dict[int, list[Any]] = {}
-        self.last_slot = last_slot
-        self.checkpoint_at = checkpoint_at
-        self.checkpoint_hash: str | None = None
-        # The position before the entry being folded (set by the reader).
-        self.entries, self.size, self.prev = 0, 0, GENESIS
-        self.current = GENESIS
-        self.broken: tuple[int, str] | None = None
-
-    def __call__(self, parsed: "ParsedEntry") -> None:
-        self.current = parsed.entry_hash
-        moment = parse_ts(parsed.ts_utc)
-        slot = slot_of(moment)
-        if slot > self.last_slot:
-            self.marks[slot] = [self.entries, self.size, self.prev]
-            self.last_slot = slot
-        if self.entries + 1 == self.checkpoint_at:
-            self.checkpoint_hash = parsed.entry_hash
-        if parsed.event_type in _COUNTED:
-            checked = check_entry(parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for)
-            if isinstance(checked, Foldable) and checked.payload:
-                found = cell_of(parsed.event_type, moment, checked.payload)
-                if found is not None:
-                    add(self.cells, *found)
-
-
-def _fold(
-    deps: RollupDeps, trust: "TrustStore", start: dict[str, Any], head: Head, fold: _Fold
-) -> bool:
-    """Verify and fold the chain from ``start`` to ``head``; whether it verified."""
-    from ledger.core.chain import ChainVerifier
-
-    fold.entries, fold.size = int(start["entries"]), int(start["size"])
-    fold.prev = start["head_hash"] or GENESIS
-    verifier = ChainVerifier(
-        trust, expected_prev=fold.prev, first_line=fold.entries + 1, on_entry=fold
-    )
-    for raw in deps.chain.iter_lines(fold.size, head.size):
-        if not verifier.feed(raw):
-            break
-        fold.entries += 1
-        fold.size += len(raw)
-        fold.prev = fold.current
-    report = verifier.report()
-    if not report.ok:
-        fold.broken = (report.line or 0, report.reason or "does not verify")
-    return report.ok
-
-
 def _empty(fingerprint: str) -> dict[str, Any]:
     return {
         "format": ROLLUP_FORMAT,
@@ -160,7 +100,7 @@ def _usable(position: dict[str, Any] | None, fingerprint: str, head: Head | None
 
 
 def _hold_against_checkpoint(
-    deps: RollupDeps, trust: "TrustStore", position: dict[str, Any], head: Head | None, fold: _Fold
+    deps: RollupDeps, trust: "TrustStore", position: dict[str, Any], head: Head | None, fold: Fold
 ) -> None:
     from ledger.core.checkpoint import checkpoint_signature_problem
 
@@ -206,19 +146,20 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
         tx.clear()
         position = _empty(fingerprint)
     folded = 0
-    fold = _Fold(schema_lookup(deps), int(position["last_slot"]), at)
+    fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at)
     if head is not None and head.size > int(position["size"]):
         start = dict(position)
-        if not _fold(deps, trust, start, head, fold) and int(start["entries"]):
+        if not fold_range(deps, trust, start, head, fold) and int(start["entries"]):
             # The chain after the saved position does not link to it: the chain
             # was changed behind the rollups (recovered, restored). From line 1.
             tx.clear()
             position, rebuilt = _empty(fingerprint), True
-            fold = _Fold(schema_lookup(deps), int(position["last_slot"]), at)
-            _fold(deps, trust, dict(position), head, fold)
+            fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at)
+            fold_range(deps, trust, dict(position), head, fold)
         if fold.broken is not None:
             raise ChainBrokenError(*fold.broken)
         folded = fold.entries - int(position["entries"])
+        fold.write_calls()
         tx.add(fold.cells, fold.marks)
         position.update(
             entries=fold.entries, size=fold.size, head_hash=fold.prev, last_slot=fold.last_slot
@@ -235,13 +176,11 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
 class _Reading:
     caught: Caught
     cells: list[tuple[CellKey, tuple[int, ...]]]
-    mark: list[Any] | None
+    marks: list[list[Any] | None]
 
 
-def _read(
-    deps: RollupDeps, slots: tuple[int, int] | None, mark_slot: int | None = None
-) -> _Reading:
-    """Catch up, then read the cells of ``slots`` (and the mark at ``mark_slot``).
+def with_rollups(deps: RollupDeps, query: Callable[[RollupTx], T]) -> tuple[Caught, T]:
+    """Catch up, then answer ``query`` in the same transaction (what it reads is current).
 
     A rollup store that fails its integrity check is dropped and rebuilt once.
     """
@@ -250,16 +189,31 @@ def _read(
         try:
             with deps.rollups.writing() as tx:
                 caught = _catch_up_in(deps, tx, fresh=attempt == 1)
-                cells = tx.cells(*slots) if slots is not None else []
-                mark = tx.mark_from(mark_slot) if mark_slot is not None else None
-            caught.note = note
-            return _Reading(caught, cells, mark)
+                answer = query(tx)
         except StateMismatchError as exc:
             if attempt:
                 raise
             note = f"{exc}: rebuilt from the chain"
             deps.rollups.delete()
+        else:
+            caught.note = note
+            return caught, answer
     raise AssertionError("unreachable")
+
+
+def _read(
+    deps: RollupDeps, slots: tuple[int, int] | None, mark_slots: Sequence[int | None] = ()
+) -> _Reading:
+    """Catch up, then read the cells of ``slots`` (and the marks at ``mark_slots``)."""
+
+    def query(tx: RollupTx) -> _Reading:
+        cells = tx.cells(*slots) if slots is not None else []
+        marks = [None if at is None else tx.mark_from(at) for at in mark_slots]
+        return _Reading(Caught(0, None, 0, rebuilt=False), cells, marks)
+
+    caught, reading = with_rollups(deps, query)
+    reading.caught = caught
+    return reading
 
 
 def catch_up(deps: RollupDeps) -> Caught:
@@ -363,10 +317,36 @@ def mark_before(deps: RollupDeps, moment: dt.datetime) -> tuple[Caught, list[Any
 
     ``[entries, size, prev_hash]``, or ``None`` when no entry is that late.
     """
-    reading = _read(deps, None, slot_of(moment))
-    return reading.caught, reading.mark
+    reading = _read(deps, None, [slot_of(moment)])
+    return reading.caught, reading.marks[0]
+
+
+def marks_at(
+    deps: RollupDeps, first_slot: int | None, end_slot: int
+) -> tuple[Caught, list[Any] | None, list[Any] | None]:
+    """Catch up; the marks before the first entries at or after ``first_slot`` and ``end_slot``.
+
+    Each ``[entries, size, prev_hash]``, or ``None`` when no entry is that late
+    (``first_slot`` ``None``: not asked).
+    """
+    reading = _read(deps, None, [first_slot, end_slot])
+    return reading.caught, reading.marks[0], reading.marks[1]
 
 
 def iter_from(deps: RollupDeps, mark: list[Any], end: int) -> Iterator[bytes]:
     """The chain's lines from a mark's byte offset to ``end``."""
     return deps.chain.iter_lines(int(mark[1]), end)
+
+
+def cells_between(
+    deps: RollupDeps, start: dt.datetime, end: dt.datetime | None
+) -> tuple[Caught, list[tuple[CellKey, tuple[int, ...]]]]:
+    """Catch up; the cells of the quarter hours from ``start``'s to ``end``'s (``None``: all).
+
+    Both ends are taken to their quarter hour: a caller that needs the exact
+    second reads the calls table instead.
+    """
+    first = slot_of(start)
+    last = slot_of(end) if end is not None else _LAST_SLOT
+    reading = _read(deps, (first, max(first, last)))
+    return reading.caught, reading.cells
