@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Protocol
 
 from ledger.core.canonical import sha256_hex
-from ledger.core.chain_check import check_chain, split_lines
 from ledger.core.checkpoint import Checkpoint, make_checkpoint
 from ledger.core.config import Config
 from ledger.core.envelope import EnvelopeFormatError, parse_line
@@ -35,8 +34,13 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
-from ledger.services.chain.proofs import tree_root_of_lines
-from ledger.services.chain.verify import CheckpointDeps, head_bound
+from ledger.services.chain.verify import (
+    CheckpointDeps,
+    head_bound,
+    keep_mark,
+    resume_point,
+    verify_streamed,
+)
 from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainStore, StateStore
 
@@ -184,8 +188,13 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         data = data[:end]
     if not data:
         raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
-    check = check_chain(split_lines(data), trust, deps.newest_checkpoint())
-    if not check.ok or check.genesis_hash is None or check.head_hash is None:
+    # Verified in one pass in constant memory, from the newest checkpoint's
+    # verified mark when it has one (a verified prefix stays verified).
+    newest = deps.newest_checkpoint()
+    resume = resume_point(deps.chain, trust, newest, deps.verified_mark())
+    check = verify_streamed(deps.chain, trust, newest, resume, end=len(data))
+    mark = check.mark
+    if not check.ok or mark is None or check.root_hash is None:
         where = "" if check.line is None else f"BROKEN line {check.line}: "
         raise SnapshotRefusedError(
             f"refusing to snapshot a broken chain: {where}{check.reason}; run `ledger recover`"
@@ -193,14 +202,9 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     now = deps.clock.now()
     # Never dated before the head it vouches for (a clock behind, LEDGER_NOW
     # replaying the past): the signing key must be valid at that time.
-    moment = seal_time(now, check.head_ts)
+    moment = seal_time(now, mark.head_ts)
     checkpoint = make_checkpoint(
-        signer,
-        check.genesis_hash,
-        check.entries,
-        check.head_hash,
-        format_ts(moment),
-        tree_root_of_lines(split_lines(data)),
+        signer, mark.chain_id, mark.entries, mark.head_hash, format_ts(moment), check.root_hash
     )
     checkpoint_file = document_bytes(checkpoint.to_document())
     stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
@@ -219,7 +223,7 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     with deps.chain.transaction() as tx:
         # A moment under the lock: the prefix must still be the chain's (a
         # recover meanwhile replaces it), then the checkpoint and the entry.
-        if not _prefix_holds(deps.chain, data, check.head_hash):
+        if not _prefix_holds(deps.chain, data, mark.head_hash):
             files.remove_snapshot(path, [manifest.chain_file, manifest.checkpoint_file])
             raise SnapshotRefusedError(
                 "the chain was replaced while it was snapshotted; nothing was kept, run it again"
@@ -233,19 +237,20 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
             {
                 "path": relative,
                 "sha256": sha256_hex(manifest_file),
-                "entries": check.entries,
-                "head_hash": check.head_hash,
-                "chain_id": check.genesis_hash,
+                "entries": mark.entries,
+                "head_hash": mark.head_hash,
+                "chain_id": mark.chain_id,
                 "chain_sha256": manifest.chain_sha256,
                 "pruned": list(pruned),
             },
             signer=signer,
         )
+    keep_mark(deps, mark)
     return SnapshotResult(
         str(path),
         relative,
-        check.entries,
-        check.head_hash,
+        mark.entries,
+        mark.head_hash,
         sealed.entry_hash,
         pruned,
         tuple(str(name) for name in (checkpoint_copy, *written)),
