@@ -35,7 +35,9 @@ from ledger.core.merkle import (
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.ports import ChainStore
 
-_BATCH = 65536
+# Entries added to the node index per write: enough to amortise a write per
+# level, few enough that catching up holds a few MiB whatever the chain length.
+_BATCH = 8192
 _STALE = "the Merkle index does not match the chain: run `ledger verify-chain --full` to rebuild it"
 
 
