@@ -137,3 +137,12 @@ def test_full_reads_every_entry_even_with_a_mark(home: Path, run_inproc):
     assert json.loads(result.stdout) == {
         "ok": True, "entries": ENTRIES, "line": None, "reason": None,
     }  # fmt: skip
+
+
+def test_jobs_sets_the_processes_of_a_full_verification(home: Path, run_inproc):
+    append_entries(home, ENTRIES, clean_env())
+    for jobs in ("1", "3"):
+        result = run_inproc(["--home", str(home), "verify-chain", "--full", "--jobs", jobs])
+        assert (result.code, result.stdout) == (0, f"OK {ENTRIES} entries\n")
+    refused = run_inproc(["--home", str(home), "verify-chain", "--jobs", "0"])
+    assert refused.code == 2

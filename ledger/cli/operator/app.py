@@ -103,6 +103,15 @@ def verify_chain(
             help="Read every entry again, not only those after the newest verified checkpoint.",
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            metavar="N",
+            help="Processes that verify a long chain side by side (default: the core count).",
+        ),
+    ] = None,
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
 
@@ -115,7 +124,7 @@ def verify_chain(
 
     Example: ledger verify-chain events.jsonl --key writer.pub.pem --strict
 
-    Example: ledger --home ./.ledger verify-chain --full
+    Example: ledger --home ./.ledger verify-chain --full --jobs 4
     """
     from ledger.cli.operator.verify_command import run_verify
 
@@ -131,6 +140,7 @@ def verify_chain(
                 allow_markers=allow_markers,
                 as_json=as_json,
                 full=full,
+                jobs=jobs,
             )
         )
     )

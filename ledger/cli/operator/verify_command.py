@@ -73,6 +73,7 @@ def run_verify(
     allow_markers: bool,
     as_json: bool,
     full: bool = False,
+    jobs: int | None = None,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
     from ledger.edges.fileio import read_json_file
@@ -131,7 +132,7 @@ def run_verify(
         resume = resume_point(store, trust, cp, runtime.verified_mark())
     outcome = verify_store(
         store, trust, cp, strict=strict, allow_markers=allow_markers,
-        progress=_progress if show_progress else None, end=end, resume=resume,
+        progress=_progress if show_progress else None, end=end, resume=resume, workers=jobs,
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")

@@ -72,13 +72,14 @@ def verify_store(
     progress: Callable[[int, int], None] | None = None,
     end: int | None = None,
     resume: Resume | None = None,
+    workers: int | None = None,
 ) -> VerifyOutcome:
     """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
 
     With ``resume`` (a mark ``resume_point`` accepted) only the entries after
     it are read, in one pass in constant memory; the outcome then carries the
     tree root and a mark at the head. Without it the store verifies every
-    entry (in parallel where it can).
+    entry (in parallel where it can: ``workers`` processes, else the core count).
 
     Raises:
         ChainIOError: the chain cannot be read.
@@ -89,8 +90,9 @@ def verify_store(
         )
     if store.exists():
         report = store.verify(
-            trust, strict=strict, allow_markers=allow_markers, progress=progress, end=end
-        )
+            trust, strict=strict, allow_markers=allow_markers, progress=progress, end=end,
+            workers=workers,
+        )  # fmt: skip
     else:  # no entries yet: the checkpoint, if any, says whether some were lost
         report = ChainReport(ok=True, entries=0, lines=0)
     if not report.ok:
