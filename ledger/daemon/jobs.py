@@ -143,7 +143,13 @@ def verify_job(runtime_factory: Callable[[], Runtime], *, full: bool = True) -> 
     if outcome is None:
         return
     if outcome.ok:
-        log_line(f"verify: OK {outcome.entries} entries")
+        resumed = outcome.resumed_at
+        after = (
+            ""
+            if resumed is None
+            else f" (entries after {resumed} checked; the rest at the checkpoint)"
+        )
+        log_line(f"verify: OK {outcome.entries} entries{after}")
     else:
         log_line(
             f"verify: BROKEN line {outcome.line}: {outcome.reason}; "
