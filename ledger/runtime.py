@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
+    from ledger.core.verified_mark import VerifiedMark
     from ledger.edges.files.merkle_index import FileNodeIndex
     from ledger.edges.files.rollupfile import RollupFile
     from ledger.edges.files.snapshotfiles import SnapshotFiles
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.gate.spool import SpoolingChain
 
+# Where the newest checkpoint's verification ended (derived state: the next
+# verification and checkpoint resume there).
+_VERIFIED_MARK = "verified-mark.json"
 _PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 CHAIN_FILE = "events.jsonl"
 
@@ -271,6 +275,19 @@ class Runtime:
         if own is None or (shared is not None and shared.entries >= own.entries):
             return shared
         return own
+
+    def verified_mark(self) -> "VerifiedMark | None":
+        """Where the last checkpoint's verification ended (derived; ``None`` if unknown)."""
+        from ledger.edges.files.checkpointfiles import load_mark
+
+        return load_mark(self.state_dir / _VERIFIED_MARK)
+
+    def keep_verified_mark(self, mark: "VerifiedMark") -> None:
+        """Keep where a checkpoint's verification ended, for the next one to resume at."""
+        from ledger.edges.files.checkpointfiles import save_mark
+
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        save_mark(self.state_dir / _VERIFIED_MARK, mark)
 
     def merkle_index(self) -> "FileNodeIndex":
         """The Merkle node index (derived state; a context manager that closes it)."""

@@ -117,6 +117,32 @@ class RootBuilder:
         self._stack.append(node)
         self.size += 1
 
+    @classmethod
+    def resumed(cls, size: int, frontier: Sequence[bytes]) -> "RootBuilder":
+        """A builder that has already taken ``size`` leaves whose right edge is ``frontier``.
+
+        Raises:
+            ValueError: ``frontier`` is not the right edge of ``size`` leaves
+                (one node per bit set in ``size``, each ``HASH_SIZE`` bytes).
+        """
+        if size < 0 or len(frontier) != size.bit_count():
+            raise ValueError(f"a right edge of {size} leaves has {size.bit_count()} nodes")
+        if any(len(node) != HASH_SIZE for node in frontier):
+            raise ValueError("a node of the right edge is not a hash")
+        builder = cls()
+        builder.size = size
+        builder._stack = list(frontier)
+        return builder
+
+    def frontier(self) -> list[bytes]:
+        """The right edge: the roots of the complete subtrees, largest first.
+
+        With ``size`` it is all a later builder needs to go on (``resumed``);
+        its ``root`` is bound to a signed tree head, so a stored right edge is
+        checked by recomputing that root.
+        """
+        return list(self._stack)
+
     def root(self) -> bytes:
         """The tree hash of every leaf added so far."""
         if not self._stack:

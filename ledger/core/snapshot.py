@@ -147,14 +147,34 @@ def make_manifest(
     checkpoint_file: bytes,
 ) -> Manifest:
     """Sign the manifest of a snapshot whose files are ``chain_gz`` and ``checkpoint_file``."""
+    return make_manifest_of(
+        signer,
+        checkpoint,
+        stem=stem,
+        chain_sha256=sha256_hex(chain_gz),
+        raw_sha256=sha256_hex(raw_chain),
+        checkpoint_file=checkpoint_file,
+    )
+
+
+def make_manifest_of(
+    signer: Signer,
+    checkpoint: Checkpoint,
+    *,
+    stem: str,
+    chain_sha256: str,
+    raw_sha256: str,
+    checkpoint_file: bytes,
+) -> Manifest:
+    """Sign a snapshot's manifest given the hashes of its chain file (compressed, raw)."""
     unsigned = Manifest(
         ts_utc=checkpoint.ts_utc,
         chain_id=checkpoint.chain_id,
         entries=checkpoint.entries,
         head_hash=checkpoint.head_hash,
         chain_file=stem + CHAIN_SUFFIX,
-        chain_sha256=sha256_hex(chain_gz),
-        raw_sha256=sha256_hex(raw_chain),
+        chain_sha256=chain_sha256,
+        raw_sha256=raw_sha256,
         checkpoint_file=stem + CHECKPOINT_SUFFIX,
         checkpoint_sha256=sha256_hex(checkpoint_file),
         signing_key_id=signer.key_id,

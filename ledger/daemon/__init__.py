@@ -34,6 +34,7 @@ from typing import Any
 from ledger.core.console_config import console_address
 from ledger.core.proxy_config import open_listen
 from ledger.daemon.jobs import (
+    VerifyJob,
     alerts_job,
     log_line,
     poll_job,
@@ -41,7 +42,6 @@ from ledger.daemon.jobs import (
     reconcile_job,
     snapshot_job,
     spool_job,
-    verify_job,
 )
 from ledger.daemon.stop_signals import StopSignals
 from ledger.edges.processes import PARENT_ENV, check_free
@@ -296,9 +296,7 @@ def _scheduler(home_runtime: Runtime) -> tuple[Any, bool]:
         every_verify = IntervalTrigger(
             seconds=float(config.verify_interval_hours) * 3600, timezone=dt.UTC
         )
-        scheduler.add_job(
-            verify_job, every_verify, args=[fresh_runtime], id="verify", next_run_time=now
-        )
+        scheduler.add_job(VerifyJob(fresh_runtime), every_verify, id="verify", next_run_time=now)
     # The rollups kept current between reports, whoever wrote the entries (a
     # one-shot `ledger record` folds nothing itself): the first run builds them
     # on a home that has none, in the background rather than in a first report.

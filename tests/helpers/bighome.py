@@ -24,35 +24,52 @@ START = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
 _TS_MARK = "1999-12-31T23:59:59.999999Z"
 _PREV_MARK = "e" * 64
 _DAY_MARK = "1999-12-30"
+_WRITE_EVERY = 10_000  # lines held before they are written: a long chain needs no memory
 
 
 def append_entries(
-    home: Path, count: int, env: dict[str, str], step: dt.timedelta = dt.timedelta(milliseconds=1)
+    home: Path,
+    count: int,
+    env: dict[str, str],
+    step: dt.timedelta = dt.timedelta(milliseconds=1),
+    *,
+    signed: bool = True,
 ) -> int:
-    """Append ``count`` signed entries, ``step`` apart, to the home's empty chain; returns its bytes."""
-    signer = Writer(Runtime(home, env)).signer()
+    """Append ``count`` entries, ``step`` apart, to the home's empty chain; returns its bytes.
+
+    ``signed=False`` leaves them unsigned (SPEC §2 allows that before the trust
+    store's ``strict_after``: initialise the home later than ``START``), which
+    builds and verifies many times faster: for tests of how the chain's length
+    is handled rather than of signatures.
+    """
+    signer = Writer(Runtime(home, env)).signer() if signed else None
     payload = {**record_payload(0), "utc_day": _DAY_MARK}
     template = canonical_bytes(unsigned_entry(EVENT, payload, _TS_MARK, _PREV_MARK))
     before_ts, after_ts = template.split(_TS_MARK.encode())
     prev = "GENESIS"
-    lines = []
-    for index in range(count):
-        moment = format_ts(START + index * step).encode()
-        if index == 0:  # "GENESIS" is shorter than a hash: this one is canonicalized
-            first = {**payload, "utc_day": moment[:10].decode()}
-            preimage = canonical_bytes(unsigned_entry(EVENT, first, moment.decode(), prev))
-        else:
-            preimage = (
-                (before_ts + moment + after_ts)
-                .replace(_PREV_MARK.encode(), prev.encode(), 1)
-                .replace(_DAY_MARK.encode(), moment[:10], 1)
-            )
-        lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
-        prev = hashlib.sha256(preimage).hexdigest()
-    data = b"".join(lines)
-    chain = home / "events.jsonl"
-    with chain.open("ab") as handle:
-        handle.write(data)
+    lines: list[bytes] = []
+    size = 0
+    with (home / "events.jsonl").open("ab") as handle:
+        for index in range(count):
+            moment = format_ts(START + index * step).encode()
+            if index == 0:  # "GENESIS" is shorter than a hash: this one is canonicalized
+                first = {**payload, "utc_day": moment[:10].decode()}
+                preimage = canonical_bytes(unsigned_entry(EVENT, first, moment.decode(), prev))
+            else:
+                preimage = (
+                    (before_ts + moment + after_ts)
+                    .replace(_PREV_MARK.encode(), prev.encode(), 1)
+                    .replace(_DAY_MARK.encode(), moment[:10], 1)
+                )
+            if signer is None:
+                lines.append(preimage + b"\n")
+            else:
+                lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
+            prev = hashlib.sha256(preimage).hexdigest()
+            if len(lines) >= _WRITE_EVERY:
+                size += handle.write(b"".join(lines))
+                lines = []
+        size += handle.write(b"".join(lines))
         handle.flush()
         os.fsync(handle.fileno())
-    return len(data)
+    return size

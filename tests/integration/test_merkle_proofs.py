@@ -158,7 +158,7 @@ class TestProveInclusion:
         data = bytearray(path.read_bytes())
         data[offset] ^= 1
         path.write_bytes(bytes(data))
-        verified = run_inproc(["--home", str(home), "verify-chain"])
+        verified = run_inproc(["--home", str(home), "verify-chain", "--full"])
         assert verified.code == 0
         assert "rebuilt" in verified.stderr
         assert run_inproc(["--home", str(home), "prove", "inclusion", "1"]).code == 0

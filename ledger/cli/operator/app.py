@@ -96,15 +96,35 @@ def verify_chain(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: ok, entries, line, reason.")
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Read every entry again, not only those after the newest verified checkpoint.",
+        ),
+    ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            metavar="N",
+            help="Processes that verify a long chain side by side (default: the core count).",
+        ),
+    ] = None,
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
 
+    The home's chain is verified from its newest checkpoint's verified mark
+    (the entries after it) unless --full is given; a LOG is always read whole.
     Exit 0 verified (a home with no entries yet: OK 0 entries); 1 broken; 2 no
     such LOG file; 65 an unreadable key, trust store or checkpoint file.
 
     Example: ledger --home ./.ledger verify-chain --json
 
     Example: ledger verify-chain events.jsonl --key writer.pub.pem --strict
+
+    Example: ledger --home ./.ledger verify-chain --full --jobs 4
     """
     from ledger.cli.operator.verify_command import run_verify
 
@@ -119,6 +139,8 @@ def verify_chain(
                 strict=strict,
                 allow_markers=allow_markers,
                 as_json=as_json,
+                full=full,
+                jobs=jobs,
             )
         )
     )

@@ -25,10 +25,14 @@ def _progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def _sync_merkle_index(runtime: "Runtime") -> None:
-    """Hold the Merkle node index against the verified chain; rebuild it if it differs."""
+def _sync_merkle_index(runtime: "Runtime", *, full: bool) -> None:
+    """Hold the Merkle node index against the verified chain; rebuild it if it differs.
+
+    ``full`` checks every stored node; otherwise the entries since the index's
+    mark are added and its root is held to the newest checkpoint's.
+    """
     from ledger.errors import LedgerError
-    from ledger.services.chain.proofs import sync_index
+    from ledger.services.chain.proofs import catch_up_checked, sync_index
 
     try:
         with (
@@ -36,7 +40,10 @@ def _sync_merkle_index(runtime: "Runtime") -> None:
             runtime.exclusive("merkle-index"),
             runtime.merkle_index() as index,
         ):
-            _size, _root, rebuilt = sync_index(index, runtime.chain)
+            if full:
+                _size, _root, rebuilt = sync_index(index, runtime.chain)
+            else:
+                rebuilt = catch_up_checked(index, runtime.chain, runtime.newest_checkpoint())
     except LedgerError as exc:
         sys.stderr.write(f"ledger: the Merkle index could not be checked: {exc}\n")
         return
@@ -65,6 +72,8 @@ def run_verify(
     strict: bool,
     allow_markers: bool,
     as_json: bool,
+    full: bool = False,
+    jobs: int | None = None,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
     from ledger.edges.fileio import read_json_file
@@ -72,7 +81,12 @@ def run_verify(
     from ledger.edges.files.checkpointfiles import load_checkpoint
     from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
-    from ledger.services.chain.verify import head_bound, held_against_state, verify_store
+    from ledger.services.chain.verify import (
+        head_bound,
+        held_against_state,
+        resume_point,
+        verify_store,
+    )
 
     # Verifying a given LOG needs only what the command line gives, no home.
     runtime = build_runtime(home, must_exist=log is None)
@@ -110,9 +124,15 @@ def run_verify(
     # The home's chain is read without its lock, up to the head read now: a
     # line appended meanwhile is neither waited for nor taken for a torn tail.
     end = head_bound(store) if log is None else None
+    # Only the home's own chain, under the home's own rules, resumes where its
+    # newest checkpoint's verification ended: other keys or rules judge anew.
+    home_rules = log is None and trust_store is None and not keys and checkpoint is None
+    resume = None
+    if home_rules and not full and not strict and not allow_markers:
+        resume = resume_point(store, trust, cp, runtime.verified_mark())
     outcome = verify_store(
         store, trust, cp, strict=strict, allow_markers=allow_markers,
-        progress=_progress if show_progress else None, end=end,
+        progress=_progress if show_progress else None, end=end, resume=resume, workers=jobs,
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")
@@ -125,7 +145,7 @@ def run_verify(
         )  # fmt: skip
     if outcome.ok:
         if log is None and outcome.entries:
-            _sync_merkle_index(runtime)
+            _sync_merkle_index(runtime, full=resume is None)
         if not as_json:
             sys.stdout.write(f"OK {outcome.entries} entries\n")
         return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
+from ledger.core.verified_mark import VerifiedMark, mark_from_document
 from ledger.edges.fileio import (
     ByIdentity,
     atomic_write,
@@ -145,4 +146,28 @@ def checkpoint_json(checkpoint: Checkpoint) -> str:
     return json.dumps(checkpoint.to_document(), sort_keys=True)
 
 
-__all__ = ["CheckpointDir", "CheckpointError", "checkpoint_json", "load_checkpoint"]
+def load_mark(path: Path) -> VerifiedMark | None:
+    """The verified mark kept at ``path``, or ``None`` when absent or unusable (a cache)."""
+    try:
+        return mark_from_document(json.loads(path.read_bytes()))
+    except (OSError, ValueError):
+        return None
+
+
+def save_mark(path: Path, mark: VerifiedMark) -> None:
+    """Keep a verified mark (atomically; it is derived, so losing it costs only time).
+
+    Raises:
+        ChainIOError: the file cannot be written.
+    """
+    atomic_write(path, canonical_bytes(mark.to_document()) + b"\n")
+
+
+__all__ = [
+    "CheckpointDir",
+    "CheckpointError",
+    "checkpoint_json",
+    "load_checkpoint",
+    "load_mark",
+    "save_mark",
+]

@@ -7,9 +7,13 @@ only moves bytes.
 """
 
 import contextlib
+import hashlib
 import io
+import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from ledger.core.snapshot import (
     CHAIN_SUFFIX,
@@ -56,6 +60,24 @@ def decompress(data: bytes, source: str) -> bytes:
     if len(raw) > _MAX_CHAIN_BYTES:
         raise InputDataError(f"{source} expands beyond {_MAX_CHAIN_BYTES} bytes")
     return raw
+
+
+class _HashingWriter(io.RawIOBase):
+    """A write-only file that hashes what passes through it to ``target``."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        super().__init__()
+        self.target = target
+        self.digest = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self.digest.update(view)
+        self.target.write(view)
+        return len(view)
 
 
 def _make_dir(path: Path) -> None:
@@ -129,8 +151,50 @@ class SnapshotFiles:
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.chain_path}: {exc.strerror}") from exc
 
+    def write_chain_copy(self, stem: str, lines: Iterable[bytes]) -> tuple[Path, str, str]:
+        """Compress ``lines`` into the snapshot's chain file as they come, durably.
+
+        Constant memory whatever the chain's length: nothing is held but the
+        compressor's window. Written to a temporary file, fsync'd and renamed.
+
+        Returns:
+            The file, the SHA-256 of its compressed bytes and of the raw lines.
+
+        Raises:
+            ChainIOError: the file cannot be written (nothing is left behind).
+        """
+        import gzip  # only snapshots need it
+
+        _make_dir(self.snapshots_dir)
+        path = self.snapshots_dir / (stem + CHAIN_SUFFIX)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        raw = hashlib.sha256()
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _CHAIN_MODE)
+            with os.fdopen(fd, "wb") as handle:
+                hashed = _HashingWriter(handle)
+                with gzip.GzipFile(
+                    filename="", mode="wb", fileobj=hashed, compresslevel=6, mtime=0
+                ) as stream:
+                    for line in lines:
+                        raw.update(line)
+                        stream.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temp.replace(path)
+            fsync_dir(path.parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise ChainIOError(f"cannot write {path}: {exc.strerror}") from exc
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+        return path, hashed.digest.hexdigest(), raw.hexdigest()
+
     def write_snapshot(
-        self, stem: str, chain_gz: bytes, checkpoint: bytes, manifest: bytes
+        self, stem: str, chain_gz: bytes | None, checkpoint: bytes, manifest: bytes
     ) -> tuple[Path, Path, Path]:
         """Write a snapshot's three files, the manifest last.
 
@@ -143,7 +207,8 @@ class SnapshotFiles:
         """
         _make_dir(self.snapshots_dir)
         chain_path = self.snapshots_dir / (stem + CHAIN_SUFFIX)
-        atomic_write(chain_path, chain_gz, _CHAIN_MODE)
+        if chain_gz is not None:  # else already written by ``write_chain_copy``
+            atomic_write(chain_path, chain_gz, _CHAIN_MODE)
         checkpoint_path = self.snapshots_dir / (stem + CHECKPOINT_SUFFIX)
         atomic_write(checkpoint_path, checkpoint)
         manifest_path = self.snapshots_dir / (stem + MANIFEST_SUFFIX)

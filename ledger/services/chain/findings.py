@@ -32,6 +32,7 @@ from ledger.services.chain.writer import Writer, WriterDeps
 from ledger.services.ports import ChainStore, CounterDeps, StateStore
 
 if TYPE_CHECKING:
+    from ledger.core.verified_mark import VerifiedMark
     from ledger.services.chain.verify import VerifyOutcome
 
 __all__ = [
@@ -49,6 +50,10 @@ _MAX_REASON = 1024
 
 class FindingDeps(WriterDeps, CounterDeps, Protocol):
     """What keeping a finding needs: the counter, and a writer to seal it."""
+
+    def verified_mark(self) -> "VerifiedMark | None":
+        """Where the newest checkpoint's verification ended, if known."""
+        ...
 
 
 def stored_finding(states: StateStore) -> dict[str, Any] | None:
@@ -83,9 +88,11 @@ def sealed_finding(chain: ChainStore) -> dict[str, Any] | None:
     return found
 
 
-def verify_and_remember(deps: FindingDeps) -> "VerifyOutcome | None":
-    """Verify the whole chain as ``verify-chain`` does, keeping a BROKEN finding for the gate.
+def verify_and_remember(deps: FindingDeps, *, full: bool = True) -> "VerifyOutcome | None":
+    """Verify the chain as ``verify-chain`` does, keeping a BROKEN finding for the gate.
 
+    ``full``: every entry (``verify-chain --full``); else only the entries after
+    the newest checkpoint's verified mark, when it has one (``verify-chain``).
     Returns ``None`` when there is no chain yet.
 
     Raises:
@@ -93,13 +100,18 @@ def verify_and_remember(deps: FindingDeps) -> "VerifyOutcome | None":
         ChainIOError: the chain or the state cannot be read or written.
         InputDataError: the trust store or the newest checkpoint is unreadable.
     """
-    from ledger.services.chain.verify import head_bound, verify_store
+    from ledger.services.chain.verify import head_bound, resume_point, verify_store
 
     if not deps.chain.exists():
         return None
     # Without the lock, up to the head read now: verdicts go on meanwhile.
     end = head_bound(deps.chain)
-    outcome = verify_store(deps.chain, deps.keys.load_trust(), deps.newest_checkpoint(), end=end)
+    trust = deps.keys.load_trust()
+    checkpoint = deps.newest_checkpoint()
+    resume = None
+    if not full:
+        resume = resume_point(deps.chain, trust, checkpoint, deps.verified_mark())
+    outcome = verify_store(deps.chain, trust, checkpoint, end=end, resume=resume)
     if not outcome.ok:
         remember_finding(deps, outcome.line, outcome.reason or "does not verify")
     return outcome

@@ -8,8 +8,9 @@ lock. The per-call append path never touches it.
 
 Trust: a proof is only as good as the root it is checked against. ``prove``
 refuses to print a proof whose root differs from the checkpoint it names, and
-checkpoints take their root from a full check of the index against the
-verified chain (``sync_index``), never from the index alone.
+checkpoints take their root from the verified chain itself (a tree built
+while the entries are verified, ``ledger.services.chain.streaming``), never
+from the index.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +21,6 @@ from typing import Any, Protocol
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.merkle import (
-    HASH_SIZE,
     IndexMark,
     NodeSource,
     RootBuilder,
@@ -35,8 +35,10 @@ from ledger.core.merkle import (
 from ledger.errors import ChainBrokenError, LedgerError, UsageError
 from ledger.services.ports import ChainStore
 
-_BATCH = 65536
-_STALE = "the Merkle index does not match the chain: run `ledger verify-chain` to rebuild it"
+# Entries added to the node index per write: enough to amortise a write per
+# level, few enough that catching up holds a few MiB whatever the chain length.
+_BATCH = 8192
+_STALE = "the Merkle index does not match the chain: run `ledger verify-chain --full` to rebuild it"
 
 
 class NodeIndex(NodeSource, Protocol):
@@ -152,43 +154,89 @@ def catch_up(index: NodeIndex, store: ChainStore) -> int:
     return mark.leaves
 
 
-def _levels_from(leaves: bytes) -> Iterator[bytes]:
-    level = leaves
-    while len(level) >= HASH_SIZE:
-        yield level
-        level = b"".join(
-            node_hash(level[i : i + HASH_SIZE], level[i + HASH_SIZE : i + 2 * HASH_SIZE])
-            for i in range(0, len(level) - HASH_SIZE, 2 * HASH_SIZE)
-        )
-
-
 def sync_index(index: NodeIndex, store: ChainStore) -> tuple[int, str, bool]:
     """Check every stored node against the chain; rebuild the index if any differs.
 
-    O(n): for ``verify-chain`` and ``checkpoint``, which read the whole chain anyway.
-    Returns ``(leaves, root hex, rebuilt)``.
+    O(n) time, for ``verify-chain --full``; memory O(log n): the chain's
+    entries are read one at a time and each node is compared as soon as the
+    entries under it are in. Returns ``(leaves, root hex, rebuilt)``.
 
     Raises:
         ChainBrokenError: an entry cannot be parsed.
         ChainIOError: the chain or the index cannot be read or written.
     """
     size = catch_up(index, store)
-    rows = list(_chain_leaves(store, 0))
-    leaves = b"".join(leaf_hash(row[0]) for row in rows)
-    same = len(rows) == size and index.level_bytes(-1, size) == b"".join(r[0] for r in rows)
-    if same:
-        for level, expected in enumerate(_levels_from(leaves)):
-            if index.level_bytes(level, len(expected) // HASH_SIZE) != expected:
-                same = False
-                break
+    checker = _NodeChecker(index)
+    for raw, _line_start, _position, _entry_hash in _chain_leaves(store, 0):
+        checker.add(raw)
+    same = checker.same and checker.count == size
     if not same:
         index.reset()
-        if rows:
-            _leaf, line_start, position, entry_hash = rows[-1]
-            index.append(
-                [row[0] for row in rows], IndexMark(len(rows), line_start, position, entry_hash)
-            )
-    return len(rows), root(index, len(rows)).hex(), not same
+        catch_up(index, store)
+    return checker.count, root(index, checker.count).hex(), not same
+
+
+class _NodeChecker:
+    """Compares the stored nodes with those the chain's entries make, one entry at a time."""
+
+    def __init__(self, index: NodeIndex) -> None:
+        self.index = index
+        self.count = 0
+        self.same = True
+        self._left: list[bytes] = []  # the pending left node of each level
+
+    def _stored_is(self, level: int, position: int, expected: bytes) -> None:
+        if not self.same:
+            return
+        try:
+            found = self.index.entry(position) if level < 0 else self.index.node(level, position)
+        except LedgerError:
+            found = b""
+        if found != expected:
+            self.same = False
+
+    def add(self, raw: bytes) -> None:
+        position = self.count
+        self._stored_is(-1, position, raw)
+        node, level = leaf_hash(raw), 0
+        self._stored_is(level, position, node)
+        while position & 1:
+            node = node_hash(self._left[level], node)
+            level += 1
+            position >>= 1
+            self._stored_is(level, position, node)
+        if level == len(self._left):
+            self._left.append(node)
+        else:
+            self._left[level] = node
+        self.count += 1
+
+
+def catch_up_checked(index: NodeIndex, store: ChainStore, checkpoint: Checkpoint | None) -> bool:
+    """Add the entries since the index's mark and hold its root to ``checkpoint``'s.
+
+    O(new entries) and a few node reads: the checkpoint's root was built from
+    the verified chain itself. A root that differs (an edited or stale index)
+    starts the index over from the chain. Returns whether it was rebuilt.
+
+    Raises:
+        ChainBrokenError: an entry cannot be parsed.
+        ChainIOError: the chain or the index cannot be read or written.
+    """
+    held = catch_up(index, store)
+    if checkpoint is None or checkpoint.tree_size is None or checkpoint.root_hash is None:
+        return False
+    if checkpoint.tree_size > held:
+        return False
+    try:
+        same = root(index, checkpoint.tree_size).hex() == checkpoint.root_hash
+    except LedgerError:
+        same = False
+    if same:
+        return False
+    index.reset()
+    catch_up(index, store)
+    return True
 
 
 def tree_root_of_lines(lines: Iterable[bytes], then: Sequence[str] = ()) -> str:
@@ -366,17 +414,3 @@ def prove_consistency(deps: ProofDeps, old: Checkpoint, new: Checkpoint) -> Cons
         ):
             raise ProofError(_STALE)
     return ConsistencyProof(old_size, new_size, old_root, new_root, [p.hex() for p in path])
-
-
-def checked_tree_root(deps: ProofDeps) -> tuple[int, str]:
-    """Sync the index with the whole chain and return its ``(size, root)``.
-
-    Call with the chain's lock held (a checkpoint is being written).
-
-    Raises:
-        ChainBrokenError: an entry cannot be parsed.
-        ChainIOError, LockTimeoutError: the chain or index cannot be read or written.
-    """
-    with deps.exclusive("merkle-index"), deps.merkle_index() as index:
-        size, root_hex, _rebuilt = sync_index(index, deps.chain)
-    return size, root_hex

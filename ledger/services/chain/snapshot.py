@@ -2,9 +2,11 @@
 
 Without the chain lock, on the chain up to the head read at the start (it is
 append-only, so verdicts go on meanwhile): verify it as ``verify-chain``
-verifies the home's (trust store and newest checkpoint), sign a checkpoint of
+verifies the home's (trust store and newest checkpoint; only the entries after
+the newest checkpoint's verified mark when it has one), sign a checkpoint of
 that head, and write the snapshot's three files (format in
-``ledger.core.snapshot``). Then, a moment under the lock: check that the chain
+``ledger.core.snapshot``), the chain copied line by line into the compressor:
+memory does not grow with the chain. Then, a moment under the lock: check that the chain
 still begins with what was snapshotted, write the checkpoint to
 ``checkpoints/``, prune snapshots older than ``snapshot.keep_days``, and append
 a ``ledger.snapshot`` envelope naming the new one. A chain that does not verify
@@ -12,22 +14,21 @@ is refused and nothing is written.
 """
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ledger.core.canonical import sha256_hex
-from ledger.core.chain_check import check_chain, split_lines
 from ledger.core.checkpoint import Checkpoint, make_checkpoint
 from ledger.core.config import Config
-from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.seal import seal_time
 from ledger.core.snapshot import (
     Manifest,
     SnapshotFileError,
     SnapshotRefusedError,
     document_bytes,
-    make_manifest,
+    make_manifest_of,
     manifest_from_bytes,
     snapshot_stem,
     snapshots_to_prune,
@@ -35,10 +36,16 @@ from ledger.core.snapshot import (
 from ledger.core.snapshot_check import VerifiedSnapshot, verify_sealed_files, verify_snapshot
 from ledger.core.timefmt import format_ts
 from ledger.core.trust import TrustStore
-from ledger.services.chain.proofs import tree_root_of_lines
-from ledger.services.chain.verify import CheckpointDeps, head_bound
+from ledger.services.chain.streaming import mark_holds
+from ledger.services.chain.verify import (
+    CheckpointDeps,
+    head_bound,
+    keep_mark,
+    resume_point,
+    verify_streamed,
+)
 from ledger.services.chain.writer import Writer
-from ledger.services.ports import ChainStore, StateStore
+from ledger.services.ports import StateStore
 
 SNAPSHOT_EVENT = "ledger.snapshot"
 
@@ -70,10 +77,20 @@ class SnapshotStore(Protocol):
         """The chain's bytes, or ``None`` when the file is missing."""
         ...
 
+    def write_chain_copy(self, stem: str, lines: Iterable[bytes]) -> tuple[Path, str, str]:
+        """Compress ``lines`` into a snapshot's chain file as they come (constant memory).
+
+        Returns:
+            The file, the SHA-256 of its compressed bytes and of the raw lines.
+        """
+        ...
+
     def write_snapshot(
-        self, stem: str, chain_gz: bytes, checkpoint: bytes, manifest: bytes
+        self, stem: str, chain_gz: bytes | None, checkpoint: bytes, manifest: bytes
     ) -> tuple[Path, Path, Path]:
         """Write a snapshot's files atomically, the manifest last.
+
+        ``chain_gz`` ``None``: the chain file is already written (``write_chain_copy``).
 
         Returns:
             The files written: the compressed chain, the checkpoint, the manifest.
@@ -179,13 +196,17 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     # the head read now, without the lock: the chain is append-only, so that
     # prefix stays as it is while verdicts go on appending after it.
     end = head_bound(deps.chain)
-    data = files.read_chain()
-    if end is not None and data is not None:
-        data = data[:end]
-    if not data:
+    if end == 0 or not deps.chain.exists():
         raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
-    check = check_chain(split_lines(data), trust, deps.newest_checkpoint())
-    if not check.ok or check.genesis_hash is None or check.head_hash is None:
+    # Verified in one pass in constant memory, from the newest checkpoint's
+    # verified mark when it has one (a verified prefix stays verified).
+    newest = deps.newest_checkpoint()
+    resume = resume_point(deps.chain, trust, newest, deps.verified_mark())
+    check = verify_streamed(deps.chain, trust, newest, resume, end=end)
+    mark = check.mark
+    if check.ok and check.entries == 0:
+        raise SnapshotRefusedError("the chain is empty: nothing to snapshot")
+    if not check.ok or mark is None or check.root_hash is None:
         where = "" if check.line is None else f"BROKEN line {check.line}: "
         raise SnapshotRefusedError(
             f"refusing to snapshot a broken chain: {where}{check.reason}; run `ledger recover`"
@@ -193,33 +214,31 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     now = deps.clock.now()
     # Never dated before the head it vouches for (a clock behind, LEDGER_NOW
     # replaying the past): the signing key must be valid at that time.
-    moment = seal_time(now, check.head_ts)
+    moment = seal_time(now, mark.head_ts)
     checkpoint = make_checkpoint(
-        signer,
-        check.genesis_hash,
-        check.entries,
-        check.head_hash,
-        format_ts(moment),
-        tree_root_of_lines(split_lines(data)),
+        signer, mark.chain_id, mark.entries, mark.head_hash, format_ts(moment), check.root_hash
     )
     checkpoint_file = document_bytes(checkpoint.to_document())
     stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
-    chain_gz = files.compress(data)
-    manifest = make_manifest(
+    # Copied line by line into the compressor: memory does not grow with the chain.
+    _chain_path, chain_sha256, raw_sha256 = files.write_chain_copy(
+        stem, deps.chain.iter_lines(0, mark.position)
+    )
+    manifest = make_manifest_of(
         signer,
         checkpoint,
         stem=stem,
-        chain_gz=chain_gz,
-        raw_chain=data,
+        chain_sha256=chain_sha256,
+        raw_sha256=raw_sha256,
         checkpoint_file=checkpoint_file,
     )
     manifest_file = document_bytes(manifest.to_document())
-    written = files.write_snapshot(stem, chain_gz, checkpoint_file, manifest_file)
+    written = files.write_snapshot(stem, None, checkpoint_file, manifest_file)
     path = written[-1]
     with deps.chain.transaction() as tx:
         # A moment under the lock: the prefix must still be the chain's (a
         # recover meanwhile replaces it), then the checkpoint and the entry.
-        if not _prefix_holds(deps.chain, data, check.head_hash):
+        if not mark_holds(deps.chain, mark):
             files.remove_snapshot(path, [manifest.chain_file, manifest.checkpoint_file])
             raise SnapshotRefusedError(
                 "the chain was replaced while it was snapshotted; nothing was kept, run it again"
@@ -233,38 +252,24 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
             {
                 "path": relative,
                 "sha256": sha256_hex(manifest_file),
-                "entries": check.entries,
-                "head_hash": check.head_hash,
-                "chain_id": check.genesis_hash,
+                "entries": mark.entries,
+                "head_hash": mark.head_hash,
+                "chain_id": mark.chain_id,
                 "chain_sha256": manifest.chain_sha256,
                 "pruned": list(pruned),
             },
             signer=signer,
         )
+    keep_mark(deps, mark)
     return SnapshotResult(
         str(path),
         relative,
-        check.entries,
-        check.head_hash,
+        mark.entries,
+        mark.head_hash,
         sealed.entry_hash,
         pruned,
         tuple(str(name) for name in (checkpoint_copy, *written)),
     )
-
-
-def _prefix_holds(chain: ChainStore, data: bytes, head_hash: str) -> bool:
-    """Whether the chain still holds ``data`` as its prefix: its last line is still there.
-
-    Each entry names the hash of the one before, so the same last entry at the
-    same place means the same prefix; one line is read, whatever the length.
-    """
-    start = data.rfind(b"\n", 0, len(data) - 1) + 1
-    for raw in chain.iter_lines(start, len(data)):
-        try:
-            return parse_line(raw.rstrip(b"\n")).entry_hash == head_hash
-        except EnvelopeFormatError:
-            return False
-    return False
 
 
 def read_manifests(files: SnapshotStore) -> tuple[list[tuple[Path, Manifest]], list[Path]]:

@@ -1,5 +1,6 @@
 """Verifying a chain, and checkpointing a verified one."""
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +13,17 @@ from ledger.core.checkpoint import (
     compare_with_checkpoint,
     make_checkpoint,
 )
+from ledger.core.seal import seal_time
 from ledger.core.timefmt import format_ts
-from ledger.core.trust import TrustStore
+from ledger.core.trust import TrustStore, trust_fingerprint
+from ledger.core.verified_mark import VerifiedMark, mark_fits
 from ledger.errors import ChainBrokenError, ChainIOError, LedgerError
+from ledger.services.chain.streaming import (
+    Resume,
+    mark_holds,
+    prefix_unchanged,
+    stream_verify,
+)
 from ledger.services.chain.writer import WriterDeps
 from ledger.services.ports import ChainStore
 
@@ -29,6 +38,28 @@ class VerifyOutcome:
     reason: str | None
     head_hash: str | None = None
     genesis_hash: str | None = None
+    resumed_at: int | None = None
+    mark: VerifiedMark | None = None
+    root_hash: str | None = None
+
+
+def resume_point(
+    store: ChainStore, trust: TrustStore, checkpoint: Checkpoint | None, mark: VerifiedMark | None
+) -> Resume | None:
+    """Where a verification may start instead of at line 1, or ``None``.
+
+    It may start at ``mark`` when the checkpoint is signed by a key that
+    counts, the mark ends exactly where the checkpoint vouches for (count,
+    head, tree root) under the same trust store, and the prefix's bytes hash
+    as they did when they verified (``ledger.core.verified_mark``).
+    """
+    if mark is None or checkpoint is None:
+        return None
+    if checkpoint_signature_problem(checkpoint, trust) is not None:
+        return None
+    if not mark_fits(mark, checkpoint, trust_fingerprint(trust)):
+        return None
+    return prefix_unchanged(store, mark)
 
 
 def verify_store(
@@ -40,16 +71,28 @@ def verify_store(
     allow_markers: bool = False,
     progress: Callable[[int, int], None] | None = None,
     end: int | None = None,
+    resume: Resume | None = None,
+    workers: int | None = None,
 ) -> VerifyOutcome:
     """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
+
+    With ``resume`` (a mark ``resume_point`` accepted) only the entries after
+    it are read, in one pass in constant memory; the outcome then carries the
+    tree root and a mark at the head. Without it the store verifies every
+    entry (in parallel where it can: ``workers`` processes, else the core count).
 
     Raises:
         ChainIOError: the chain cannot be read.
     """
+    if resume is not None and (end is None or end >= resume.mark.position):
+        return verify_streamed(
+            store, trust, checkpoint, resume, strict=strict, allow_markers=allow_markers, end=end
+        )
     if store.exists():
         report = store.verify(
-            trust, strict=strict, allow_markers=allow_markers, progress=progress, end=end
-        )
+            trust, strict=strict, allow_markers=allow_markers, progress=progress, end=end,
+            workers=workers,
+        )  # fmt: skip
     else:  # no entries yet: the checkpoint, if any, says whether some were lost
         report = ChainReport(ok=True, entries=0, lines=0)
     if not report.ok:
@@ -60,6 +103,53 @@ def verify_store(
             line, reason = problem
             return VerifyOutcome(False, report.entries, line, reason)
     return VerifyOutcome(True, report.entries, None, None, report.head_hash, report.genesis_hash)
+
+
+def verify_streamed(
+    store: ChainStore,
+    trust: TrustStore,
+    checkpoint: Checkpoint | None,
+    resume: Resume | None,
+    *,
+    strict: bool = False,
+    allow_markers: bool = False,
+    end: int | None = None,
+) -> VerifyOutcome:
+    """Verify in one pass in constant memory (after ``resume`` when given), with the tree root.
+
+    Then hold the chain against ``checkpoint``; the outcome carries the root
+    and a mark at the verified head.
+
+    Raises:
+        ChainIOError: the chain cannot be read.
+    """
+    if checkpoint is not None:
+        problem = checkpoint_signature_problem(checkpoint, trust)
+        if problem is not None:
+            return VerifyOutcome(False, 0, None, problem)
+    wanted = checkpoint.entries if checkpoint is not None else None
+    passed = stream_verify(
+        store, trust, resume=resume, end=end, strict=strict, allow_markers=allow_markers,
+        hash_at_count=wanted,
+    )  # fmt: skip
+    report = passed.report
+    if not report.ok:
+        return VerifyOutcome(False, report.entries, report.line, report.reason)
+    if checkpoint is not None:
+        hash_at_count = passed.hash_at
+        done = resume.mark.entries if resume is not None else 0
+        if checkpoint.entries == done and resume is not None:
+            hash_at_count = resume.mark.head_hash
+        elif checkpoint.entries < done:
+            hash_at_count = store.hash_of_entry(checkpoint.entries, allow_markers=allow_markers)
+        departure = compare_with_checkpoint(report, checkpoint, hash_at_count)
+        if departure is not None:
+            line, reason = departure
+            return VerifyOutcome(False, report.entries, line, reason)
+    return VerifyOutcome(
+        True, report.entries, None, None, report.head_hash, report.genesis_hash,
+        None if resume is None else resume.mark.entries, passed.mark, passed.root_hash,
+    )  # fmt: skip
 
 
 def head_bound(store: ChainStore) -> int | None:
@@ -114,18 +204,6 @@ def _checkpoint_problem(
     return compare_with_checkpoint(report, checkpoint, hash_at_count)
 
 
-def _tree_root(deps: "CheckpointDeps", entries: int) -> str | None:
-    """The RFC 9162 root over the verified chain (SPEC §10), from a checked index."""
-    from ledger.services.chain.proofs import ProofDeps, checked_tree_root
-
-    if not hasattr(deps, "merkle_index"):  # a store without a node index
-        return None
-    size, root_hash = checked_tree_root(cast("ProofDeps", deps))
-    if size != entries:
-        raise ChainBrokenError(size + 1, "the chain changed while it was checkpointed")
-    return root_hash
-
-
 class CheckpointDeps(WriterDeps, Protocol):
     """What writing a checkpoint needs."""
 
@@ -135,6 +213,14 @@ class CheckpointDeps(WriterDeps, Protocol):
 
     def newest_checkpoint(self) -> Checkpoint | None:
         """The newest stored checkpoint."""
+        ...
+
+    def verified_mark(self) -> VerifiedMark | None:
+        """Where the verification of the newest checkpoint written here ended."""
+        ...
+
+    def keep_verified_mark(self, mark: VerifiedMark) -> None:
+        """Keep where a checkpoint's verification ended."""
         ...
 
 
@@ -151,27 +237,72 @@ class CheckpointResult:
 def write_checkpoint(deps: CheckpointDeps) -> CheckpointResult:
     """Verify the home's chain and sign a checkpoint of its head.
 
+    The verification reads, without the chain lock, the entries up to the head
+    read at the start — only those after the newest checkpoint's verified mark
+    when it has one — in one pass in constant memory, building the tree root as
+    it goes. The lock is then held a moment: the head must still be where it
+    was read (a recover meanwhile replaces the chain), and the checkpoint and
+    its mark are written.
+
     Raises:
         ChainBrokenError: the chain does not verify (nothing is signed).
         LedgerError: the chain is empty.
     """
     trust = deps.keys.load_trust()
     signer = deps.keys.active_signer(trust)
+    newest = deps.newest_checkpoint()
+    end = head_bound(deps.chain)
+    resume = resume_point(deps.chain, trust, newest, deps.verified_mark())
+    # Held against the newest checkpoint too: a new checkpoint must never
+    # bless a chain that lost entries since the last one.
+    outcome = verify_streamed(deps.chain, trust, newest, resume, end=end)
+    if not outcome.ok:
+        raise ChainBrokenError(outcome.line or 0, outcome.reason or "does not verify")
+    mark = outcome.mark
+    if outcome.entries == 0 or mark is None or outcome.root_hash is None:
+        raise LedgerError("the chain is empty: nothing to checkpoint")
+    checkpoint = make_checkpoint(
+        signer,
+        mark.chain_id,
+        mark.entries,
+        mark.head_hash,
+        # Never dated before the head it vouches for (LEDGER_NOW replaying the
+        # past): the signing key must be valid at that time.
+        format_ts(seal_time(deps.clock.now(), mark.head_ts)),
+        outcome.root_hash,
+    )
     with deps.chain.transaction():
-        # Held against the newest checkpoint too: a new checkpoint must never
-        # bless a chain that lost entries since the last one.
-        outcome = verify_store(deps.chain, trust, deps.newest_checkpoint())
-        if not outcome.ok:
-            raise ChainBrokenError(outcome.line or 0, outcome.reason or "does not verify")
-        if outcome.entries == 0 or outcome.head_hash is None or outcome.genesis_hash is None:
-            raise LedgerError("the chain is empty: nothing to checkpoint")
-        checkpoint = make_checkpoint(
-            signer,
-            outcome.genesis_hash,
-            outcome.entries,
-            outcome.head_hash,
-            format_ts(deps.clock.now()),
-            _tree_root(deps, outcome.entries),
-        )
+        if not mark_holds(deps.chain, mark):
+            raise ChainBrokenError(
+                mark.entries, "the chain changed while it was checkpointed; run it again"
+            )
         path = deps.write_checkpoint(checkpoint)
+    keep_mark(deps, mark)
+    _catch_up_index(deps)
     return CheckpointResult(str(path), checkpoint.entries, checkpoint.head_hash, checkpoint)
+
+
+def _catch_up_index(deps: "CheckpointDeps") -> None:
+    """Add the new entries to the Merkle node index, so that ``prove`` finds it ready.
+
+    O(entries since the index's mark); the index is derived state, so one that
+    cannot be caught up now is caught up by the next command that needs it.
+    """
+    from ledger.services.chain.proofs import ProofDeps, catch_up
+
+    if not hasattr(deps, "merkle_index"):  # a store without a node index
+        return
+    proof_deps = cast("ProofDeps", deps)
+    with (
+        contextlib.suppress(LedgerError),
+        proof_deps.chain.read_transaction(),
+        proof_deps.exclusive("merkle-index"),
+        proof_deps.merkle_index() as index,
+    ):
+        catch_up(index, proof_deps.chain)
+
+
+def keep_mark(deps: "CheckpointDeps", mark: VerifiedMark) -> None:
+    """Keep where a checkpoint's verification ended; a mark that cannot be kept costs only time."""
+    with contextlib.suppress(LedgerError, OSError):
+        deps.keep_verified_mark(mark)
