@@ -21,6 +21,7 @@ Homes live on the repository's disk (``bench/out``, or ``--dir``), not a tmpfs.
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -28,7 +29,6 @@ import random
 import shutil
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -151,7 +151,7 @@ def callpath(calls: int, resident: bool, directory: Path) -> None:
 
             runner = BatchRunner(home, env, lambda _line: None)
             for n in range(calls):
-                runner.run(lambda runtime, n=n: pair(runtime, n), lambda: None)
+                runner.run(functools.partial(pair, n=n), lambda: None)
             runner.close()
         else:
             for n in range(calls):
@@ -181,4 +181,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
