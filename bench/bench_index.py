@@ -57,7 +57,7 @@ def _bulk_load(path: Path, count: int) -> list[str]:
         following = keys[at] if at < len(keys) else None
         record = "" if not k else json.dumps({"key": k.decode(), "entry": at}, sort_keys=True)
         ts = "" if not k else "2026-11-22T00:00:00.000000Z"
-        mac = index._mac("keys", k, following, ts, record)  # noqa: SLF001 - rows as it writes them
+        mac = index.mac("keys", k, following, ts, record)  # rows as the index writes them
         rows.append((k, following, ts, record, mac))
     db.execute("DELETE FROM keys")
     db.executemany("INSERT INTO keys (k, next, ts, record, mac) VALUES (?, ?, ?, ?, ?)", rows)
@@ -65,7 +65,7 @@ def _bulk_load(path: Path, count: int) -> list[str]:
     for at, k in enumerate([b"", *hashes]):
         following = hashes[at] if at < len(hashes) else None
         values = (0, 0, None) if not k else (0, at, at * 700)
-        mac = index._mac("refs", k, following, *values)  # noqa: SLF001 - rows as it writes them
+        mac = index.mac("refs", k, following, *values)  # rows as the index writes them
         rows.append((k, following, *values, mac))
     db.execute("DELETE FROM refs")
     db.executemany(
