@@ -1,6 +1,6 @@
 """The derived index: lookups at 10k and 1M entries, and the call path that writes it.
 
-    python bench/bench_index.py lookups [--sizes 10000,1000000] [--dir DIR]
+    python bench/bench_index.py lookups [--sizes 10000,1000000] [--dir DIR] [--reuse]
     python bench/bench_index.py callpath [--calls 300] [--resident] [--dir DIR]
 
 ``lookups`` fills ``state/index.sqlite3`` with N idempotency keys and N entry
@@ -21,6 +21,7 @@ Homes live on the repository's disk (``bench/out``, or ``--dir``), not a tmpfs.
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -28,7 +29,6 @@ import random
 import shutil
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,14 +57,16 @@ def _bulk_load(path: Path, count: int) -> list[str]:
         following = keys[at] if at < len(keys) else None
         record = "" if not k else json.dumps({"key": k.decode(), "entry": at}, sort_keys=True)
         ts = "" if not k else "2026-11-22T00:00:00.000000Z"
-        rows.append((k, following, ts, record, index._mac("keys", k, following, ts, record)))
+        mac = index.mac("keys", k, following, ts, record)  # rows as the index writes them
+        rows.append((k, following, ts, record, mac))
     db.execute("DELETE FROM keys")
     db.executemany("INSERT INTO keys (k, next, ts, record, mac) VALUES (?, ?, ?, ?, ?)", rows)
     rows = []
     for at, k in enumerate([b"", *hashes]):
         following = hashes[at] if at < len(hashes) else None
         values = (0, 0, None) if not k else (0, at, at * 700)
-        rows.append((k, following, *values, index._mac("refs", k, following, *values)))
+        mac = index.mac("refs", k, following, *values)  # rows as the index writes them
+        rows.append((k, following, *values, mac))
     db.execute("DELETE FROM refs")
     db.executemany(
         "INSERT INTO refs (k, next, segment, entry, offset, mac) VALUES (?, ?, ?, ?, ?, ?)", rows
@@ -85,27 +87,31 @@ def _time(calls: list[Any]) -> tuple[float, float]:
     return statistics.median(spent), spent[int(len(spent) * 0.99)]
 
 
-def lookups(sizes: list[int], directory: Path) -> None:
+def lookups(sizes: list[int], directory: Path, *, reuse: bool = False) -> None:
     from ledger.edges.files.indexdb import IndexDb
 
     chooser = random.Random(7)
     figures: dict[int, dict[str, tuple[float, float]]] = {}
     for count in sizes:
         path = directory / f"index-{count}.sqlite3"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
         started = time.perf_counter()
-        hashes = _bulk_load(path, count)
+        if reuse and path.exists():
+            hashes = sorted(hashlib.sha256(b"%d" % n).hexdigest() for n in range(count))
+        else:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            hashes = _bulk_load(path, count)
         built = time.perf_counter() - started
         index = IndexDb(path, KEY)
         index.find_key("k:000000000")  # open and warm the connection
         present = [f"k:{chooser.randrange(count):09d}" for _ in range(2000)]
         absent = [f"k:{chooser.randrange(count):09d}x" for _ in range(2000)]
         prefixes = [chooser.choice(hashes)[:12] for _ in range(2000)]
+        find_key, find_refs = index.find_key, index.find_refs
         figures[count] = {
-            "key present": _time([lambda k=k: index.find_key(k) for k in present]),
-            "key absent": _time([lambda k=k: index.find_key(k) for k in absent]),
-            "ref prefix": _time([lambda p=p: index.find_refs(p) for p in prefixes]),
+            "key present": _time([lambda k=k, f=find_key: f(k) for k in present]),
+            "key absent": _time([lambda k=k, f=find_key: f(k) for k in absent]),
+            "ref prefix": _time([lambda p=p, f=find_refs: f(p) for p in prefixes]),
         }
         size_mb = path.stat().st_size / 1e6
         print(f"{count:>9,} keys + refs: built in {built:.1f} s, {size_mb:.0f} MB", flush=True)
@@ -130,7 +136,8 @@ def callpath(calls: int, resident: bool, directory: Path) -> None:
         try:
             main(["--home", str(home), "init", "--daily-cap-usd", "1000000"])
         except SystemExit as exit_:
-            assert not exit_.code, exit_.code
+            if exit_.code:
+                raise
         env = {**os.environ, **env}
 
         def pair(runtime: Any, n: int) -> None:
@@ -144,7 +151,7 @@ def callpath(calls: int, resident: bool, directory: Path) -> None:
 
             runner = BatchRunner(home, env, lambda _line: None)
             for n in range(calls):
-                runner.run(lambda runtime, n=n: pair(runtime, n), lambda: None)
+                runner.run(functools.partial(pair, n=n), lambda: None)
             runner.close()
         else:
             for n in range(calls):
@@ -163,14 +170,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--resident", action="store_true")
     parser.add_argument("--dir", default=None)
+    parser.add_argument("--reuse", action="store_true", help="keep indexes a run built")
     args = parser.parse_args()
     directory = Path(args.dir) if args.dir else REPO / "bench" / "out"
     directory.mkdir(parents=True, exist_ok=True)
     if args.what == "lookups":
-        lookups([int(size) for size in args.sizes.split(",")], directory)
+        lookups([int(size) for size in args.sizes.split(",")], directory, reuse=args.reuse)
     else:
         callpath(args.calls, args.resident, directory)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

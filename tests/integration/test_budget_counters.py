@@ -71,8 +71,10 @@ EPOCH = f"substr(CAST(k AS TEXT), {2 + len(NAME) + 1}, 16)"
 
 
 def sql(home: Path, statement: str, *args: Any) -> list[Any]:
+    """Run ``statement``, its ``{value}`` and ``{epoch}`` standing for a counter row's."""
     with contextlib.closing(index(home)) as db:
-        return db.execute(statement, args).fetchall()
+        query = statement.format(value=VALUE, epoch=EPOCH)
+        return db.execute(query, args).fetchall()
 
 
 def test_the_state_file_does_not_grow_with_sessions(home: Path):
@@ -131,7 +133,7 @@ def test_an_edited_counter_halts_only_the_verdicts_that_read_it(home: Path):
     names = sessions(300)
     seed(home, names)
     sql(home, "UPDATE counters SET counter = replace(counter, '\"used\":10000', '\"used\":0')"
-        f" WHERE {VALUE} = 's-9'")  # fmt: skip
+        " WHERE {value} = 's-9'")  # fmt: skip
     assert verdict(home, "s-10")["verdict"] == "allow"
     halted = verdict(home, "s-9", seconds=61)
     _halted(halted)
@@ -142,7 +144,7 @@ def test_a_counter_rolled_back_to_its_older_value_is_not_trusted(home: Path):
     """A row set back to the value it had a save earlier (prior and all) fails its MAC."""
     seed(home, ["s-1"], usd="1")
     seed(home, ["s-1"], usd="2")
-    sql(home, f"UPDATE counters SET counter = prior, seq = prior_seq WHERE {VALUE} = 's-1'")
+    sql(home, "UPDATE counters SET counter = prior, seq = prior_seq WHERE {value} = 's-1'")
     _halted(verdict(home, "s-1"))
 
 
@@ -150,7 +152,7 @@ def test_a_row_renamed_to_another_session_is_not_trusted(home: Path):
     """A session's row moved to another session's name: that session is not given its spend."""
     seed(home, ["s-1"], usd="4")
     sql(home, "UPDATE counters SET k = CAST(replace(CAST(k AS TEXT), 's-1', 's-0') AS BLOB)"
-        f" WHERE {VALUE} = 's-1'")  # fmt: skip
+        " WHERE {value} = 's-1'")  # fmt: skip
     _halted(verdict(home, "s-0"))
     assert verdict(home, "s-1", "4", seconds=61)["verdict"] != "allow"
 
@@ -212,7 +214,7 @@ def test_a_new_day_starts_every_session_afresh(home: Path):
     for day in (2, 3):
         verdict(home, "a", "0.01", seconds=day * tomorrow)
     epochs = {
-        epoch for (epoch,) in sql(home, f"SELECT DISTINCT {EPOCH} FROM counters WHERE k > x''")
+        epoch for (epoch,) in sql(home, "SELECT DISTINCT {epoch} FROM counters WHERE k > x''")
     }
     assert len(epochs) <= 2  # today's and the one before it, never every day's
 
@@ -236,7 +238,7 @@ def test_the_resident_gate_writes_only_what_a_batch_changed(home: Path):
     runner.run(lambda runtime: _seal(runtime, ["s-2"], "0.01"), lambda: None)
     runner.close()
     [(newest,)] = sql(home, "SELECT value FROM meta WHERE name = 'seq'")
-    written = sql(home, f"SELECT {VALUE} FROM counters WHERE seq = ?", newest)
+    written = sql(home, "SELECT {value} FROM counters WHERE seq = ?", newest)
     assert written == [("s-2",)]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.edges.files.indexdb import IndexDb, Position
+from ledger.edges.files.statefile import StateFile
 from ledger.runtime import Runtime
 from ledger.services.chain.refs import find_entries
 
@@ -124,16 +125,18 @@ def test_an_ambiguous_prefix_is_one_line_and_a_bad_command_line(home, run_inproc
     hashes = [parse_line(line).entry_hash for line in lines[-2:]]
     # Two real entries indexed under one prefix, as a collision of 12 digits would be.
     prefix = "abcdef012345"
-    runtime = Runtime(home, {"LEDGER_NOW": DAY0})
-    index = runtime.states.index()
+    states = Runtime(home, {"LEDGER_NOW": DAY0}).states
+    assert isinstance(states, StateFile)
+    index = states.index()
     assert index is not None
     moved = [(prefix + entry_hash[len(prefix) :], entry_hash) for entry_hash in hashes]
+    aliases = dict(moved)
     import ledger.services.chain.refs as refs_module
 
     real_holds = refs_module.holds
     monkeypatch.setattr(
         refs_module, "holds",
-        lambda chain, offset, h: real_holds(chain, offset, dict(moved).get(h, h)),
+        lambda chain, offset, h: real_holds(chain, offset, aliases.get(h) or h),
     )  # fmt: skip
     with index.writing() as tx:
         rows = {m.entry_hash: m.position for m in index.find_refs(hashes[0][:12])}

@@ -11,6 +11,7 @@ window late by less than a group's width, never early.
 
 import datetime as dt
 from fractions import Fraction
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ WINDOWS = {"1h": 3600, "2h": 7200, "5h": 18_000, "24h": 86_400, "7d": 7 * 86_400
 MOST_ITEMS = FINE_MINUTES + 1 + 240 + 2
 
 
-def _fold(window: str, records: list[tuple[int, int]]) -> tuple[dict, object]:
+def _fold(window: str, records: list[tuple[int, int]]) -> tuple[dict[str, Any], Any]:
     budgets = parse_budgets([{"name": "w", "usd": 10**6, "period": f"rolling:{window}"}], "b")
     state = empty_budget_state(budgets)
     for number, (seconds, micros) in enumerate(records):
@@ -36,8 +37,8 @@ def _fold(window: str, records: list[tuple[int, int]]) -> tuple[dict, object]:
     return state, budgets
 
 
-def _figure(state: dict, budgets: object, now: dt.datetime) -> int:
-    checks = budget_checks(state, budgets, CallScope(), now, dt.UTC, Fraction(90))  # type: ignore[arg-type]
+def _figure(state: dict[str, Any], budgets: Any, now: dt.datetime) -> int:
+    checks = budget_checks(state, budgets, CallScope(), now, dt.UTC, Fraction(90))
     return checks[0].scope.used_micros
 
 

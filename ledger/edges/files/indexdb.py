@@ -31,11 +31,30 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from ledger.edges.files.indexrows import (
+    COLUMNS,
+    HASH_BYTES,
+    HEAD,
+    SEGMENT_BYTES,
+    TAG_BYTES,
+    CountersBehindError,
+    Position,
+    RefMatch,
+    cold_key,
+    counter_at,
+    counter_key,
+    damaged,
+    mac_part,
+    read_meta,
+)
+from ledger.edges.files.indextx import IndexTx
 from ledger.errors import ChainIOError, StateMismatchError
+
+__all__ = ["CountersBehindError", "IndexDb", "IndexTx", "Position", "RefMatch", "counter_key"]
 
 # Every indexed table is a linked list in key order: each row names the key of
 # the next row and its MAC covers that name, from a head row (key ``x''``) on.
@@ -55,41 +74,6 @@ CREATE TABLE IF NOT EXISTS refs (k BLOB PRIMARY KEY, next BLOB, segment INTEGER 
 CREATE TABLE IF NOT EXISTS counters (k BLOB PRIMARY KEY, next BLOB, seq INTEGER NOT NULL,
     counter TEXT, prior_seq INTEGER NOT NULL, prior TEXT, mac BLOB NOT NULL) WITHOUT ROWID;
 """
-_HEAD = b""
-# Each table's value columns, after ``k`` and ``next``.
-_COLUMNS = {
-    "keys": ("ts", "record"),
-    "cold_keys": ("offset",),
-    "refs": ("segment", "entry", "offset"),
-    "counters": ("seq", "counter", "prior_seq", "prior"),
-}
-# Hot keys moved to the cold table per save at most: a save stays small and
-# flat, and a day's keys still leave within a day of calls.
-_MOVED_PER_SAVE = 256
-_HASH_BYTES = 32
-_TAG_BYTES = 8
-_SEGMENT_BYTES = 4
-_ENTRY_BYTES = 8
-_EPOCH_DIGITS = 16
-
-
-class Position(NamedTuple):
-    """Where an entry is: its segment (0 until segments), line from 1, byte offset if known."""
-
-    segment: int
-    entry: int
-    offset: int | None
-
-
-class RefMatch(NamedTuple):
-    """An entry whose hash begins with a looked-up prefix."""
-
-    entry_hash: str
-    position: Position
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _failure(exc: sqlite3.Error, what: str) -> StateMismatchError:
@@ -137,6 +121,9 @@ def _connect(path: str) -> _Shared:
         try:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
+            # Lookups read the file through the page cache, not a read() per page:
+            # flat at a million rows as at ten thousand.
+            connection.execute("PRAGMA mmap_size = 1073741824")
             connection.executescript(_SCHEMA)
         except sqlite3.Error:
             connection.close()
@@ -158,34 +145,6 @@ def forget(path: str) -> None:
             shared.connection.close()
 
 
-def counter_key(budget: str, epoch: int, value: str = "") -> bytes:
-    """A counter's key: its budget (length first), its epoch, its value (``""``: the prefix)."""
-    return f"{len(budget):02x}{budget}{epoch:0{_EPOCH_DIGITS}x}{value}".encode()
-
-
-def _cold_key(tag: int, segment: int = 0, entry: int = 0) -> bytes:
-    return (
-        (tag % (1 << 64)).to_bytes(_TAG_BYTES, "big")
-        + segment.to_bytes(_SEGMENT_BYTES, "big")
-        + entry.to_bytes(_ENTRY_BYTES, "big")
-    )
-
-
-def _part(part: object) -> str:
-    """One part of a MAC'd row, its kind first, so ``None``, ``""`` and ``0`` all differ."""
-    if part is None:
-        return "n"
-    if isinstance(part, bytes):
-        return "b" + part.hex()
-    if isinstance(part, int):
-        return f"i{part}"
-    return f"s{part}"
-
-
-def _damaged(table: str, why: str) -> StateMismatchError:
-    return StateMismatchError(f"a derived index row ({table}) {why}")
-
-
 class IndexDb:
     """The derived indexes of one home."""
 
@@ -195,28 +154,31 @@ class IndexDb:
         # The key's inner and outer states, worked out once: each row's MAC copies them.
         self._keyed = hmac.new(mac_key, digestmod=hashlib.sha256)
 
-    def _mac(self, *parts: object) -> bytes:
+    def mac(self, *parts: object) -> bytes:
+        """The MAC of a row's parts (HMAC-SHA256 under the home's derived-state key)."""
         mac = self._keyed.copy()
-        mac.update("\x00".join(_part(part) for part in parts).encode())
+        mac.update("\x00".join(mac_part(part) for part in parts).encode())
         return mac.digest()
 
-    def _check(self, mac: bytes, *parts: object) -> None:
-        if not hmac.compare_digest(self._mac(*parts), bytes(mac)):
-            raise _damaged(str(parts[0]), "does not match its MAC (edited?)")
+    def check(self, mac: bytes, *parts: object) -> None:
+        """Raise ``StateMismatchError`` unless ``mac`` is the parts' MAC."""
+        if not hmac.compare_digest(self.mac(*parts), bytes(mac)):
+            raise damaged(str(parts[0]), "does not match its MAC (edited?)")
 
     def tag(self, key: str) -> int:
         """A key's tag in the cold table: keyed, so nobody without the MAC key can aim one."""
         digest = hmac.new(self.key, b"cold\x00" + key.encode(), hashlib.sha256).digest()
-        return int.from_bytes(digest[:_TAG_BYTES], "big")
+        return int.from_bytes(digest[:TAG_BYTES], "big")
 
     # Linked rows (see ``_SCHEMA``).
 
-    def _row_mac(
+    def row_mac(
         self, table: str, k: bytes, following: bytes | None, values: tuple[Any, ...]
     ) -> bytes:
-        return self._mac(table, k, following, *values)
+        """A linked row's MAC: its table, key, the next row's key, its values."""
+        return self.mac(table, k, following, *values)
 
-    def _range(
+    def rows_between(
         self, db: sqlite3.Connection, table: str, low: bytes, high: bytes
     ) -> list[tuple[bytes, tuple[Any, ...]]]:
         """Every row with ``low <= k <= high``, shown complete by the links around them.
@@ -224,7 +186,7 @@ class IndexDb:
         Raises:
             StateMismatchError: a row fails its MAC, or one is missing or added.
         """
-        columns = ", ".join(_COLUMNS[table])
+        columns = ", ".join(COLUMNS[table])
         before = db.execute(
             f"SELECT k, next, {columns}, mac FROM {table} WHERE k < ?"  # noqa: S608
             " ORDER BY k DESC LIMIT 1",
@@ -236,31 +198,31 @@ class IndexDb:
             (low, high),
         ).fetchall()
         if before is None:
-            if low == _HEAD and rows:
+            if low == HEAD and rows:
                 before, rows = rows[0], rows[1:]  # the head itself is asked for
-            elif _meta(self, db)[0] == 0 and not rows:
+            elif read_meta(self.check, db)[0] == 0 and not rows:
                 return []  # nothing was ever written
             else:
-                raise _damaged(table, "is missing (the head of its table)")
+                raise damaged(table, "is missing (the head of its table)")
         found = []
-        expected = self._linked(table, before)
+        expected = self.linked(table, before)
         for row in rows:
             if bytes(row[0]) != expected:
-                raise _damaged(table, "is missing or was added")
-            expected = self._linked(table, row)
+                raise damaged(table, "is missing or was added")
+            expected = self.linked(table, row)
             found.append((bytes(row[0]), tuple(row[2:-1])))
         if expected is not None and expected <= high:
-            raise _damaged(table, "is missing")
+            raise damaged(table, "is missing")
         return found
 
-    def _linked(self, table: str, row: Any) -> bytes | None:
+    def linked(self, table: str, row: Any) -> bytes | None:
         """The row's ``next``, once its MAC is checked."""
         k, following, *values, mac = row
         following = None if following is None else bytes(following)
-        self._check(mac, table, bytes(k), following, *values)
+        self.check(mac, table, bytes(k), following, *values)
         return following
 
-    def _locate(
+    def locate(
         self, db: sqlite3.Connection, table: str, k: bytes
     ) -> tuple[tuple[Any, ...] | None, tuple[bytes, bytes | None, tuple[Any, ...]] | None]:
         """Row ``k``'s values (``None``: absent, shown by the row before it) and that row.
@@ -272,7 +234,7 @@ class IndexDb:
         Raises:
             StateMismatchError: a row fails its MAC, or one is missing or added.
         """
-        columns = ", ".join(_COLUMNS[table])
+        columns = ", ".join(COLUMNS[table])
         row = db.execute(
             f"SELECT k, next, {columns}, mac FROM {table} WHERE k <= ?"  # noqa: S608
             " ORDER BY k DESC LIMIT 1",
@@ -280,23 +242,24 @@ class IndexDb:
         ).fetchone()
         if row is None:
             if (
-                _meta(self, db)[0] == 0
+                read_meta(self.check, db)[0] == 0
                 and db.execute(
                     f"SELECT 1 FROM {table} LIMIT 1"  # noqa: S608 - fixed names
                 ).fetchone()
                 is None
             ):
                 return None, None  # nothing was ever written
-            raise _damaged(table, "is missing (the head of its table)")
-        following = self._linked(table, row)
+            raise damaged(table, "is missing (the head of its table)")
+        following = self.linked(table, row)
         if bytes(row[0]) == k:
             return tuple(row[2:-1]), None
         if following is not None and following <= k:
-            raise _damaged(table, "is missing")
+            raise damaged(table, "is missing")
         return None, (bytes(row[0]), following, tuple(row[2:-1]))
 
-    def _get(self, db: sqlite3.Connection, table: str, k: bytes) -> tuple[Any, ...] | None:
-        return self._locate(db, table, k)[0]
+    def row(self, db: sqlite3.Connection, table: str, k: bytes) -> tuple[Any, ...] | None:
+        """Row ``k``'s values (its absence shown by the row before it), or ``None``."""
+        return self.locate(db, table, k)[0]
 
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -348,7 +311,7 @@ class IndexDb:
             StateMismatchError: the database is unreadable or a meta row was edited.
         """
         with self._reading("meta") as db:
-            return _meta(self, db)
+            return read_meta(self.check, db)
 
     def find_key(self, key: str) -> dict[str, Any] | list[Position] | None:
         """The hot record of ``key``; else the positions its cold tag names (maybe none).
@@ -357,17 +320,17 @@ class IndexDb:
             StateMismatchError: the database is unreadable, or a row was edited or removed.
         """
         with self._reading("keys") as db:
-            hot = self._get(db, "keys", key.encode())
+            hot = self.row(db, "keys", key.encode())
             if hot is not None:
                 record: dict[str, Any] = json.loads(hot[1])
                 return record
             tag = self.tag(key)
-            low = _cold_key(tag)
-            cold = self._range(db, "cold_keys", low, low[:_TAG_BYTES] + b"\xff" * len(low))
+            low = cold_key(tag)
+            cold = self.rows_between(db, "cold_keys", low, low[:TAG_BYTES] + b"\xff" * len(low))
         positions = [
             Position(
-                int.from_bytes(k[_TAG_BYTES : _TAG_BYTES + _SEGMENT_BYTES], "big"),
-                int.from_bytes(k[_TAG_BYTES + _SEGMENT_BYTES :], "big"),
+                int.from_bytes(k[TAG_BYTES : TAG_BYTES + SEGMENT_BYTES], "big"),
+                int.from_bytes(k[TAG_BYTES + SEGMENT_BYTES :], "big"),
                 values[0],
             )
             for k, values in cold
@@ -380,11 +343,11 @@ class IndexDb:
         Raises:
             StateMismatchError: the database is unreadable, or a row was edited or removed.
         """
-        digits = _HASH_BYTES * 2
+        digits = HASH_BYTES * 2
         low = bytes.fromhex((prefix + "0" * digits)[:digits])
         high = bytes.fromhex((prefix + "f" * digits)[:digits])
         with self._reading("refs") as db:
-            rows = self._range(db, "refs", low, high)
+            rows = self.rows_between(db, "refs", low, high)
         return [
             RefMatch(k.hex(), Position(segment, entry, offset))
             for k, (segment, entry, offset) in rows[:limit]
@@ -397,8 +360,8 @@ class IndexDb:
             StateMismatchError: a row was edited or removed, or no longer knows that save.
         """
         with self._reading("counters") as db:
-            row = self._get(db, "counters", counter_key(budget, epoch, value))
-        return None if row is None else _counter_at(budget, value, row, seq)
+            row = self.row(db, "counters", counter_key(budget, epoch, value))
+        return None if row is None else counter_at(budget, value, row, seq)
 
     def scan_counters(self, budget: str, epoch: int, seq: int) -> dict[str, Any]:
         """Every counter of one budget's epoch as the save ``seq`` knows them (``None``: gone).
@@ -408,9 +371,9 @@ class IndexDb:
         """
         prefix = counter_key(budget, epoch)
         with self._reading("counters") as db:
-            rows = self._range(db, "counters", prefix, prefix + b"\xff")
+            rows = self.rows_between(db, "counters", prefix, prefix + b"\xff")
         return {
-            k[len(prefix) :].decode(): _counter_at(budget, k[len(prefix) :].decode(), row, seq)
+            k[len(prefix) :].decode(): counter_at(budget, k[len(prefix) :].decode(), row, seq)
             for k, row in rows
         }
 
@@ -421,7 +384,7 @@ class IndexDb:
                 table: db.execute(
                     f"SELECT count(*) FROM {table} WHERE k > x''"  # noqa: S608 - fixed names
                 ).fetchone()[0]
-                for table in _COLUMNS
+                for table in COLUMNS
             }
 
     def check_all(self) -> None:
@@ -431,9 +394,9 @@ class IndexDb:
             StateMismatchError: a row was edited, added or removed, or the database is damaged.
         """
         with self._reading("check") as db:
-            _meta(self, db)
-            for table in _COLUMNS:
-                self._range(db, table, _HEAD, b"\xff" * (_HASH_BYTES + 1))
+            read_meta(self.check, db)
+            for table in COLUMNS:
+                self.rows_between(db, table, HEAD, b"\xff" * (HASH_BYTES + 1))
 
     def remove(self) -> None:
         """Remove the database (rebuilt from the chain with the state)."""
@@ -441,215 +404,3 @@ class IndexDb:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path + suffix)  # noqa: PTH108 - a path string
-
-
-class CountersBehindError(StateMismatchError):
-    """The counters were saved past the state that asks, further than they can answer for."""
-
-
-def _counter_at(budget: str, value: str, row: tuple[Any, ...], seq: int) -> Any:
-    row_seq, counter, prior_seq, prior = row
-    if row_seq <= seq:
-        text = counter
-    elif prior_seq <= seq:
-        text = prior
-    else:
-        raise CountersBehindError(f"counter {budget}/{value} no longer knows save {seq}")
-    return None if text is None else json.loads(text)
-
-
-def _meta(index: IndexDb, db: sqlite3.Connection) -> tuple[int, int]:
-    found = {}
-    for name, value, mac in db.execute("SELECT name, value, mac FROM meta"):
-        index._check(mac, "meta", name, value)  # noqa: SLF001 - same module
-        found[name] = int(value)
-    return found.get("seq", 0), found.get("floor", 0)
-
-
-class IndexTx:
-    """Writes inside one transaction."""
-
-    def __init__(self, index: IndexDb, db: sqlite3.Connection) -> None:
-        self.index = index
-        self.db = db
-
-    def ensure_heads(self) -> None:
-        """Give each table its head row (a fresh database).
-
-        Raises:
-            StateMismatchError: a table has rows but no head (removed).
-        """
-        for table in _COLUMNS:
-            if self.db.execute(f"SELECT 1 FROM {table} WHERE k = x''").fetchone() is None:  # noqa: S608
-                if self.db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:  # noqa: S608
-                    raise _damaged(table, "is missing (the head of its table)")
-                self._put_row(table, _HEAD, None, _HEAD_VALUES[table])
-
-    def _put_row(
-        self, table: str, k: bytes, following: bytes | None, values: tuple[Any, ...]
-    ) -> None:
-        names = ", ".join(_COLUMNS[table])
-        marks = ", ".join("?" * (len(values) + 3))
-        mac = self.index._row_mac(table, k, following, values)  # noqa: SLF001
-        self.db.execute(
-            f"INSERT OR REPLACE INTO {table} (k, next, {names}, mac) VALUES ({marks})",  # noqa: S608
-            (k, following, *values, mac),
-        )
-
-    def _before(self, table: str, k: bytes) -> tuple[bytes, bytes | None, tuple[Any, ...]]:
-        """The row just before ``k`` (checked): its key, its ``next``, its values."""
-        columns = ", ".join(_COLUMNS[table])
-        row = self.db.execute(
-            f"SELECT k, next, {columns}, mac FROM {table} WHERE k < ?"  # noqa: S608
-            " ORDER BY k DESC LIMIT 1",
-            (k,),
-        ).fetchone()
-        if row is None:
-            raise _damaged(table, "is missing (the head of its table)")
-        following = self.index._linked(table, row)  # noqa: SLF001
-        return bytes(row[0]), following, tuple(row[2:-1])
-
-    def get(self, table: str, k: bytes) -> tuple[Any, ...] | None:
-        """A row's values (checked, its absence too), or ``None``."""
-        return self.index._get(self.db, table, k)  # noqa: SLF001
-
-    def put(self, table: str, k: bytes, values: tuple[Any, ...], *, keep: bool = False) -> bool:
-        """Insert or replace the row ``k``, linked in after the row before it.
-
-        ``keep``: a row already there stays as it is. Whether anything was written.
-        """
-        found, before = self.index._locate(self.db, table, k)  # noqa: SLF001
-        if found is not None and keep:
-            return False
-        self._write_at(table, k, values, found, before)
-        return True
-
-    def _write_at(
-        self,
-        table: str,
-        k: bytes,
-        values: tuple[Any, ...],
-        found: tuple[Any, ...] | None,
-        before: tuple[bytes, bytes | None, tuple[Any, ...]] | None,
-    ) -> None:
-        """Write row ``k`` where ``_locate`` found it (or the row before it)."""
-        if found is not None:
-            row = self.db.execute(
-                f"SELECT next FROM {table} WHERE k = ?",  # noqa: S608 - fixed names
-                (k,),
-            ).fetchone()
-            self._put_row(table, k, None if row[0] is None else bytes(row[0]), values)
-            return
-        if before is None:
-            raise _damaged(table, "is missing (the head of its table)")
-        self._put_row(table, k, before[1], values)
-        self._put_row(table, before[0], k, before[2])
-
-    def delete_range(self, table: str, low: bytes, high: bytes) -> int:
-        """Remove every row with ``low <= k <= high``, the row before them linked past them."""
-        rows = self.index._range(self.db, table, low, high)  # noqa: SLF001
-        if not rows:
-            return 0
-        before, _following, before_values = self._before(table, low)
-        last = self.db.execute(
-            f"SELECT next FROM {table} WHERE k = ?",  # noqa: S608 - fixed names
-            (rows[-1][0],),
-        ).fetchone()[0]
-        self.db.execute(f"DELETE FROM {table} WHERE k BETWEEN ? AND ?", (low, high))  # noqa: S608
-        self._put_row(table, before, None if last is None else bytes(last), before_values)
-        return len(rows)
-
-    def meta(self) -> tuple[int, int]:
-        """``(seq, floor)`` as this transaction sees them."""
-        return _meta(self.index, self.db)
-
-    def set_meta(self, seq: int, floor: int, known: tuple[int, int] | None = None) -> None:
-        """Record the newest save's number and the oldest state the counters answer for.
-
-        ``known``: the two as this transaction read them (unchanged ones are not written).
-        """
-        known = self.meta() if known is None else known
-        for name, value, was in (("seq", seq, known[0]), ("floor", floor, known[1])):
-            if value == was and value:
-                continue
-            self.db.execute(
-                "INSERT OR REPLACE INTO meta (name, value, mac) VALUES (?, ?, ?)",
-                (name, value, self.index._mac("meta", name, value)),  # noqa: SLF001
-            )
-
-    def has_counters(self) -> bool:
-        """Whether any counter row is kept."""
-        found = self.db.execute("SELECT 1 FROM counters WHERE k > x'' LIMIT 1").fetchone()
-        return found is not None
-
-    def clear(self, tables: tuple[str, ...] = tuple(_COLUMNS)) -> None:
-        """Forget every row of ``tables`` (a rebuild from the whole chain follows)."""
-        for table in tables:
-            self.db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-            self._put_row(table, _HEAD, None, _HEAD_VALUES[table])
-
-    def add_keys(self, records: Iterable[dict[str, Any]], cutoff: str | None) -> None:
-        """Add key records (the first record of a key wins); older than ``cutoff``: cold."""
-        for record in records:
-            key, ts = record["key"], str(record.get("ts") or "")
-            if cutoff is not None and ts and ts < cutoff:
-                self._add_cold(key, record)
-            else:
-                self.put("keys", key.encode(), (ts, _json(record)), keep=True)
-
-    def _add_cold(self, key: str, record: dict[str, Any]) -> None:
-        entry = record.get("entry")
-        if not isinstance(entry, int) or entry < 1:
-            return  # an entry of unknown position is not indexed; its key is in the chain
-        k = _cold_key(self.index.tag(key), int(record.get("segment") or 0), entry)
-        self.put("cold_keys", k, (record.get("offset"),), keep=True)
-
-    def expire_keys(self, cutoff: str) -> int:
-        """Move a few hundred of the oldest keys sealed before ``cutoff`` to the cold table."""
-        rows = self.db.execute(
-            "SELECT k FROM keys WHERE k > x'' AND ts < ? ORDER BY ts LIMIT ?",
-            (cutoff, _MOVED_PER_SAVE),
-        ).fetchall()
-        for (k,) in rows:
-            found = self.get("keys", bytes(k))
-            if found is None:
-                continue
-            self._add_cold(bytes(k).decode(), json.loads(found[1]))
-            self.delete_range("keys", bytes(k), bytes(k))
-        return len(rows)
-
-    def add_refs(self, refs: Iterable[tuple[str, Position]]) -> None:
-        """Add entry hash → position rows (a hash indexed already keeps its first row)."""
-        for entry_hash, where in refs:
-            k = bytes.fromhex(entry_hash)
-            self.put("refs", k, tuple(where), keep=True)
-
-    def save_counters(
-        self, changes: Iterable[tuple[str, int, str, Any]], loaded: int, seq: int
-    ) -> None:
-        """Write counters at save ``seq``, keeping each one's value at the state ``loaded``."""
-        for budget, epoch, value, counter in changes:
-            k = counter_key(budget, epoch, value)
-            row, before = self.index._locate(self.db, "counters", k)  # noqa: SLF001
-            prior_seq, prior = 0, None
-            if row is not None:
-                # The value the loaded state knows stays as the prior: a newer
-                # one was written by a save whose state never reached its file.
-                prior_seq, prior = (row[0], row[1]) if row[0] <= loaded else (row[2], row[3])
-            text = None if counter is None else _json(counter)
-            self._write_at("counters", k, (seq, text, prior_seq, prior), row, before)
-
-    def drop_epochs_before(self, budget: str, epoch: int) -> None:
-        """Forget a budget's counters of epochs older than ``epoch`` (no state reads them)."""
-        if epoch > 0:
-            self.delete_range(
-                "counters", counter_key(budget, 0), counter_key(budget, epoch - 1) + b"\xff"
-            )
-
-
-_HEAD_VALUES: dict[str, tuple[Any, ...]] = {
-    "keys": ("", ""),
-    "cold_keys": (None,),
-    "refs": (0, 0, None),
-    "counters": (0, None, 0, None),
-}
