@@ -192,6 +192,7 @@ for _module in (
     "ledger.cli.operator.snapshot_commands",
     "ledger.cli.operator.status_command",
     "ledger.cli.operator.store_commands",
+    "ledger.cli.operator.config_commands",
 ):
     importlib.import_module(_module).register(app)
 

@@ -50,6 +50,20 @@ def pushed_caps(database: PgDatabase, copy: Path) -> dict[str, Any] | None:
     return after
 
 
+def newest_sealed(database: PgDatabase) -> tuple[dict[str, Any] | None, bool]:
+    """The ``after`` tables of the store's newest ``config.changed``, and whether pushed.
+
+    Raises:
+        StoreUnreachableError, ChainIOError: the store failed.
+    """
+    rows = database.execute(_NEWEST_SQL, (CONFIG_CHANGED,))
+    if not rows:
+        return None, False
+    payload = json.loads(bytes(rows[0][0])).get("payload", {})
+    after = payload.get("after")
+    return (after if isinstance(after, dict) else None), payload.get("scope") == SCOPE_FLEET
+
+
 def _read(copy: Path) -> bytes | None:
     try:
         return read_regular(copy)
