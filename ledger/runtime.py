@@ -123,16 +123,35 @@ class Runtime:
     def chain(self) -> "ChainFile | SpoolingChain":
         """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
         if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.services.gate.recording import drain_spool
             from ledger.services.gate.spool import SpoolingChain
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
         return ChainFile(self.home / CHAIN_FILE, float(self.host_config.lock_timeout_seconds))
 
+    def _refuse_unmigrated_chain(self) -> None:
+        """A home that names a store but still has its own chain was never moved there.
+
+        Raises:
+            ConfigError: ``events.jsonl`` holds entries the store would not have.
+        """
+        try:
+            size = (self.home / CHAIN_FILE).stat().st_size
+        except OSError:
+            return
+        if size:
+            raise ConfigError(
+                f"{self.home / CHAIN_FILE} holds this home's chain but ledger.toml names a "
+                "store: remove [store] and run `ledger store migrate --to URL`, which moves "
+                "the chain, keys and checkpoints there"
+            )
+
     @cached_property
     def keys(self) -> KeyDir:
         """The home's keys; the trust store is the home's, or the fleet's database's."""
         if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.edges.postgres.trust import PgKeyDir
 
             return PgKeyDir(self.home, self.database)
@@ -309,6 +328,7 @@ class Runtime:
     def has_trust_store(self) -> bool:
         """Whether ``ledger init`` has made a trust store here (or in the fleet's store)."""
         if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.edges.postgres.trust import PgKeyDir
 
             keys = self.keys

@@ -193,6 +193,7 @@ for _module in (
     "ledger.cli.operator.status_command",
     "ledger.cli.operator.store_commands",
     "ledger.cli.operator.config_commands",
+    "ledger.cli.operator.migrate_command",
 ):
     importlib.import_module(_module).register(app)
 
