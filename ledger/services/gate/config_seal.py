@@ -10,6 +10,7 @@ being decided, and the verdict halts rather than decide under stale caps.
 
 from typing import Any
 
+from ledger.core.config import Config
 from ledger.core.sealed_config import (
     CAPS_SEEN,
     CONFIG_CHANGED,
@@ -29,6 +30,19 @@ _PUSHED_MEANWHILE = (
 )
 
 
+# The document of the last configuration seen, by identity: a long-lived gate
+# (``ledger serve``, the gateway) keeps one Config across its verdicts.
+_LAST: list[tuple[Config, dict[str, Any]]] = []
+
+
+def _document_of(config: Config) -> dict[str, Any]:
+    if _LAST and _LAST[0][0] is config:
+        return _LAST[0][1]
+    document = caps_document(config)
+    _LAST[:] = [(config, document)]
+    return document
+
+
 def seal_config_change(
     deps: GateDeps, writer: Writer, tx: Any, counter: Any, now: Any
 ) -> str | None:
@@ -40,7 +54,7 @@ def seal_config_change(
     verdict must halt instead (a fleet push seen only under the lock), or
     ``None``.
     """
-    document = caps_document(deps.config)
+    document = _document_of(deps.config)
     meta = counter.data["meta"]
     sealed, sealed_scope = sealed_document(counter.data)
     if sealed is None:
