@@ -86,9 +86,39 @@ class Runtime:
         return clock_from_env(self.environ)
 
     @cached_property
-    def config(self) -> Config:
-        """``ledger.toml`` with environment overrides."""
+    def host_config(self) -> Config:
+        """``ledger.toml`` with environment overrides, without a fleet's pushed caps."""
         return load_config(self.config_path, self.environ)
+
+    @cached_property
+    def fleet_caps(self) -> dict[str, Any] | None:
+        """The ``[usd]`` and ``[[budgets]]`` a fleet's store holds (``ledger config push``)."""
+        if self.host_config.store_url is None:
+            return None
+        from ledger.edges.postgres.fleetconfig import pushed_caps
+
+        return pushed_caps(self.database, self.state_dir / "fleet-caps.json")
+
+    @cached_property
+    def config(self) -> Config:
+        """``ledger.toml`` with environment overrides; a fleet's caps from its store."""
+        fleet = self.fleet_caps
+        if fleet is None:
+            return self.host_config
+        from ledger.edges.configfile import load_fleet_config
+
+        return load_fleet_config(self.config_path, fleet, self.environ)
+
+    @property
+    def caps_scope(self) -> str:
+        """``"fleet"`` when the caps in force are the store's pushed ones, else ``"host"``."""
+        return "fleet" if self.fleet_caps is not None else "host"
+
+    def operator_identity(self) -> tuple[str, str]:
+        """The OS user and host running this command."""
+        from ledger.edges.whoami import operator_identity
+
+        return operator_identity()
 
     @property
     def config_path(self) -> Path:
@@ -98,17 +128,36 @@ class Runtime:
     @cached_property
     def chain(self) -> "ChainFile | SpoolingChain":
         """The chain: the home's file, or the fleet's database when ``store.url`` is set."""
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.services.gate.recording import drain_spool
             from ledger.services.gate.spool import SpoolingChain
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
-        return ChainFile(self.home / CHAIN_FILE, float(self.config.lock_timeout_seconds))
+        return ChainFile(self.home / CHAIN_FILE, float(self.host_config.lock_timeout_seconds))
+
+    def _refuse_unmigrated_chain(self) -> None:
+        """A home that names a store but still has its own chain was never moved there.
+
+        Raises:
+            ConfigError: ``events.jsonl`` holds entries the store would not have.
+        """
+        try:
+            size = (self.home / CHAIN_FILE).stat().st_size
+        except OSError:
+            return
+        if size:
+            raise ConfigError(
+                f"{self.home / CHAIN_FILE} holds this home's chain but ledger.toml names a "
+                "store: remove [store] and run `ledger store migrate --to URL`, which moves "
+                "the chain, keys and checkpoints there"
+            )
 
     @cached_property
     def keys(self) -> KeyDir:
         """The home's keys; the trust store is the home's, or the fleet's database's."""
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.edges.postgres.trust import PgKeyDir
 
             return PgKeyDir(self.home, self.database)
@@ -117,19 +166,19 @@ class Runtime:
     @cached_property
     def gateway_keys(self) -> "GatewayKeyFile | PgGatewayKeys":
         """The gateway keys (digests only): the home's file, or the fleet's database's table."""
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
             from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
 
             return PgGatewayKeys(self.database, self.fleet_secret)
         from ledger.edges.gatewaykeyfile import GatewayKeyFile
 
-        lock_timeout = float(self.config.lock_timeout_seconds)
+        lock_timeout = float(self.host_config.lock_timeout_seconds)
         return GatewayKeyFile(self.home / "gateway_keys.json", lock_timeout)
 
     @cached_property
     def states(self) -> "StateFile | PgStateStore":
         """The derived state: a file in the home, or a row beside the fleet's chain."""
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
             from ledger.edges.postgres.state import PgStateStore
 
             return PgStateStore(self.database, self.fleet_secret)
@@ -149,13 +198,13 @@ class Runtime:
         return RollupFile(
             self.state_dir / "rollups.sqlite3",
             self.home / "keys" / "state-mac.key",
-            float(self.config.lock_timeout_seconds),
+            float(self.host_config.lock_timeout_seconds),
         )
 
     @property
     def uses_database(self) -> bool:
         """Whether ``store.url`` puts the chain in a PostgreSQL database (SPEC §8)."""
-        return self.config.store_url is not None
+        return self.host_config.store_url is not None
 
     @cached_property
     def database(self) -> "PgDatabase":
@@ -166,10 +215,10 @@ class Runtime:
         """
         from ledger.edges.postgres.db import PgDatabase
 
-        url = self.config.store_url
-        if url is None:
+        host = self.host_config
+        if host.store_url is None:
             raise ConfigError("store.url: not set; this home keeps its chain in events.jsonl")
-        return PgDatabase(url, self.config.store_schema, self.config.lock_timeout_seconds)
+        return PgDatabase(host.store_url, host.store_schema, host.lock_timeout_seconds)
 
     def chain_listener(self, wake: "Callable[[], None]") -> "ChainListener | None":
         """On a fleet's store, a listener calling ``wake`` for each new chain row; else ``None``.
@@ -222,7 +271,7 @@ class Runtime:
 
     def _fleet_lock_released(self) -> AbstractContextManager[None]:
         """Outside the fleet's chain lock, even between the units of a batch's transaction."""
-        if self.config.store_url is None:
+        if self.host_config.store_url is None:
             return contextlib.nullcontext()
         return self.database.group_released()
 
@@ -234,7 +283,7 @@ class Runtime:
         It waits ``wait_seconds`` (0: not at all), by default
         ``chain.lock_timeout_seconds``.
         """
-        timeout = self.config.lock_timeout_seconds if wait_seconds is None else wait_seconds
+        timeout = self.host_config.lock_timeout_seconds if wait_seconds is None else wait_seconds
         return exclusive_lock(self.home / f"{name}.lock", float(timeout))
 
     def schema(self, event_type: str) -> dict[str, Any]:
@@ -255,7 +304,7 @@ class Runtime:
         """Store a checkpoint in the home (and in the fleet's database, SPEC §8)."""
         from ledger.edges.files.checkpointfiles import CheckpointDir
 
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
             from ledger.edges.postgres.checkpoints import PgCheckpoints
 
             PgCheckpoints(self.database).write(checkpoint)
@@ -267,7 +316,7 @@ class Runtime:
 
         found = CheckpointDir(self.checkpoints_dir).newest()
         own = None if found is None else found[1]
-        if self.config.store_url is None:
+        if self.host_config.store_url is None:
             return own
         from ledger.edges.postgres.checkpoints import PgCheckpoints
 
@@ -299,7 +348,7 @@ class Runtime:
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""
         from ledger.edges.files.snapshotfiles import SnapshotFiles
 
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
             from ledger.edges.postgres.snapshot import PgSnapshotFiles
             from ledger.edges.postgres.state import PgStateStore
 
@@ -321,7 +370,8 @@ class Runtime:
 
     def has_trust_store(self) -> bool:
         """Whether ``ledger init`` has made a trust store here (or in the fleet's store)."""
-        if self.config.store_url is not None:
+        if self.host_config.store_url is not None:
+            self._refuse_unmigrated_chain()
             from ledger.edges.postgres.trust import PgKeyDir
 
             keys = self.keys
@@ -398,7 +448,7 @@ class Runtime:
         from ledger.edges.transcripts import TranscriptFiles
 
         return TranscriptFiles(
-            self.state_dir / "transcripts", float(self.config.lock_timeout_seconds)
+            self.state_dir / "transcripts", float(self.host_config.lock_timeout_seconds)
         )
 
     @property

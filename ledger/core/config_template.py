@@ -142,6 +142,21 @@ idempotency_days = 35        # idempotency keys this old leave the fast index (s
 """
 
 
+_FLEET_USD = """# [usd] and [[budgets]] are this fleet's, kept in its store: every host
+# decides under them. Change them with `ledger config push FILE`; this
+# file keeps this host's own settings (listen addresses, store, TLS).
+"""
+
+
+def host_config_template(billing: str | None = None) -> str:
+    """The ``ledger.toml`` of a host joining a fleet whose caps its store holds."""
+    text = config_template(None, billing)
+    start = text.index("[usd]\n")
+    end = text.index("[billing]\n")
+    budgets = text.index("# Budgets: a USD cap")
+    return text[:start] + _FLEET_USD + "\n" + text[end:budgets].rstrip("\n") + "\n"
+
+
 def store_section(url: str, schema: str) -> str:
     """The ``[store]`` table ``ledger init`` adds to a new config for a fleet."""
     return f"\n[store]\nurl = {json.dumps(url)}\nschema = {json.dumps(schema)}\n"

@@ -24,7 +24,7 @@ from ledger.core.units import usd_to_micros
 from ledger.core.verdict_kind import Verdict
 
 OUR_NAMESPACES = frozenset(
-    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway"}
+    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway", "config"}
 )
 LOA_VERDICTS = frozenset(
     {"budget.allow", "budget.warn_90", "budget.halt_100", "budget.halt_uncertainty"}

@@ -14,6 +14,7 @@ from ledger.core.budget_state import apply_budget_event, apply_budget_prices, em
 from ledger.core.budgets import Budget
 from ledger.core.envelope import ParsedEntry
 from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
+from ledger.core.sealed_config import CONFIG_CHANGED, fold_config_changed
 from ledger.core.spend import apply_priced, apply_usd_event, empty_usd_state, negative_amount
 from ledger.core.timefmt import parse_ts
 
@@ -79,6 +80,8 @@ def apply_entry(
         meta[FINDING_KEY] = {"line": payload.get("line"), "reason": payload.get("reason")}
     elif event_type == "ledger.recovered":
         meta.pop(FINDING_KEY, None)
+    elif event_type == CONFIG_CHANGED:
+        fold_config_changed(meta, payload)
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)

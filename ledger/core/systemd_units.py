@@ -1,8 +1,9 @@
 """Rendering the shipped systemd units for one installation (``ledger deploy systemd``).
 
 The units in ``deploy/systemd`` are written for a system install: the launcher
-at ``/usr/local/bin/ledger``, the home at ``/var/lib/ledger``, a ``ledger``
-user. Rendering puts in the real launcher and the absolute home, points
+at ``/opt/ledger/bin/ledger`` (a virtual environment the service user can
+read), the home at ``/var/lib/ledger``, a ``ledger`` user. Rendering puts in
+the real launcher and the absolute home, points
 ``Documentation=`` at a file that exists (or drops it), and for ``--user``
 turns each unit into one a user's own systemd manager can run: no ``User=``,
 no settings only the system manager may apply, ``default.target``, comments
@@ -13,12 +14,17 @@ Pure text in, text out: the files are read and written by the caller.
 import re
 from typing import NamedTuple
 
-SYSTEM_LAUNCHER = "/usr/local/bin/ledger"
+SYSTEM_LAUNCHER = "/opt/ledger/bin/ledger"
+_OLD_LAUNCHER = "/usr/local/bin/ledger"
 SYSTEM_HOME = "/var/lib/ledger"
 USER_LAUNCHER = "%h/.local/bin/ledger"
 USER_HOME = "%h/.ledger"
 SYSTEM_OBSERVER_ENV = "-/etc/ledger/observer.env"
 USER_OBSERVER_ENV = "-%h/.config/ledger/observer.env"
+SYSTEM_KEYS_ENV = "/etc/ledger/ledger.env"
+USER_KEYS_ENV = "%h/.config/ledger/ledger.env"
+DEFAULT_PROXY_LISTEN = "127.0.0.1:8787"
+_PROXY_DESCRIPTION = "gated model calls on "
 # Written for the agents' own user: the system daemon serves its home itself.
 USER_ONLY_UNITS = frozenset({"ledger-serve.service"})
 # Settings a user's systemd manager cannot apply (they need privileges or
@@ -62,6 +68,12 @@ class Installation(NamedTuple):
     home: str
     runbook: str | None
     user: bool
+    proxy_listen: str = DEFAULT_PROXY_LISTEN  # the home's proxy.listen, named in the unit
+
+
+def unreadable_launcher(launcher: str) -> bool:
+    """Whether a system unit's ``User=ledger`` cannot run ``launcher`` (``ProtectHome=yes``)."""
+    return launcher.startswith(_HOME_PREFIXES)
 
 
 def wanted(name: str, user: bool) -> bool:
@@ -137,11 +149,15 @@ def _setting(line: str, where: Installation) -> str | None:
 
 def _placed(line: str, where: Installation) -> str:
     """``line`` with the shipped launcher, home and observer file put where they are."""
-    for launcher in (SYSTEM_LAUNCHER, USER_LAUNCHER):
+    for launcher in (SYSTEM_LAUNCHER, _OLD_LAUNCHER, USER_LAUNCHER):
         line = line.replace(launcher, where.launcher)
+    line = line.replace(
+        _PROXY_DESCRIPTION + DEFAULT_PROXY_LISTEN, _PROXY_DESCRIPTION + where.proxy_listen
+    )
     for home in (SYSTEM_HOME, USER_HOME):
         line = line.replace(home, where.home)
     if where.user:
         line = line.replace(SYSTEM_OBSERVER_ENV, USER_OBSERVER_ENV)
+        line = line.replace(SYSTEM_KEYS_ENV, USER_KEYS_ENV)
         line = line.replace(SYSTEM_METRICS_FILE, f"{where.home}/{USER_METRICS_FILE}")
     return line

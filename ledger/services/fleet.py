@@ -11,12 +11,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from ledger.core.config_template import config_template, store_section
+from ledger.core.config_template import config_template, host_config_template, store_section
 from ledger.core.signing import Signer
 from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
-from ledger.errors import KeyFileError
+from ledger.core.units import usd_to_micros
+from ledger.errors import KeyFileError, UsageError
 from ledger.services.chain.init_options import checked_billing, checked_cap
 from ledger.services.chain.writer import WriterDeps
 
@@ -104,6 +105,11 @@ class FleetDeps(EnrollDeps, Protocol):
         """Write a whole file atomically."""
         ...
 
+    @property
+    def fleet_caps(self) -> dict[str, Any] | None:
+        """The caps and budgets pushed to the fleet's store (``ledger config push``)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class EnrollResult:
@@ -127,6 +133,7 @@ class FleetInitResult:
     created_schema: bool
     store: str
     enrolment: EnrollResult
+    fleet_caps: bool = False  # the fleet's store holds pushed caps: this host decides under them
 
 
 def init_fleet(
@@ -142,17 +149,32 @@ def init_fleet(
         StoreUnreachableError, LockTimeoutError, ChainIOError: the database failed.
         StoreSchemaError: the schema is newer than this code knows.
     """
-    checked_cap(daily_cap_usd)
+    cap = checked_cap(daily_cap_usd)
+    fleet = deps.fleet_caps
+    if fleet is not None and cap is not None:
+        pushed = fleet.get("usd", {}).get("daily_cap")
+        if pushed is None or usd_to_micros(pushed) != cap:
+            raise UsageError(
+                f"--daily-cap-usd {daily_cap_usd}: this fleet's usd.daily_cap is {pushed} "
+                "(its store holds the fleet's caps; `ledger config push` changes them)"
+            )
     created_config = False
     if not deps.config_path.exists():
-        text = config_template(daily_cap_usd, checked_billing(billing)) + store_section(url, schema)
+        billing_mode = checked_billing(billing)
+        head = (
+            config_template(daily_cap_usd, billing_mode)
+            if fleet is None
+            else host_config_template(billing_mode)
+        )
+        text = head + store_section(url, schema)
         deps.write_file(deps.config_path, text.encode("utf-8"))
         created_config = True
     created_schema = deps.database.ensure_schema()
     enrolment = enroll(deps, None, pin=None, allow_pending=True)
     return FleetInitResult(
-        str(deps.home), created_config, created_schema, deps.database.display, enrolment
-    )
+        str(deps.home), created_config, created_schema, deps.database.display, enrolment,
+        fleet_caps=fleet is not None,
+    )  # fmt: skip
 
 
 def enroll(

@@ -96,7 +96,7 @@ HOUR = iso(HOSTILE_AT + dt.timedelta(hours=1))
 HASH = "0" * 64
 
 OUR_NAMESPACES = frozenset(
-    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway"}
+    {"budget", "tokens", "turns", "tools", "time", "hook", "ledger", "chain", "gateway", "config"}
 )
 TIME_FIELDS = frozenset(
     {"expires_at", "fetched_at", "billing_ts", "server_ts", "deadline", "local_time"}
@@ -158,6 +158,11 @@ BASES: dict[str, dict[str, Any]] = {
     "gateway.key_revoked": {
         "name": "ci", "sha256_prefix": "0123456789abcdef", "agent": None, "tags": [],
         "expires": "2099-01-01T00:00:00.000000Z",
+    },
+    "config.changed": {
+        "before": None,
+        "after": {"usd": {"daily_cap": "50", "warn_pct": "90"}, "budgets": []},
+        "scope": "host", "user": "ops", "host": "gw-1",
     },
     "ledger.key_rotated": {
         "old_key_id": "aaaaaaaaaaaaaaaa", "new_key_id": "bbbbbbbbbbbbbbbb",

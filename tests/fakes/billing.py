@@ -145,7 +145,8 @@ def gemini_usage(request: dict[str, Any]) -> dict[str, int]:
 
 
 def _openai_image(model: str, url: str, detail: Any) -> int:
-    width, height = imagesize.get(io.BytesIO(_raw(url)))
+    size: tuple[int, int] = imagesize.get(io.BytesIO(_raw(url)))
+    width, height = size
     if model.startswith("gpt-4.1-mini"):
         patches = math.ceil(width / 32) * math.ceil(height / 32)
         return math.ceil(min(1536, patches) * 1.62)

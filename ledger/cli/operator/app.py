@@ -214,6 +214,8 @@ for _module in (
     "ledger.cli.operator.snapshot_commands",
     "ledger.cli.operator.status_command",
     "ledger.cli.operator.store_commands",
+    "ledger.cli.operator.config_commands",
+    "ledger.cli.operator.migrate_command",
 ):
     importlib.import_module(_module).register(app)
 

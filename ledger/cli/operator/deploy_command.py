@@ -10,7 +10,7 @@ import typer
 
 from ledger.cli.operator.shared import exit_with as _exit
 from ledger.cli.operator.shared import runtime as _runtime
-from ledger.cli.output import guarded, print_json
+from ledger.cli.output import guarded, print_error, print_json
 
 deploy_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -69,14 +69,31 @@ def systemd(
     """
 
     def body() -> int:
-        from ledger.core.systemd_units import Installation, render_unit, wanted
+        from ledger.core.systemd_units import (
+            DEFAULT_PROXY_LISTEN,
+            Installation,
+            render_unit,
+            unreadable_launcher,
+            wanted,
+        )
         from ledger.edges.deployfiles import runbook_path, unit_sources
         from ledger.edges.fileio import atomic_write
         from ledger.errors import ChainIOError
 
-        home = str(_runtime().home.absolute())
+        runtime = _runtime()
+        home = str(runtime.home.absolute())
         runbook = runbook_path()
-        where = Installation(_launcher(), home, None if runbook is None else str(runbook), user)
+        launcher = _launcher()
+        listen = runtime.config.proxy.listen or DEFAULT_PROXY_LISTEN
+        where = Installation(
+            launcher, home, None if runbook is None else str(runbook), user, listen
+        )
+        if not user and unreadable_launcher(launcher):
+            print_error(
+                f"warning: {launcher} is under a home folder: the units' User=ledger cannot "
+                "run it (ProtectHome=yes); install under /opt/ledger (see "
+                "docs/operations/systemd.md)"
+            )
         try:
             output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -33,7 +33,7 @@ def render_text(document: dict[str, Any]) -> str:
         + (f" / {r}" if (r := document["sealed"]["uncertainty_reason"]) else ""),
         f"  recomputed: {document['recomputed']['verdict']}"
         + (f" / {r}" if (r := document["recomputed"]["uncertainty_reason"]) else "")
-        + f"  (row {document['recomputed']['deciding_row']}; config in force now)",
+        + f"  (row {document['recomputed']['deciding_row']}; config {document['config']})",
         (
             f"  provider {document['provider'] or '(none)'}, budget day {document['budget_day']} "
             f"(UTC day {document['utc_day']}), "

@@ -27,10 +27,21 @@ def init(
             "halt above 75% of a cap.",
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="URL",
+            help="A fleet's PostgreSQL store (store.url): this host joins it, and decides "
+            "under the caps pushed there (`ledger config push`).",
+        ),
+    ] = None,
 ) -> None:
     """Create the home, its config, a writer key and the trust store.
 
     Example: ledger --home ./.ledger init --daily-cap-usd 50 --billing none
+
+    Example: ledger init --store postgresql://ledger@db.internal/ledger
     """
 
     def body() -> int:
@@ -45,6 +56,8 @@ def init(
         checked_cap(daily_cap_usd)
         checked_billing(billing)
         runtime = _runtime(must_exist=False)
+        if store is not None:
+            _join(runtime, store)
         if runtime.config_path.exists() and (daily_cap_usd is not None or billing is not None):
             refuse_changes_to_existing(runtime.config, runtime.config_path, daily_cap_usd, billing)
         if runtime.uses_database:  # a fleet host (SPEC §8)
@@ -68,6 +81,23 @@ def init(
         return 0
 
     _exit(guarded(body))
+
+
+def _join(runtime: Any, url: str) -> None:
+    """``--store URL``: this home's chain is that store's (refused if it names another)."""
+    from ledger.errors import UsageError
+
+    if runtime.config_path.exists():
+        written = runtime.host_config.store_url
+        if written != url.strip():
+            raise UsageError(
+                f"--store: {runtime.config_path} names "
+                + ("no store" if written is None else f"another store ({written})")
+                + "; a file home moves to a store with `ledger store migrate --to URL`"
+            )
+        return
+    runtime.environ = {**runtime.environ, "LEDGER_STORE_URL": url}
+    runtime.__dict__.pop("host_config", None)
 
 
 def _billing_notice(runtime: Any) -> None:

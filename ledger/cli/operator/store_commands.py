@@ -36,6 +36,7 @@ def init_fleet_host(runtime: "Runtime", daily_cap_usd: str | None, billing: str 
             "root_signed": enrolment.root_signed,
             "fleet_secret": str(runtime.fleet_secret.path),
             "created_fleet_secret": enrolment.secret_created,
+            "fleet_caps": result.fleet_caps,
         }
     )
     if enrolment.secret_created:

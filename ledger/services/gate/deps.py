@@ -30,6 +30,15 @@ class GateDeps(WriterDeps, Protocol):
         """The derived-state store."""
         ...
 
+    @property
+    def caps_scope(self) -> str:
+        """``"fleet"``: the caps in force are the store's pushed ones; else ``"host"``."""
+        ...
+
+    def operator_identity(self) -> tuple[str, str]:
+        """The OS user and host deciding (sealed with a change of caps)."""
+        ...
+
     def newest_checkpoint(self) -> "Checkpoint | None":
         """The newest signed checkpoint of the chain."""
         ...

@@ -40,6 +40,7 @@ from ledger.errors import (
 from ledger.services.chain.counter import counter_problem
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
+from ledger.services.gate.config_seal import seal_config_change
 from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import head_time, head_ts_text, stored_apart
 from ledger.services.gate.forwarded import charge_expired_forwarded
@@ -322,6 +323,8 @@ def _gate_once(
             sealed = writer.append(tx, "budget.observation", payload, now=now)
             if problem is None:
                 fold_sealed(counter, sealed, tx.head())
+        if problem is None:
+            problem = seal_config_change(deps, writer, tx, counter, now)
         if problem is None:
             charge_expired_forwarded(writer, tx, counter, now)
         day = budget_day(now, config.day_zone)

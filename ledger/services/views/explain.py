@@ -19,6 +19,7 @@ from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
 from ledger.core.refs import FULL_REF_DIGITS
+from ledger.core.sealed_config import with_sealed_caps
 from ledger.core.spend import ScopeState, unpriced_problem
 from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
@@ -200,8 +201,9 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         ConfigError: the configuration is invalid or has no daily cap.
         ChainIOError: the chain cannot be read.
     """
-    config = deps.config
     data, entry, line, prev_ts = _find(deps, _whole_ref(deps, ref))
+    # The caps sealed by then (``config.changed``), when the chain holds them.
+    config, sealed_caps = with_sealed_caps(deps.config, data)
     ref = entry.entry_hash  # a prefix names this entry
     if entry.event_type not in VERDICT_EVENTS:
         raise UnknownVerdictError(
@@ -254,7 +256,7 @@ def explain(deps: ExplainDeps, ref: str) -> Explanation:
         "budget_day": day,
         "provider": provider,
         "estimated_micros": estimate,
-        "config": "in force now",
+        "config": "caps sealed in the chain" if sealed_caps else "in force now",
     }
     return Explanation(
         ref,
