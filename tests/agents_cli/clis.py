@@ -12,6 +12,7 @@ telemetry off, and every proxy variable pointing at a closed port on
 but the gateway in front of the fake provider.
 """
 
+import fcntl
 import os
 import shutil
 import socket
@@ -57,6 +58,15 @@ def installed(spec: str) -> Path:
     if npm is None:
         raise UnavailableError(f"npm is not installed, so {spec} cannot be installed for this test")
     prefix.mkdir(parents=True, exist_ok=True)
+    # Test processes running side by side may need the same CLI: one installs, the others wait.
+    with (prefix.parent / f"{prefix.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if executable.exists():
+            return executable
+        return _install(npm, spec, prefix, executable)
+
+
+def _install(npm: str, spec: str, prefix: Path, executable: Path) -> Path:
     # From a neutral directory: npm reads a spec that names an existing folder as a path.
     done = subprocess.run(
         [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
