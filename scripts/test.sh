@@ -50,7 +50,10 @@ site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 set +e
-pytest -p no:cacheprovider "$@"
+# Two test processes (one a core on CI's two), each with its own PostgreSQL server and
+# temporary folders; a file's tests stay together in one process, in their order, sharing
+# their module's set-up. LEDGER_TEST_WORKERS=0 runs them in this process alone.
+pytest -p no:cacheprovider -n "${LEDGER_TEST_WORKERS:-2}" --dist loadfile "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -61,7 +61,7 @@ def test_eight_processes_never_overspend_a_100_dollar_cap(home, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_four_cli_processes_share_a_10_dollar_cap(home, tmp_path):
-    processes, calls = 4, 25
+    processes, calls = 4, 15  # 60 real processes for 9 admissions: the race is real
     env = clean_env(**CAP_ENV, LEDGER_USD_DAILY_CAP="10")
     go = tmp_path / "go"
     script = (
