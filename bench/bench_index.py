@@ -40,7 +40,7 @@ KEY = b"\x5e" * 32
 
 def _bulk_load(path: Path, count: int) -> list[str]:
     """N keys and N refs, as linked MAC'd rows, written in one transaction; the hashes."""
-    from ledger.edges.files import indexdb
+    from ledger.edges.files import indexconn
     from ledger.edges.files.indexdb import IndexDb
 
     index = IndexDb(path, KEY)
@@ -73,7 +73,7 @@ def _bulk_load(path: Path, count: int) -> list[str]:
     )
     db.execute("COMMIT")
     db.close()
-    indexdb.forget(os.fspath(path))
+    indexconn.forget(os.fspath(path))
     return [digest.hex() for digest in hashes]
 
 

@@ -28,7 +28,7 @@ from common import out_dir, trust, write_chain
 from ledger.core.merkle import IndexMark, inclusion_path, leaf_hash, root, verify_inclusion
 from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.merkle_index import FileNodeIndex
-from ledger.services.chain.proofs import catch_up
+from ledger.services.chain.merkle_sync import catch_up
 
 BATCH = 65536
 

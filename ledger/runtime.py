@@ -5,7 +5,6 @@ Everything is built lazily, so a command pays only for what it touches.
 
 import contextlib
 import os
-import re
 from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
@@ -17,21 +16,19 @@ from ledger.edges.configfile import load_config
 from ledger.edges.fileio import atomic_write, home_problem
 from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.groupcommit import lock_released
+from ledger.edges.files.homefiles import HomeFiles
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.edges.files.statefile import StateFile
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.schemas import load_schema
-from ledger.errors import ChainIOError, ConfigError, LedgerError
+from ledger.errors import ConfigError, LedgerError
 from ledger.homes import CONFIG_FILE, check_home, resolve_home
 
 if TYPE_CHECKING:
-    import datetime as dt
     from collections.abc import Callable
 
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.observation import Deferred, Reading, Unreachable
-    from ledger.core.verified_mark import VerifiedMark
-    from ledger.edges.files.merkle_index import FileNodeIndex
     from ledger.edges.files.rollupfile import RollupFile
     from ledger.edges.files.snapshotfiles import SnapshotFiles
     from ledger.edges.files.spoolfiles import SpoolDir
@@ -45,10 +42,6 @@ if TYPE_CHECKING:
     from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.gate.spool import SpoolingChain
 
-# Where the newest checkpoint's verification ended (derived state: the next
-# verification and checkpoint resume there).
-_VERIFIED_MARK = "verified-mark.json"
-_PRICE_FILE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 CHAIN_FILE = "events.jsonl"
 
 
@@ -69,7 +62,7 @@ def settle_environ(environ: dict[str, str] | None) -> None:
     _SETTLED_ENVIRON[0] = environ
 
 
-class Runtime:
+class Runtime(HomeFiles):
     """A home and the edges that serve it."""
 
     def __init__(self, home: Path, environ: dict[str, str] | None = None) -> None:
@@ -325,25 +318,6 @@ class Runtime:
             return shared
         return own
 
-    def verified_mark(self) -> "VerifiedMark | None":
-        """Where the last checkpoint's verification ended (derived; ``None`` if unknown)."""
-        from ledger.edges.files.checkpointfiles import load_mark
-
-        return load_mark(self.state_dir / _VERIFIED_MARK)
-
-    def keep_verified_mark(self, mark: "VerifiedMark") -> None:
-        """Keep where a checkpoint's verification ended, for the next one to resume at."""
-        from ledger.edges.files.checkpointfiles import save_mark
-
-        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        save_mark(self.state_dir / _VERIFIED_MARK, mark)
-
-    def merkle_index(self) -> "FileNodeIndex":
-        """The Merkle node index (derived state; a context manager that closes it)."""
-        from ledger.edges.files.merkle_index import FileNodeIndex
-
-        return FileNodeIndex(self.state_dir / "merkle")
-
     def snapshot_files(self) -> "SnapshotFiles":
         """The files snapshots and recovery touch: snapshots, evidence, derived state."""
         from ledger.edges.files.snapshotfiles import SnapshotFiles
@@ -378,70 +352,6 @@ class Runtime:
             return isinstance(keys, PgKeyDir) and keys.trust_bytes() is not None
         return self.keys.trust_path.exists()
 
-    @property
-    def checkpoints_dir(self) -> Path:
-        """Where checkpoints are kept."""
-        return self.home / "checkpoints"
-
-    @property
-    def snapshots_dir(self) -> Path:
-        """Where snapshots are kept."""
-        return self.home / "snapshots"
-
-    @property
-    def prices_dir(self) -> Path:
-        """Where the price snapshot is kept (one file per provider, SPEC §7)."""
-        return self.home / "prices"
-
-    def price_file(self, provider: str) -> bytes | None:
-        """One provider's price snapshot file, or ``None`` when there is none.
-
-        Raises:
-            ChainIOError: the file exists but cannot be read.
-        """
-        if not _PRICE_FILE_RE.fullmatch(provider):
-            return None
-        try:
-            return (self.prices_dir / f"{provider}.json").read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise ChainIOError(f"cannot read the price snapshot for {provider}: {exc}") from exc
-
-    def has_price_file(self, provider: str) -> bool:
-        """Whether the price snapshot has a file for ``provider`` (one stat)."""
-        if not _PRICE_FILE_RE.fullmatch(provider):
-            return False
-        return (self.prices_dir / f"{provider}.json").is_file()
-
-    def price_providers(self) -> tuple[str, ...]:
-        """The providers the price snapshot has a file for (none when it cannot be listed)."""
-        try:
-            stems = [path.stem for path in self.prices_dir.iterdir() if path.suffix == ".json"]
-        except OSError:
-            return ()
-        return tuple(stem for stem in stems if _PRICE_FILE_RE.fullmatch(stem))
-
-    def library_providers(self) -> tuple[str, ...]:
-        """The providers genai-prices knows (slow to import: asked only when nothing else knows)."""
-        from ledger.edges.pricebook import library_providers
-
-        return library_providers()
-
-    def build_price_snapshot(self, now: "dt.datetime") -> dict[str, bytes]:
-        """genai-prices' rates in effect at ``now``, one file per provider."""
-        from ledger.edges.pricebook import build_snapshot
-
-        return build_snapshot(now)
-
-    def write_price_files(self, files: dict[str, bytes]) -> str:
-        """Write every snapshot file atomically; returns the folder."""
-        self.prices_dir.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            if _PRICE_FILE_RE.fullmatch(name.removesuffix(".json")):
-                atomic_write(self.prices_dir / name, data)
-        return str(self.prices_dir.resolve())
-
     @cached_property
     def transcripts(self) -> "TranscriptFiles":
         """Claude Code transcripts and how far each was read (derived state)."""
@@ -451,20 +361,9 @@ class Runtime:
             self.state_dir / "transcripts", float(self.host_config.lock_timeout_seconds)
         )
 
-    @property
-    def state_dir(self) -> Path:
-        """Where derived state is kept (rebuildable from the chain)."""
-        return self.home / "state"
-
     def home_problem(self) -> str | None:
         """Why this home cannot be used (missing, unreadable, never initialised), or ``None``."""
         return home_problem(self.home, CONFIG_FILE)
-
-    def access_problem(self) -> str | None:
-        """Why this OS user cannot read and write the home as a hook must (with the fix)."""
-        from ledger.edges.homeaccess import access_problem
-
-        return access_problem(self.home)
 
 
 def build_runtime(home_option: str | None, *, must_exist: bool = True) -> Runtime:

@@ -32,7 +32,7 @@ def _sync_merkle_index(runtime: "Runtime", *, full: bool) -> None:
     mark are added and its root is held to the newest checkpoint's.
     """
     from ledger.errors import LedgerError
-    from ledger.services.chain.proofs import catch_up_checked, sync_index
+    from ledger.services.chain.merkle_sync import catch_up_checked, sync_index
 
     try:
         with (

@@ -30,11 +30,11 @@ import hmac
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ledger.edges.files.indexconn import connect, forget
 from ledger.edges.files.indexrows import (
     COLUMNS,
     HASH_BYTES,
@@ -56,93 +56,9 @@ from ledger.errors import ChainIOError, StateMismatchError
 
 __all__ = ["CountersBehindError", "IndexDb", "IndexTx", "Position", "RefMatch", "counter_key"]
 
-# Every indexed table is a linked list in key order: each row names the key of
-# the next row and its MAC covers that name, from a head row (key ``x''``) on.
-# So a row cannot be removed, nor one added, without a row whose MAC no longer
-# matches: a lookup that finds nothing checks the row before the key, whose
-# ``next`` must lie beyond it (as DNSSEC proves a name absent).
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL, mac BLOB NOT NULL)
-    WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS keys (k BLOB PRIMARY KEY, next BLOB, ts TEXT NOT NULL,
-    record TEXT NOT NULL, mac BLOB NOT NULL) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS keys_by_ts ON keys (ts);
-CREATE TABLE IF NOT EXISTS cold_keys (k BLOB PRIMARY KEY, next BLOB, offset INTEGER,
-    mac BLOB NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS refs (k BLOB PRIMARY KEY, next BLOB, segment INTEGER NOT NULL,
-    entry INTEGER NOT NULL, offset INTEGER, mac BLOB NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS counters (k BLOB PRIMARY KEY, next BLOB, seq INTEGER NOT NULL,
-    counter TEXT, prior_seq INTEGER NOT NULL, prior TEXT, mac BLOB NOT NULL) WITHOUT ROWID;
-"""
-
 
 def _failure(exc: sqlite3.Error, what: str) -> StateMismatchError:
     return StateMismatchError(f"the derived index is unreadable ({what}): {exc}")
-
-
-class _Shared:
-    """One connection per database file and process, used under its own lock."""
-
-    def __init__(self, connection: sqlite3.Connection, identity: tuple[int, int]) -> None:
-        self.connection = connection
-        self.identity = identity
-        self.lock = threading.RLock()
-        # Whether every table was seen with its head (checked once, then by
-        # every lookup's links).
-        self.heads = False
-
-
-_OPEN: dict[str, _Shared] = {}
-_OPEN_LOCK = threading.Lock()
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        found = os.stat(path)  # noqa: PTH116 - a path string, kept as given
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-def _connect(path: str) -> _Shared:
-    """The process's connection to ``path``, opened again when the file was replaced."""
-    with _OPEN_LOCK:
-        shared = _OPEN.get(path)
-        identity = _identity(path)
-        if shared is not None and identity == shared.identity:
-            return shared
-        if shared is not None:
-            with contextlib.suppress(sqlite3.Error):
-                shared.connection.close()
-            del _OPEN[path]
-        connection = sqlite3.connect(
-            path, timeout=30, isolation_level=None, check_same_thread=False
-        )
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            # Lookups read the file through the page cache, not a read() per page:
-            # flat at a million rows as at ten thousand.
-            connection.execute("PRAGMA mmap_size = 1073741824")
-            connection.executescript(_SCHEMA)
-        except sqlite3.Error:
-            connection.close()
-            raise
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o600)  # noqa: PTH101 - a path string
-        found = _identity(path)
-        assert found is not None  # noqa: S101 - sqlite just created it
-        shared = _OPEN[path] = _Shared(connection, found)
-        return shared
-
-
-def forget(path: str) -> None:
-    """Close the process's connection to ``path`` (the file is about to go)."""
-    with _OPEN_LOCK:
-        shared = _OPEN.pop(path, None)
-    if shared is not None:
-        with contextlib.suppress(sqlite3.Error):
-            shared.connection.close()
 
 
 class IndexDb:
@@ -170,7 +86,7 @@ class IndexDb:
         digest = hmac.new(self.key, b"cold\x00" + key.encode(), hashlib.sha256).digest()
         return int.from_bytes(digest[:TAG_BYTES], "big")
 
-    # Linked rows (see ``_SCHEMA``).
+    # Linked rows (see ``indexconn``).
 
     def row_mac(
         self, table: str, k: bytes, following: bytes | None, values: tuple[Any, ...]
@@ -264,7 +180,7 @@ class IndexDb:
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
         try:
-            shared = _connect(self.path)
+            shared = connect(self.path)
             with shared.lock:
                 yield shared.connection
         except sqlite3.Error as exc:
@@ -279,7 +195,7 @@ class IndexDb:
             StateMismatchError: a row it had to change is damaged.
         """
         try:
-            shared = _connect(self.path)
+            shared = connect(self.path)
         except sqlite3.Error as exc:
             raise ChainIOError(f"cannot open the derived index: {exc}") from exc
         with shared.lock:

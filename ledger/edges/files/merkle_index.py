@@ -33,7 +33,7 @@ _SCAN_CHUNK = HASH_SIZE * 32768
 
 
 class FileNodeIndex:
-    """Tree nodes by level in a folder; satisfies ``services.proofs.NodeIndex``."""
+    """Tree nodes by level in a folder; satisfies ``services.chain.merkle_sync.NodeIndex``."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory

@@ -20,7 +20,6 @@ go through memory, and the file is written from there now and then.
 """
 
 import contextlib
-import datetime as dt
 import hashlib
 import hmac
 import json
@@ -31,26 +30,18 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
-from ledger.edges.fileio import (
-    ByIdentity,
-    atomic_write,
-    exclusive_create,
-    file_identity,
-    read_regular,
-)
-from ledger.edges.files import keptstate
+from ledger.edges.fileio import atomic_write, read_regular
+from ledger.edges.files import keptstate, stateindex
 from ledger.edges.files.countertable import CountersLostError, CounterTable
-from ledger.edges.files.indexdb import IndexDb, IndexTx, Position, RefMatch
-from ledger.edges.files.storedcounters import StoredCounters, bind_counters, write_counters
+from ledger.edges.files.indexdb import IndexDb, Position, RefMatch
+from ledger.edges.files.statemac import mac_key, sealed
+from ledger.edges.files.storedcounters import bind_counters, write_counters
 from ledger.errors import ChainIOError, StateMismatchError
 
-_MAC_KEY_BYTES = 32
 # The number of the index save the state file goes with.
 _SEQ_KEY = "index_seq"
 # What older versions kept beside the file, removed when the index replaces them.
 _RETIRED = ("index", "keys", "counters")
-# MAC keys this process has read, by the identity of their file.
-_MAC_KEYS_SEEN: ByIdentity[bytes] = ByIdentity()
 
 
 class StoredState(NamedTuple):
@@ -82,42 +73,13 @@ class StateFile:
         # (``save_keys(replace=True)``) for a state folded from the whole chain.
         self._dropped = False
 
-    def _mac_key(self, *, create: bool) -> bytes | None:
-        # Every verdict loads and saves the state; the key is read again only
-        # when its file is another one (``identity_of_stat``).
-        identity = file_identity(self.mac_key_path)
-        known = _MAC_KEYS_SEEN.get(identity)
-        if known is not None:
-            return known
-        key = self._read_mac_key(create=create)
-        if identity is not None and key is not None:
-            _MAC_KEYS_SEEN.keep(key, identity)
-        return key
-
-    def _read_mac_key(self, *, create: bool) -> bytes | None:
-        # Read without blocking: a FIFO or a directory in its place is an I/O
-        # failure (ChainIOError), never a read that waits forever.
-        try:
-            return read_regular(self.mac_key_path)
-        except FileNotFoundError:
-            if not create:
-                return None
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
-        with contextlib.suppress(FileExistsError):
-            exclusive_create(self.mac_key_path, os.urandom(_MAC_KEY_BYTES), 0o600)
-        try:
-            return read_regular(self.mac_key_path)
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
-
     def index(self, *, create: bool = False) -> IndexDb | None:
         """The home's derived index (``None`` without a MAC key, unless ``create``).
 
         Raises:
             ChainIOError: the MAC key cannot be read, or the folder made.
         """
-        key = self._mac_key(create=create)
+        key = mac_key(self.mac_key_path, create=create)
         if key is None:
             return None
         return self._index_for(key, create=create)
@@ -162,7 +124,7 @@ class StateFile:
         except OSError as exc:
             raise StateMismatchError(f"derived state unreadable: {exc.strerror}") from exc
         body, _, mac = raw.rstrip(b"\n").rpartition(b"\n")
-        key = self._mac_key(create=False)
+        key = mac_key(self.mac_key_path, create=False)
         if key is None:
             raise StateMismatchError("derived state present but its MAC key is missing")
         expected = hmac.new(key, body, hashlib.sha256).hexdigest().encode("ascii")
@@ -176,7 +138,7 @@ class StateFile:
             self._seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
             stored = StoredState(document["head_hash"], int(document["size"]), document["data"])
             index = self._index_for(key)
-            if self._seq is None or not _knows(index, self._seq):
+            if self._seq is None or not stateindex.knows(index, self._seq):
                 # Kept by an older version (bucket files), or the index lost the
                 # save this state goes with: rebuilt, index and all, from the chain.
                 self._seq = None
@@ -209,7 +171,7 @@ class StateFile:
             "data": data,
             _SEQ_KEY: self._seq,
         }
-        key = self._mac_key(create=True)
+        key = mac_key(self.mac_key_path, create=True)
         assert key is not None  # noqa: S101 - create=True always yields a key
         kept = keptstate.current()
         if kept is not None:
@@ -252,14 +214,14 @@ class StateFile:
                 else:
                     floor = max(floor, loaded)
                 tx.save_counters(table.changes, loaded or 0, seq)
-                _drop_old_epochs(tx, document["data"])
+                stateindex.drop_old_epochs(tx, document["data"])
                 tx.set_meta(seq, floor, known)
         except CountersLostError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
         table.seq, table.changes, table.replacing = seq, [], False
         document[_SEQ_KEY] = self._seq = seq
-        return _sealed(document, key)
+        return sealed(document, key)
 
     def delete(self) -> None:
         """Remove the stored state and its index (rebuilt from the chain on next use).
@@ -325,7 +287,7 @@ class StateFile:
         if kept is not None:
             for record in kept.pending(keptstate.absolute(self.path)):
                 if "ref" in record and record["ref"].startswith(prefix):
-                    found[record["ref"]] = RefMatch(record["ref"], _position(record))
+                    found[record["ref"]] = RefMatch(record["ref"], stateindex.position(record))
         try:
             index = self.index()
         except ChainIOError as exc:
@@ -385,7 +347,7 @@ class StateFile:
     ) -> None:
         index = self.index(create=True)
         assert index is not None  # noqa: S101 - create=True always yields one
-        cutoff = _cutoff(records, self.idempotency_days)
+        cutoff = stateindex.cutoff(records, self.idempotency_days)
         held_refs = [(r["ref"], r["entry"], r.get("offset")) for r in records if "ref" in r]
         try:
             with index.writing() as tx:
@@ -406,59 +368,8 @@ class StateFile:
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
 
 
-def _knows(index: IndexDb, seq: int) -> bool:
-    """Whether the index can answer for the state saved with it at ``seq``."""
-    try:
-        newest, floor = index.meta()
-    except StateMismatchError:
-        return False
-    return floor <= seq <= newest
-
-
-def _position(record: dict[str, Any]) -> Position:
-    return Position(int(record.get("segment") or 0), int(record["entry"]), record.get("offset"))
-
-
-def _cutoff(records: list[dict[str, Any]], days: int) -> str | None:
-    """Keys sealed before this time leave the hot index (``None``: no time to go by).
-
-    Counted back from the newest entry saved, so it follows the chain's own
-    clock (``LEDGER_NOW`` included), never the reader's.
-    """
-    from ledger.core.timefmt import format_ts, parse_ts
-
-    newest = max((str(r["ts"]) for r in records if r.get("ts")), default=None)
-    if newest is None:
-        return None
-    return format_ts(parse_ts(newest) - dt.timedelta(days=days))
-
-
-def _drop_old_epochs(tx: IndexTx, data: dict[str, Any]) -> None:
-    """Forget counters two epochs old: neither this state nor the one it follows reads them."""
-    for name, table in (data.get("budgets") or {}).get("by_name", {}).items():
-        epoch = int(table.get("epoch", 0))
-        if epoch >= 2 and isinstance(table.get("values"), StoredCounters):  # noqa: PLR2004
-            tx.drop_epochs_before(name, epoch - 1)
-
-
 def _remove_tree(directory: Path) -> None:
     doomed = directory.with_name(f".{directory.name}.old-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         directory.replace(doomed)
         shutil.rmtree(doomed, ignore_errors=True)
-
-
-def _in_buckets(value: object) -> None:
-    # Counters kept in their buckets are named by the buckets' sizes, not inlined.
-    if isinstance(value, StoredCounters):
-        return
-    raise TypeError(f"cannot store {type(value).__name__} in the derived state")
-
-
-def _sealed(document: dict[str, Any], mac_key: bytes) -> bytes:
-    """A state document as its file holds it: canonical JSON, then its MAC, a line each."""
-    body = json.dumps(document, sort_keys=True, separators=(",", ":"), default=_in_buckets).encode(
-        "utf-8"
-    )
-    mac = hmac.new(mac_key, body, hashlib.sha256).hexdigest().encode("ascii")
-    return body + b"\n" + mac + b"\n"

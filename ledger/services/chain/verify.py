@@ -4,7 +4,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ledger.core.chain import ChainReport
 from ledger.core.checkpoint import (
@@ -26,6 +26,9 @@ from ledger.services.chain.streaming import (
 )
 from ledger.services.chain.writer import WriterDeps
 from ledger.services.ports import ChainStore
+
+if TYPE_CHECKING:
+    from ledger.services.chain.proofs import ProofDeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +291,7 @@ def _catch_up_index(deps: "CheckpointDeps") -> None:
     O(entries since the index's mark); the index is derived state, so one that
     cannot be caught up now is caught up by the next command that needs it.
     """
-    from ledger.services.chain.proofs import ProofDeps, catch_up
+    from ledger.services.chain.merkle_sync import catch_up
 
     if not hasattr(deps, "merkle_index"):  # a store without a node index
         return

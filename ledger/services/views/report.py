@@ -20,39 +20,28 @@ entry two days later); spend can reach a day only until then (a record that
 settles a reservation made before midnight).
 """
 
-import copy
 import datetime as dt
 from collections import Counter as Tally
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.chain import ChainVerifier
-from ledger.core.foldable import Foldable, check_entry
 from ledger.core.seal import chain_time
-from ledger.core.spend import AGGREGATE, scope_state, unpriced_problem
-from ledger.core.state import apply_parsed, empty_state
-from ledger.core.timefmt import budget_day, day_bounds, format_ts, parse_ts
+from ledger.core.spend import scope_state, unpriced_problem
+from ledger.core.timefmt import budget_day, day_bounds, format_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.chain.counter import Counter, checkpoint_problem, counter_problem
 from ledger.services.chain.state import schema_lookup
 from ledger.services.ports import CounterDeps
-from ledger.services.views.metrics import VERDICT_EVENTS
-from ledger.services.views.report_budgets import DayBudgets
-from ledger.services.views.report_detail import DayDetail
+from ledger.services.views.report_walk import DayWalk, scope_key, scope_names
 from ledger.services.views.report_window import DayReportDeps, walk_window
 
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.config import Config
-    from ledger.core.envelope import ParsedEntry
-    from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
     from ledger.services.ports import Clock, Head
-
-SPEND_EVENTS = frozenset(
-    {"budget.record_call", "budget.reconcile", "ledger.state_rebuilt", "ledger.recovered"}
-)
 
 
 class ReportDeps(CounterDeps, Protocol):
@@ -164,149 +153,19 @@ class DayReport:
         }
 
 
-def _scope_names(usd: dict[str, Any], day: str, config: "Config") -> list[str | None]:
-    """The aggregate (``None``) and every provider with a sub-cap or spend on ``day``."""
-    providers = set(config.provider_caps_micros)
-    providers.update(usd["spend"].get(day, {}))
-    providers.update(usd["rebase"].get(day, {}))
-    providers.discard(AGGREGATE)
-    return [None, *sorted(providers)]
-
-
-def _key(provider: str | None) -> str:
-    return AGGREGATE if provider is None else f"provider:{provider}"
-
-
-class _DayWalk:
-    """Folds every verified entry and keeps what the report needs of one day."""
-
-    def __init__(
-        self, day: str, zone: dt.tzinfo, config: "Config", schema_for: "SchemaFor",
-        checkpoint_entries: int | None, by: str | None = None,
-    ) -> None:  # fmt: skip
-        self.day = day
-        self.zone = zone
-        self.config = config
-        self.schema_for = schema_for
-        start, end = day_bounds(day, zone)
-        after = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
-        self.start, self.end = format_ts(start), format_ts(end)
-        self.held_until = format_ts(day_bounds(after, zone)[1])
-        before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
-        self.detail = DayDetail(day, zone, schema_for, by, format_ts(day_bounds(before, zone)[0]))
-        self.budgets = DayBudgets(config.budgets, zone, schema_for, self.start, self.end)
-        self.first: str | None = None
-        self.last: str | None = None
-        self.data = empty_state()
-        self.series: dict[str, list[tuple[str, int]]] = {}
-        self.records: Tally[str] = Tally()
-        self.verdicts: Tally[tuple[str, str | None]] = Tally()
-        self.halts: list[dict[str, Any]] = []
-        self.reconciles: list[dict[str, Any]] = []
-        self.usd_held: dict[str, Any] | None = None
-        self.readings_at_end: dict[str, Any] | None = None
-        self.checkpoint_entries = checkpoint_entries
-        self.hashes: dict[int, str] = {}
-
-    def __call__(self, parsed: "ParsedEntry") -> None:
-        ts = parsed.ts_utc
-        usd = self.data["usd"]
-        if ts >= self.end and self.readings_at_end is None:
-            self.readings_at_end = copy.deepcopy(usd["readings"])
-        if ts >= self.held_until and self.usd_held is None:
-            self.usd_held = copy.deepcopy(usd)
-        apply_parsed(self.data, parsed, self.schema_for, self.zone)
-        number = int(self.data["meta"]["entries"])
-        if number == self.checkpoint_entries:
-            self.hashes[number] = parsed.entry_hash
-        event_type = parsed.event_type
-        self.detail.see(parsed)
-        self.budgets.see(parsed)
-        if self.start <= ts < self.held_until and event_type in SPEND_EVENTS:
-            self._sample(parsed)
-        if self.start <= ts < self.end:
-            self.first = self.first or ts
-            self.last = ts
-            if event_type in VERDICT_EVENTS:
-                self._verdict(parsed)
-            elif event_type == "budget.reconcile":
-                self._reconcile(parsed)
-
-    def _sample(self, parsed: "ParsedEntry") -> None:
-        usd = self.data["usd"]
-        payload: Any = parsed.payload
-        if parsed.event_type == "budget.record_call" and isinstance(payload, dict):
-            provider = payload.get("provider")
-            # The fold notes a record's time on the day it counted on.
-            if usd["last_spend"].get(self.day, {}).get(provider) == parsed.ts_utc:
-                self.records[_key(provider)] += 1
-                self.records[AGGREGATE] += 1
-                self.detail.record(parsed)
-        moment = parse_ts(parsed.ts_utc)
-        for provider in _scope_names(usd, self.day, self.config):
-            local = scope_state(usd, provider, 0, self.day, moment).local_micros
-            points = self.series.setdefault(_key(provider), [(self.start, 0)])
-            if points[-1][1] != local:
-                points.append((parsed.ts_utc, local))
-
-    def _verdict(self, parsed: "ParsedEntry") -> None:
-        payload: Any = parsed.payload  # another writer's entry may hold anything
-        if not isinstance(payload, dict):
-            payload = {}
-        outcome = VERDICT_EVENTS[parsed.event_type]
-        reason = payload.get("uncertainty_reason")
-        reason = reason if isinstance(reason, str) else None
-        self.verdicts[outcome, reason] += 1
-        if outcome.halts:
-            self.halts.append(
-                {
-                    "ts_utc": parsed.ts_utc,
-                    "verdict": outcome,
-                    "uncertainty_reason": reason,
-                    "provider": payload.get("provider"),
-                    "deciding_cap": payload.get("deciding_cap"),
-                    "entry_hash": parsed.entry_hash,
-                }
-            )
-
-    def _reconcile(self, parsed: "ParsedEntry") -> None:
-        checked = check_entry(parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for)
-        if not isinstance(checked, Foldable):
-            return
-        body = checked.payload
-        forced = bool(body.get("forced"))
-        billing = body.get("billing_micros")
-        rebase = billing - body["counter_micros"] if forced and billing is not None else None
-        self.reconciles.append(
-            {
-                "ts_utc": parsed.ts_utc,
-                "provider": body["provider"],
-                "counter_micros": body["counter_micros"],
-                "billing_micros": billing,
-                "drift_pct": body.get("drift_pct"),
-                "threshold_pct": body.get("threshold_pct"),
-                "blocking": bool(body.get("blocking")) and not forced,
-                "billing_api_unreachable": bool(body.get("billing_api_unreachable")),
-                "forced": forced,
-                "force_reason": body.get("force_reason"),
-                "rebase_micros": rebase,
-            }
-        )
-
-
 def _summaries(
-    walk: _DayWalk, usd: dict[str, Any], now: dt.datetime, config: "Config"
+    walk: DayWalk, usd: dict[str, Any], now: dt.datetime, config: "Config"
 ) -> list[ScopeDay]:
     day = walk.day
     scopes = []
-    for provider in _scope_names(usd, day, config):
+    for provider in scope_names(usd, day, config):
         cap = (
             config.daily_cap_micros
             if provider is None
             else config.provider_caps_micros.get(provider)
         )
         figures = scope_state(usd, provider, cap or 0, day, now, walk.zone)
-        key = _key(provider)
+        key = scope_key(provider)
         scopes.append(
             ScopeDay(
                 key,
@@ -346,7 +205,7 @@ def gather(
     day = day or budget_day(now, zone)
     trust = deps.keys.load_trust()
     checkpoint = deps.newest_checkpoint() if whole_chain else None
-    walk = _DayWalk(
+    walk = DayWalk(
         day, zone, config, schema_lookup(deps), checkpoint.entries if checkpoint else None, by
     )
     if whole_chain:
@@ -384,7 +243,7 @@ def gather(
 
 def _walk_whole(
     deps: ReportDeps,
-    walk: _DayWalk,
+    walk: DayWalk,
     head: "Head | None",
     trust: "TrustStore",
     checkpoint: "Checkpoint | None",
