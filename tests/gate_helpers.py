@@ -89,10 +89,15 @@ def events_of(home: Path, event_type: str) -> list[dict[str, Any]]:
 
 
 def home_files(home: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under ``home``: relative path → (content, mode)."""
+    """Every file under ``home``: relative path → (content, mode).
+
+    SQLite's ``-shm`` files are left out: every reader of a database in WAL mode
+    maps that file and updates its lock slots, and it holds no data (SQLite
+    rebuilds it from the WAL); the database and its WAL are compared.
+    """
     files = {}
     for path in sorted(home.rglob("*")):
-        if path.is_file():
+        if path.is_file() and not path.name.endswith(".sqlite3-shm"):
             files[str(path.relative_to(home))] = (path.read_bytes(), path.stat().st_mode)
     return files
 
