@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${LEDGER_VENV:-.venv}"
+case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac  # an absolute path, whichever was given
 bash scripts/venv.sh "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 # The fleet tests start a throw-away PostgreSQL server: install Debian's
@@ -16,7 +17,7 @@ if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev
       "(apt-get install postgresql) or the fleet tests are skipped" >&2
   fi
 fi
-export PATH="$PWD/$VENV/bin:$PATH"
+export PATH="$VENV/bin:$PATH"
 # The report page's screenshot test renders it in a headless browser (Debian's chromium);
 # the console's browser tests drive it with Selenium through Debian's chromium-driver.
 if [ "$(id -u)" -eq 0 ]; then
