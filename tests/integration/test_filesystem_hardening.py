@@ -300,14 +300,22 @@ def test_tokens_check_with_a_clock_outside_the_chain_is_a_refusal(made: Path) ->
 
 
 def test_a_reservation_expiry_past_the_chain_is_an_unrecorded_halt(made: Path) -> None:
-    """A legal clock plus a century's TTL overflows: a halt, not exit 70, nothing sealed."""
+    """A legal clock plus a century's TTL overflows: a halt, not exit 70, no verdict sealed.
+
+    The changed TTL itself is a change of ``usd.*``, sealed as ``config.changed``
+    before any verdict under it (SPEC §21): that entry is the only one added.
+    """
     before = (made / "events.jsonl").read_bytes()
     result = run(
         made, "verdict", "1",
         LEDGER_NOW="9999-12-29T00:00:00Z", LEDGER_USD_RESERVATION_TTL_SECONDS="3153600000",
     )  # fmt: skip
     assert_printed_halt(result)
-    assert (made / "events.jsonl").read_bytes() == before
+    after = (made / "events.jsonl").read_bytes()
+    assert after.startswith(before)
+    added = [json.loads(line) for line in after[len(before) :].splitlines()]
+    assert [entry["event_type"] for entry in added] == ["config.changed"]
+    assert added[0]["payload"]["after"]["usd"]["reservation_ttl_seconds"] == 3153600000
 
 
 def test_clocks_just_inside_the_range_still_work(made: Path) -> None:

@@ -293,9 +293,12 @@ def test_a_batch_of_verdicts_holds_the_fleet_lock_for_two_round_trips(
     assert logged == []
     assert all(outcome.verdict_ref for outcome in outcomes)
     messages = [line.split("\t") for line in trace.read_text().splitlines()]
-    # Each Sync (or simple Query) from this side is one wait for the server.
+    # Each Sync (or simple Query) from this side is one wait for the server: the
+    # lock with what decisions read, the newest sealed caps (once a batch, held
+    # against the caps in force, SPEC §21), then every write with the commit.
     round_trips = [m for m in messages if m[0] == "F" and m[2].split(" ")[0] in {"Sync", "Query"}]
-    assert len(round_trips) == 2, round_trips
+    assert len(round_trips) == 3, round_trips
+    assert trace.read_text().count("WHERE event_type = $1 ORDER BY seq DESC LIMIT 1") == 1
 
 
 def test_a_key_recorded_earlier_in_the_same_batch_is_a_repeat_and_counted_once(
