@@ -8,6 +8,7 @@ directory with no home in it, whose hooks and status line ask the gateway's
 import json
 import shlex
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def laptop_env(laptop: Path, **extra: str) -> dict[str, str]:
 def install(laptop: Path, url: str, **env: str) -> dict[str, Any]:
     settings = laptop / ".claude" / "settings.json"
     done = subprocess.run(
-        ["python", "-m", "ledger", "hook", "install", "--gateway", url, "--key-env", "LK",
+        [sys.executable, "-m", "ledger", "hook", "install", "--gateway", url, "--key-env", "LK",
          "--settings", str(settings)],
         env=laptop_env(laptop, **env), cwd=laptop, capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -108,7 +109,7 @@ def test_install_writes_the_gateway_and_a_key_helper_never_the_secret(gateway, l
     project = laptop / "src"
     project.mkdir()
     status = subprocess.run(
-        ["python", "-m", "ledger", "hook", "status", str(project)],
+        [sys.executable, "-m", "ledger", "hook", "status", str(project)],
         env=laptop_env(laptop, CLAUDE_CODE_MANAGED_SETTINGS_PATH=str(laptop / "no-policy")),
         cwd=laptop, capture_output=True, text=True, check=False,
     )  # fmt: skip
