@@ -13,7 +13,6 @@ the views open, within 1.1x of none.
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -22,46 +21,9 @@ import threading
 from pathlib import Path
 
 import httpx
-from bench_gateway import _LISTENING, _one_call, calls, interleaved, make_home, start_upstream
+from bench_console import start_console
+from bench_gateway import Gateway, _one_call, calls, interleaved, make_home, start_upstream
 from common import ledger_script, settle
-
-
-class Gateway:
-    """``ledger proxy`` on a free port, once it says where it listens."""
-
-    def __init__(self, home: Path) -> None:
-        self.proc = subprocess.Popen(
-            [ledger_script(), "--home", str(home), "proxy", "--listen", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.url = ""
-        for line in self.proc.stderr or ():
-            found = _LISTENING.search(line)
-            if found:
-                self.url = f"http://{found.group(1)}"
-                break
-        if not self.url:
-            raise SystemExit("the gateway did not start")
-        # Keep reading its log, so it never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in self.proc.stderr or ()], daemon=True).start()
-        calls(self.url, 5)  # the first calls make the state's MAC key and the lock
-        settle()
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=120)
-
-
-def start_console(home: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [ledger_script(), "--home", str(home), "console", "--listen", "127.0.0.1:0"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    for line in proc.stderr or ():
-        found = re.search(r"(http://\S+)/console/login", line)
-        if found:
-            return proc, found.group(1)
-    raise SystemExit("the console did not start")
 
 
 def open_views(url: str, secret: str, count: int) -> tuple[list[int], threading.Event]:
@@ -105,6 +67,8 @@ def main() -> None:
                              "--role", "viewer"], capture_output=True, text=True, check=True)  # fmt: skip
     secret = json.loads(issued.stdout)["key"]
     gateway = Gateway(home)
+    calls(gateway.url, 5)  # the first calls make the state's MAC key and the lock
+    settle()
     console, url = start_console(home)
     rows = []
     try:
