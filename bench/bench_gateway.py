@@ -82,10 +82,16 @@ def make_home(root: Path, upstream: str, cap: str, observer_file: Path | None = 
 
 
 class Gateway:
-    def __init__(self, home: Path) -> None:
+    """``ledger proxy`` on a free port: the installed launcher, or ``command`` with ``env``."""
+
+    def __init__(
+        self, home: Path, command: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
-            [ledger_script(), "--home", str(home), "proxy", "--listen", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [*(command or [ledger_script()]), "--home", str(home), "proxy",
+             "--listen", "127.0.0.1:0"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         stderr = self.proc.stderr
         check(stderr is not None, "no gateway log")
