@@ -1,6 +1,6 @@
 """The estimate, pricing and credential findings, measured before and after in one run.
 
-    python bench/bench_findings.py [--quick] [--old TREE] [--out DIR]
+    PYTHONPATH=. python bench/bench_findings.py [--quick] [--old TREE] [--out DIR]
 
 ``--old`` is a checkout of the code before the fixes (default ``/work/wt/old``);
 ``after`` is this tree. One fake provider (``tests/fakes/provider.py``, billing
@@ -35,6 +35,8 @@ from findings_bursts import CAP_MICROS, bursts, run_burst
 from findings_keys import PER_AGENT_FINDING, checks, per_agent, run_checks
 from findings_sides import Fake, Side
 from findings_single import UNDER_LIST, Place, singles
+
+import ledger
 
 Row = tuple[str, str, str, str]
 BENCH_PRICE = '[prices."anthropic/claude-bench"]\ninput_per_mtok = 3\noutput_per_mtok = 15\n'
@@ -147,6 +149,12 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     sides = [Side("before", Path(args.old).resolve()), Side("after", REPO)]
+    if not Path(ledger.__file__).resolve().is_relative_to(REPO):
+        raise SystemExit(
+            f"bench_findings: run with PYTHONPATH={REPO} (ledger is {ledger.__file__})"
+        )
+    if not (sides[0].tree / "ledger" / "__main__.py").exists():
+        raise SystemExit(f"bench_findings: {args.old} is not a checkout of ledger")
     root = Path(tempfile.mkdtemp(prefix="bench-findings-", dir=out_dir(args.out)))
     upstream, url = start_upstream()
     fake = Fake(url)
