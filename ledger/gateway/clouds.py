@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -50,7 +51,7 @@ class _Call:
 
     provider: str
     kind: str  # messages, converse, chat_completions, responses, generate_content, free
-    path: str  # the path after the cloud's prefix
+    path: str  # the path after the cloud's prefix, as it goes upstream
     found: Any  # the cloud's own route
 
 
@@ -68,12 +69,24 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=extra)
 
 
-def _understood(method: str, path: str) -> _Call | None:
+def _sent_path(request: Request) -> str:
+    """The request's path as the client sent it, still escaped (the ASGI ``raw_path``)."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes) and raw:
+        return raw.decode("latin-1").partition("?")[0]
+    return quote(request.url.path)
+
+
+def _understood(method: str, path: str, sent: str) -> _Call | None:
     cloud, _, rest = path.removeprefix("/").partition("/")
     rest = f"/{rest}"
     if cloud == "bedrock":
-        found_b = bedrock.bedrock_route(method, rest)
-        return None if found_b is None else _Call("bedrock", found_b.kind, rest, found_b)
+        # Read as sent: a model id may hold an escaped "/" (an inference-profile ARN).
+        sent_rest = "/" + sent.removeprefix("/").partition("/")[2]
+        found_b = bedrock.bedrock_route(method, sent_rest)
+        if found_b is None:
+            return None
+        return _Call("bedrock", found_b.kind, bedrock.upstream_path(sent_rest), found_b)
     if cloud == "vertex":
         found_v = vertex.vertex_route(method, rest)
         return None if found_v is None else _Call("vertex", found_v.kind, rest, found_v)
@@ -108,7 +121,7 @@ class CloudRoutes:
         """Answer a request under ``/bedrock``, ``/vertex`` or ``/azure``."""
         path = request.url.path
         provider = path.removeprefix("/").partition("/")[0]
-        call = _understood(request.method, path)
+        call = _understood(request.method, path, _sent_path(request))
         if "websocket" in request.headers.get("upgrade", "").lower():
             # Codex tries a WebSocket first: refused at once, it falls back to HTTP.
             message = f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused"

@@ -277,3 +277,21 @@ def test_vertex_gemini_is_gated_as_the_gemini_api_and_recorded_at_its_usage(
     expected = int((Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
     assert record["actual_micros"] == expected
     assert served.verified() == 1
+
+
+def test_an_inference_profile_arn_escaped_in_the_path_is_served_signed_and_priced_by_its_id(
+    served: Served,
+) -> None:
+    # AWS SDKs escape a model id in the path: an ARN's "/" as %2F, its ":" as %3A.
+    arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{MODEL}"
+    escaped = arn.replace(":", "%3A").replace("/", "%2F")
+    answer = _post(served.gateway, f"/bedrock/model/{escaped}/invoke", MESSAGES, served.secret)
+    assert answer.status_code == 200, answer.text
+    (call,) = served.calls()
+    assert call["path"] == f"/bedrock/model/{arn.replace('/', '%2F')}/invoke"  # ":" unescaped
+    (record,) = served.records()
+    usage = call["usage"]
+    assert record["actual_micros"] == _aws_micros(
+        MODEL, usage["input_tokens"], usage["output_tokens"]
+    )
+    assert served.verified() == 1

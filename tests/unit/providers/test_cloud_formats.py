@@ -18,6 +18,7 @@ from ledger.providers.bedrock import (
     bedrock_route,
     estimate_bedrock,
     limited_converse_body,
+    upstream_path,
 )
 from ledger.providers.vertex import upstream_base, vertex_route
 from tests.fakes.clouds import chunk_frame
@@ -37,6 +38,14 @@ def test_bedrock_paths_name_their_model_with_its_colon_and_the_control_plane_is_
     assert bedrock_route("GET", "/inference-profiles") == BedrockRoute("free", control=True)
     assert bedrock_route("GET", f"/model/{MODEL}/invoke") is None
     assert bedrock_route("POST", "/model/x/delete") is None
+
+
+def test_an_escaped_inference_profile_arn_is_one_model_id_and_goes_on_with_its_colons() -> None:
+    arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{MODEL}"
+    sent = f"/model/{arn.replace(':', '%3A').replace('/', '%2F')}/invoke"
+    assert bedrock_route("POST", sent) == BedrockRoute("messages", arn)
+    assert upstream_path(sent) == f"/model/{arn.replace('/', '%2F')}/invoke"
+    assert upstream_path(f"/model/{MODEL}/invoke") == f"/model/{MODEL}/invoke"
 
 
 def test_vertex_and_azure_paths() -> None:
