@@ -22,6 +22,7 @@ these routes.
 import base64
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, unquote
@@ -126,9 +127,15 @@ CONVERSE_FIELDS: dict[str, str] = {
 
 
 def estimate_bedrock(
-    found: BedrockRoute, body: bytes, *, default_output_limit: int | None
+    found: BedrockRoute,
+    body: bytes,
+    *,
+    default_output_limit: int | None,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> RequestEstimate:
     """The estimate of an invoke or Converse request to ``found.model``.
+
+    An invoke's ``anthropic-beta`` headers count as its body's betas do.
 
     Raises:
         RequestRefused: the body is not a JSON object, or states no output limit
@@ -143,6 +150,7 @@ def estimate_bedrock(
             Route(PROVIDER, "messages", streamed=found.streamed),
             probe,
             default_output_limit=default_output_limit,
+            headers=headers,
         )
         estimate.document.pop("model", None)
         user_id = field(document.get("metadata"), "user_id")

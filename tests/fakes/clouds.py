@@ -12,11 +12,13 @@ it is answered 403 as the cloud would:
   ``GET /inference-profiles`` lists none.
 - Vertex AI: ``Authorization: Bearer <the token POST /token issued>`` (the fake
   is also the credential file's token server); Messages answers as SSE.
-- Azure: ``api-key: AZURE_KEY``; Responses answers as SSE.
+- Azure: ``api-key: AZURE_KEY``; Responses answers as SSE, Chat Completions
+  as JSON or chunks (a usage chunk only when ``stream_options`` asks for it).
 
 Answers are the scripted agent's (``tests.fakes.agent_mode``); ``GET
 /_control/calls`` lists them with their usage, ``GET /_control/auth`` counts
-the signatures verified and refused.
+the signatures verified and refused, ``GET /_control/last`` the last model
+call's path and body as they arrived.
 """
 
 import binascii
@@ -43,6 +45,8 @@ BEDROCK_API_KEY = "bedrock-api-key-test"
 TOKEN = "ya29.ledger-test-token"  # noqa: S105 - a test credential
 _lock = threading.Lock()
 auth = {"verified": 0, "refused": 0, "tokens_issued": 0}
+# The last model call as it arrived: its path and body (what the gateway wrote into it).
+last: dict[str, Any] = {}
 
 
 def _header(name: str, value: str) -> bytes:
@@ -148,6 +152,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"calls": list(agent_mode.calls)})
         elif self.path == "/_control/auth":
             self._json(200, dict(auth))
+        elif self.path == "/_control/last":
+            self._json(200, dict(last))
         elif self.path.startswith(("/inference-profiles", "/foundation-models")):
             if self._authorised("bedrock", b""):
                 self._json(200, {"inferenceProfileSummaries": []})
@@ -172,6 +178,13 @@ class Handler(BaseHTTPRequestHandler):
         if not self._authorised(cloud, body):
             return
         request = json.loads(body)
+        with _lock:
+            last.clear()
+            last.update({"path": self.path, "body": request})
+        if cloud == "azure" and path.endswith("/chat/completions"):
+            named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
+            self._chat(path, DEPLOYMENTS.get(named, named), request)
+            return
         if cloud == "azure":
             # Azure answers with the model its deployment serves, not the deployment's name.
             named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
@@ -192,6 +205,8 @@ class Handler(BaseHTTPRequestHandler):
             document, events = agent_mode.gemini(f"/vertex{path}", request)
             if document is not None:
                 self._json(200, document)
+            elif "alt=sse" not in self.path:  # a stream without alt=sse: one JSON array
+                self._json(200, [json.loads(text.split("data: ", 1)[1]) for text in events])
             else:
                 self._sse(events)
             return
@@ -238,6 +253,27 @@ class Handler(BaseHTTPRequestHandler):
             for name, data in events
         )  # fmt: skip
         self._send(200, "application/vnd.amazon.eventstream", frames)
+
+    def _chat(self, path: str, model: str, request: dict[str, Any]) -> None:
+        """A Chat Completions answer: JSON, or chunks with a usage chunk only if asked for."""
+        number = len(agent_mode.calls) + 1
+        usage = {"prompt_tokens": 900 + number, "completion_tokens": 200 + number}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        answer_id = f"chatcmpl-cloud{number:06d}"
+        agent_mode.calls.append({"path": f"/azure{path}", "model": model, "id": answer_id,
+                                 "usage": usage})  # fmt: skip
+        message = {"role": "assistant", "content": "Workspace check"}
+        base = {"id": answer_id, "object": "chat.completion", "created": 1, "model": model}
+        if not request.get("stream"):
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            self._json(200, {**base, "choices": [choice], "usage": usage})
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        delta = {"index": 0, "delta": message, "finish_reason": "stop"}
+        chunks = [{**chunk, "choices": [delta]}]
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**chunk, "choices": [], "usage": usage})
+        self._sse([f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"])
 
     def _sse(self, events: list[str]) -> None:
         self._send(200, "text/event-stream", "".join(events).encode())

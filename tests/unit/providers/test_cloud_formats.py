@@ -1,6 +1,8 @@
 """Bedrock, Vertex AI and Azure OpenAI wire formats: routes, estimates, and usage read from golden answers."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +227,16 @@ def test_an_invoke_bodys_own_betas_set_the_window_and_an_unknown_one_counts_it()
     seen = estimate_bedrock(route, json.dumps(unknown).encode(), default_output_limit=None)
     assert seen.unseen_input
     assert seen.window_reasons == ("beta 'some-new-beta-2099-01-01'",)
+
+
+def test_the_gateway_imports_neither_cloud_library_until_a_cloud_route_needs_it() -> None:
+    # The [bedrock] and [vertex] extras: a gateway serving no cloud route runs without them.
+    code = (
+        "import json, sys\n"
+        "import ledger.gateway.serve, ledger.gateway.clouds, ledger.edges.cloudauth\n"
+        "import ledger.providers.bedrock, ledger.providers.vertex, ledger.cli\n"
+        "print(json.dumps(sorted({m.split('.')[0] + ('.auth' if m.startswith('google.auth') "
+        "else '') for m in sys.modules if m.startswith(('botocore', 'boto3', 'google.auth'))})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
