@@ -22,7 +22,7 @@ from ledger.providers.bedrock import (
     limited_converse_body,
     upstream_path,
 )
-from ledger.providers.vertex import upstream_base, vertex_route
+from ledger.providers.vertex import estimate_vertex, upstream_base, vertex_route
 from tests.fakes.clouds import chunk_frame
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "providers"
@@ -240,3 +240,23 @@ def test_the_gateway_imports_neither_cloud_library_until_a_cloud_route_needs_it(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_the_betas_claude_code_sends_on_vertex_are_known_settings_and_an_unknown_one_is_not() -> (
+    None
+):
+    # Claude Code 2.1.332 in Vertex mode, on every call.
+    sent = "claude-code-20250219,interleaved-thinking-2025-05-14,web-search-2025-03-05,tool-search-tool-2025-10-19"
+    found = vertex_route(
+        "POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
+        "claude-sonnet-4-5@20250929:streamRawPredict",
+    )  # fmt: skip
+    assert found is not None
+    body = json.dumps({"anthropic_version": "vertex-2023-10-16", "max_tokens": 10,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    known = estimate_vertex(found, body, default_output_limit=None,
+                            headers=[("anthropic-beta", sent)])  # fmt: skip
+    assert known.window_reasons == ()
+    unknown = estimate_vertex(found, body, default_output_limit=None,
+                              headers=[("anthropic-beta", "acme-fetch-2099")])  # fmt: skip
+    assert unknown.window_reasons == ("beta 'acme-fetch-2099'",)
