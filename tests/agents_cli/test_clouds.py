@@ -98,7 +98,8 @@ def _figures(name: str, calls: int, recorded: int, billed: int, home: Path, fake
     sys.stderr.write(
         f"\n[figures] {name}: {billed * 100 / CAP_MICROS:.1f} % of the $1 cap, {calls} upstream "
         f"calls, {recorded} records, signatures/tokens verified {verified['verified']}, "
-        f"refused {verified['refused']}, requests refused at the cap {halts(home)}\n"
+        f"refused {verified['refused']}, requests refused at the cap {halts(home)}; "
+        f"requests by endpoint {json.dumps(fake.get('/_control/endpoints'))}\n"
     )
 
 

@@ -18,7 +18,8 @@ it is answered 403 as the cloud would:
 Answers are the scripted agent's (``tests.fakes.agent_mode``); ``GET
 /_control/calls`` lists them with their usage, ``GET /_control/auth`` counts
 the signatures verified and refused, ``GET /_control/last`` the last model
-call's path and body as they arrived.
+call's path and body as they arrived, ``GET /_control/endpoints`` the requests
+by method and endpoint.
 """
 
 import binascii
@@ -47,6 +48,17 @@ _lock = threading.Lock()
 auth = {"verified": 0, "refused": 0, "tokens_issued": 0}
 # The last model call as it arrived: its path and body (what the gateway wrote into it).
 last: dict[str, Any] = {}
+# Requests by method and endpoint (the model id left out), in the order first seen.
+endpoints: dict[str, int] = {}
+
+
+def _endpoint(method: str, path: str) -> str:
+    """``POST invoke-with-response-stream``, ``GET /inference-profiles?type=…``, …"""
+    if path.startswith("/model/"):
+        return f"{method} {path.rsplit('/', 1)[1]}"
+    if ":" in path.rsplit("/", 1)[-1]:
+        return f"{method} :{path.rsplit(':', 1)[1]}"
+    return f"{method} {path.rsplit('/', 1)[-1] if path.startswith('/openai/') else path}"
 
 
 def _header(name: str, value: str) -> bytes:
@@ -154,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, dict(auth))
         elif self.path == "/_control/last":
             self._json(200, dict(last))
+        elif self.path == "/_control/endpoints":
+            self._json(200, dict(endpoints))
         elif self.path.startswith(("/inference-profiles", "/foundation-models")):
             if self._authorised("bedrock", b""):
                 self._json(200, {"inferenceProfileSummaries": []})
@@ -280,6 +294,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _authorised(self, cloud: str, body: bytes) -> bool:
         headers = self._headers()
+        with _lock:
+            name = _endpoint(self.command, self.path)
+            endpoints[name] = endpoints.get(name, 0) + 1
         if any("lk_" in value for value in headers.values()):
             ok = False  # a gateway key must never reach a cloud
         elif cloud == "bedrock" and headers.get("authorization", "").startswith("Bearer "):
