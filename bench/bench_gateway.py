@@ -18,6 +18,8 @@ again. Figures printed:
 * sealed entries per fsync at concurrency 1 and with 64 concurrent clients
   (decisions and records per group commit, from the gateway's log);
 * the gateway's RSS after 1k and after 10k calls (2k/500 with --quick);
+* a Bedrock stream beside an Anthropic one (``gateway_bedrock.py``): what the
+  gateway adds to each, whole stream and first byte, both with gateway keys;
 * the runaway loop: 8 agent loops streaming through the gateway as fast as they
   can against a $1 daily cap, a file observer answering fresh readings; the
   spend recorded when every loop has been halted, as % of the cap.
@@ -82,10 +84,11 @@ def make_home(root: Path, upstream: str, cap: str, observer_file: Path | None = 
 
 
 class Gateway:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [ledger_script(), "--home", str(home), "proxy", "--listen", "127.0.0.1:0"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=env,
         )  # fmt: skip
         stderr = self.proc.stderr
         check(stderr is not None, "no gateway log")
@@ -337,6 +340,22 @@ def sixteen_clients(root: Path, upstream_url: str, floor: Floor, each: int) -> N
     )
 
 
+def runaway_row(root: Path, upstream_url: str) -> None:
+    """8 agent loops against a $1 cap with fresh billing readings: the spend at the halt."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    reading = root / "billing.json"
+    reading.write_text(json.dumps({"usd_used": 0, "billing_ts": now, "server_ts": now}))
+    home = make_home(root, upstream_url, "1", observer_file=reading)
+    gateway = Gateway(home)
+    made, halted = runaway(gateway.url, 8)
+    gateway.stop()
+    spent = spent_micros(home)
+    print(
+        f"runaway loop             : 8 loops, {made} calls until all {halted} were halted; "
+        f"spend at the halt {spent / 1e6:.6f} USD = {spent / 1e4:.2f} % of the $1 cap"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -348,12 +367,18 @@ def main() -> None:
         default=[],
         help="also measure this peer (bench/peers/; installed only when asked)",
     )
+    parser.add_argument("--bedrock-only", action="store_true", help="only the Bedrock row")
     args = parser.parse_args()
     sequential = 200 if args.quick else 1000
     small, large = (500, 2000) if args.quick else (1000, 10_000)
     root = Path(tempfile.mkdtemp(prefix="bench-gateway-", dir=out_dir(args.out)))
     upstream, upstream_url = start_upstream()
     try:
+        from gateway_bedrock import bedrock_beside_anthropic
+
+        if args.bedrock_only:
+            bedrock_beside_anthropic(root, upstream_url, sequential // 2)
+            return
         floor = Floor(upstream_url)
         running = []
         try:
@@ -379,6 +404,8 @@ def main() -> None:
             f"({jobs} entries in {batches} group commits)"
         )
 
+        bedrock_beside_anthropic(root, upstream_url, sequential // 2)
+
         gateway = Gateway(make_home(root, upstream_url, "1000000"))
         calls(gateway.url, small)
         rss_small = gateway.rss_kib()
@@ -390,18 +417,7 @@ def main() -> None:
             f"{rss_large / 1024:.1f} MiB after {large} ({rss_large / rss_small:.2f}x)"
         )
 
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        reading = root / "billing.json"
-        reading.write_text(json.dumps({"usd_used": 0, "billing_ts": now, "server_ts": now}))
-        home = make_home(root, upstream_url, "1", observer_file=reading)
-        gateway = Gateway(home)
-        made, halted = runaway(gateway.url, 8)
-        gateway.stop()
-        spent = spent_micros(home)
-        print(
-            f"runaway loop             : 8 loops, {made} calls until all {halted} were halted; "
-            f"spend at the halt {spent / 1e6:.6f} USD = {spent / 1e4:.2f} % of the $1 cap"
-        )
+        runaway_row(root, upstream_url)
     finally:
         upstream.kill()
         upstream.wait()
