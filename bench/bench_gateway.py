@@ -27,7 +27,6 @@ again. Figures printed:
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import re
 import signal
@@ -245,39 +244,6 @@ def calls(base: str, count: int) -> None:
             client.post("/v1/messages", content=body(stream=False))
 
 
-def runaway(base: str, loops: int) -> tuple[int, int]:
-    """Agent loops streaming as fast as they can until halted; (calls made, halts seen)."""
-    made = [0] * loops
-
-    def agent(number: int) -> None:
-        with httpx.Client(base_url=base, headers=ANTHROPIC, timeout=120) as client:
-            while True:
-                with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
-                    if response.status_code == 402:
-                        response.read()
-                        return
-                    check(response.status_code == 200, response.status_code)
-                    for _ in response.iter_raw():
-                        pass
-                made[number] += 1
-
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(loops)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(made), loops
-
-
-def spent_micros(home: Path) -> int:
-    total = 0
-    for line in (home / "events.jsonl").read_text().splitlines():
-        entry = json.loads(line)
-        if entry["event_type"] == "budget.record_call":
-            total += entry["payload"]["actual_micros"] or 0
-    return total
-
-
 def against_the_floor(
     root: Path, upstream_url: str, floor: Floor, sequential: int, peers: dict[str, str]
 ) -> None:
@@ -340,22 +306,6 @@ def sixteen_clients(root: Path, upstream_url: str, floor: Floor, each: int) -> N
     )
 
 
-def runaway_row(root: Path, upstream_url: str) -> None:
-    """8 agent loops against a $1 cap with fresh billing readings: the spend at the halt."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    reading = root / "billing.json"
-    reading.write_text(json.dumps({"usd_used": 0, "billing_ts": now, "server_ts": now}))
-    home = make_home(root, upstream_url, "1", observer_file=reading)
-    gateway = Gateway(home)
-    made, halted = runaway(gateway.url, 8)
-    gateway.stop()
-    spent = spent_micros(home)
-    print(
-        f"runaway loop             : 8 loops, {made} calls until all {halted} were halted; "
-        f"spend at the halt {spent / 1e6:.6f} USD = {spent / 1e4:.2f} % of the $1 cap"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -375,6 +325,7 @@ def main() -> None:
     upstream, upstream_url = start_upstream()
     try:
         from gateway_bedrock import bedrock_beside_anthropic
+        from gateway_runaway import runaway_row
 
         if args.bedrock_only:
             bedrock_beside_anthropic(root, upstream_url, sequential // 2)
