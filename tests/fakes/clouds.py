@@ -12,8 +12,9 @@ it is answered 403 as the cloud would:
   ``GET /inference-profiles`` lists none.
 - Vertex AI: ``Authorization: Bearer <the token POST /token issued>`` (the fake
   is also the credential file's token server); Messages answers as SSE.
-- Azure: ``api-key: AZURE_KEY``; Responses answers as SSE, Chat Completions
-  as JSON or chunks (a usage chunk only when ``stream_options`` asks for it).
+- Azure: ``api-key: AZURE_KEY``; Responses and Chat Completions answers as
+  JSON or SSE (Chat Completions with a usage chunk only when ``stream_options``
+  asks for it).
 
 Answers are the scripted agent's (``tests.fakes.agent_mode``); ``GET
 /_control/calls`` lists them with their usage, ``GET /_control/auth`` counts
@@ -206,8 +207,11 @@ class Handler(BaseHTTPRequestHandler):
             # Azure answers with the model its deployment serves, not the deployment's name.
             named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
             model = DEPLOYMENTS.get(named, named)
-            _document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
-            self._sse(events)
+            document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
+            if document is not None:
+                self._json(200, document)
+            else:
+                self._sse(events)
             return
         if cloud == "vertex":
             model = path.rsplit("/models/", 1)[1].split(":")[0]
