@@ -11,7 +11,8 @@ it is answered 403 as the cloud would:
   the last with ``amazon-bedrock-invocationMetrics``), ``invoke`` as JSON;
   ``GET /inference-profiles`` lists none.
 - Vertex AI: ``Authorization: Bearer <the token POST /token issued>`` (the fake
-  is also the credential file's token server); Messages answers as SSE.
+  is also the credential file's token server; each token lives
+  ``FAKE_CLOUDS_TOKEN_SECONDS``, default 3600); Messages answers as SSE.
 - Azure: ``api-key: AZURE_KEY``; Responses and Chat Completions answers as
   JSON or SSE (Chat Completions with a usage chunk only when ``stream_options``
   asks for it).
@@ -25,6 +26,7 @@ by method and endpoint.
 
 import binascii
 import json
+import os
 import struct
 import sys
 import threading
@@ -184,7 +186,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/token":
             with _lock:
                 auth["tokens_issued"] += 1
-            self._json(200, {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"})
+            lifetime = int(os.environ.get("FAKE_CLOUDS_TOKEN_SECONDS", "3600"))
+            self._json(200, {"access_token": TOKEN, "expires_in": lifetime, "token_type": "Bearer"})
             return
         cloud = (
             "bedrock"

@@ -374,3 +374,24 @@ def test_a_vertex_gemini_stream_without_alt_sse_is_passed_on_as_it_comes_and_rec
     assert record["actual_micros"] == int(
         (Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING)
     )
+
+
+@pytest.mark.parametrize(("lifetime", "issued"), [(3600, 1), (60, 2)])
+def test_the_vertex_token_is_kept_until_it_is_near_expiry_then_refreshed_before_the_next_call(
+    home: Path, tmp_path: Path, lifetime: int, issued: int
+) -> None:
+    # google-auth refreshes a token within 3 min 45 s of its expiry: a 60 s token at once.
+    fake = Clouds(FAKE_CLOUDS_TOKEN_SECONDS=str(lifetime))
+    secret = cloud_home(home, fake)
+    gateway = start_cloud_gateway(home, tmp_path, fake)
+    try:
+        for _ in range(2):
+            answer = _post(gateway, VERTEX_PATH, MESSAGES, secret)
+            assert answer.status_code == 200, answer.text
+        assert fake.get("/_control/auth") == {
+            "verified": 2, "refused": 0, "tokens_issued": issued,
+        }  # fmt: skip
+        assert clouds.TOKEN not in "\n".join(gateway.lines)
+    finally:
+        assert gateway.stop() == 0
+        fake.stop()
