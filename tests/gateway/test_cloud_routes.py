@@ -14,7 +14,6 @@ from genai_prices import Usage, calc_price
 
 from ledger.providers.bedrock import ConverseReader
 from tests.conftest import clean_env
-from tests.fakes import clouds
 from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
 from tests.gateway.helpers import NOW, Proxy, records
 
@@ -216,22 +215,6 @@ def test_a_mapped_azure_deployment_is_priced_as_its_model(served: Served) -> Non
     assert record["provider"] == "azure"
 
 
-def test_a_bedrock_api_key_goes_as_a_bearer_token_instead_of_a_signature(
-    home: Path, tmp_path: Path
-) -> None:
-    fake = Clouds()
-    secret = cloud_home(home, fake)
-    token = {"AWS_BEARER_TOKEN_BEDROCK": clouds.BEDROCK_API_KEY}
-    gateway = start_cloud_gateway(home, tmp_path, fake, **token)
-    try:
-        answer = _post(gateway, f"/bedrock/model/{MODEL}/invoke", MESSAGES, secret)
-        assert answer.status_code == 200, answer.text
-        assert fake.get("/_control/auth") == {"verified": 1, "refused": 0, "tokens_issued": 0}
-    finally:
-        assert gateway.stop() == 0
-        fake.stop()
-
-
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -374,24 +357,3 @@ def test_a_vertex_gemini_stream_without_alt_sse_is_passed_on_as_it_comes_and_rec
     assert record["actual_micros"] == int(
         (Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING)
     )
-
-
-@pytest.mark.parametrize(("lifetime", "issued"), [(3600, 1), (60, 2)])
-def test_the_vertex_token_is_kept_until_it_is_near_expiry_then_refreshed_before_the_next_call(
-    home: Path, tmp_path: Path, lifetime: int, issued: int
-) -> None:
-    # google-auth refreshes a token within 3 min 45 s of its expiry: a 60 s token at once.
-    fake = Clouds(FAKE_CLOUDS_TOKEN_SECONDS=str(lifetime))
-    secret = cloud_home(home, fake)
-    gateway = start_cloud_gateway(home, tmp_path, fake)
-    try:
-        for _ in range(2):
-            answer = _post(gateway, VERTEX_PATH, MESSAGES, secret)
-            assert answer.status_code == 200, answer.text
-        assert fake.get("/_control/auth") == {
-            "verified": 2, "refused": 0, "tokens_issued": issued,
-        }  # fmt: skip
-        assert clouds.TOKEN not in "\n".join(gateway.lines)
-    finally:
-        assert gateway.stop() == 0
-        fake.stop()
