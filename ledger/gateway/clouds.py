@@ -44,7 +44,12 @@ if TYPE_CHECKING:
 PREFIXES = ("/bedrock/", "/vertex/", "/azure/")
 # Azure's reasoning deployments (gpt-5, o-series) refuse max_tokens, as OpenAI's models do.
 _CHAT_FIELD = "max_completion_tokens"
-_CALLER_CREDENTIALS = frozenset({"api-key", "x-api-key", "authorization", "x-goog-api-key"})
+# A caller's credentials and its own SigV4 parts: a client that signed (an AWS SDK with
+# its own session) must neither pass its session token on nor clash with the gateway's.
+_CALLER_CREDENTIALS = frozenset({
+    "api-key", "x-api-key", "authorization", "x-goog-api-key",
+    "x-amz-date", "x-amz-security-token", "x-amz-content-sha256",
+})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

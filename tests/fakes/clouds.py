@@ -20,7 +20,7 @@ it is answered 403 as the cloud would:
 Answers are the scripted agent's (``tests.fakes.agent_mode``); ``GET
 /_control/calls`` lists them with their usage, ``GET /_control/auth`` counts
 the signatures verified and refused, ``GET /_control/last`` the last model
-call's path and body as they arrived, ``GET /_control/endpoints`` the requests
+call's path, headers and body as they arrived, ``GET /_control/endpoints`` the requests
 by method and endpoint.
 """
 
@@ -201,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         request = json.loads(body)
         with _lock:
             last.clear()
-            last.update({"path": self.path, "body": request})
+            last.update({"path": self.path, "body": request, "headers": list(self.headers.items())})
         if cloud == "azure" and path.endswith("/chat/completions"):
             named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
             self._chat(path, DEPLOYMENTS.get(named, named), request)

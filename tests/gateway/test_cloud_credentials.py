@@ -1,4 +1,4 @@
-"""The cloud credentials the gateway sends: a Bedrock API key, a Vertex token kept fresh."""
+"""The cloud credentials the gateway sends: its own only (SigV4, a Bedrock API key, a fresh Vertex token)."""
 
 from pathlib import Path
 
@@ -56,6 +56,30 @@ def test_the_vertex_token_is_kept_until_it_is_near_expiry_then_refreshed_before_
             "verified": 2, "refused": 0, "tokens_issued": issued,
         }  # fmt: skip
         assert clouds.TOKEN not in "\n".join(gateway.lines)
+    finally:
+        assert gateway.stop() == 0
+        fake.stop()
+
+
+def test_a_callers_own_sigv4_parts_never_go_upstream_beside_the_gateways(
+    home: Path, tmp_path: Path
+) -> None:
+    fake = Clouds()
+    secret = cloud_home(home, fake)
+    gateway = start_cloud_gateway(home, tmp_path, fake)
+    # An AWS SDK that signed with its own session sends these beside the gateway key.
+    own = {"x-amz-date": "20200101T000000Z", "x-amz-security-token": "callers-session-token",
+           "x-amz-content-sha256": "UNSIGNED-PAYLOAD"}  # fmt: skip
+    try:
+        answer = httpx.post(
+            f"{gateway.url}/bedrock/model/{MODEL}/invoke", json=MESSAGES, timeout=30,
+            headers={"authorization": f"Bearer {secret}", **own},
+        )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        sent = [(name.lower(), value) for name, value in fake.get("/_control/last")["headers"]]
+        assert [name for name, _ in sent].count("x-amz-date") == 1
+        assert not any(value in own.values() for _, value in sent), sent
+        assert fake.get("/_control/auth")["verified"] == 1
     finally:
         assert gateway.stop() == 0
         fake.stop()
