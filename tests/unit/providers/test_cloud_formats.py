@@ -38,6 +38,8 @@ def test_bedrock_paths_name_their_model_with_its_colon_and_the_control_plane_is_
     )
     assert bedrock_route("POST", f"/model/{MODEL}/count-tokens") == BedrockRoute("free", MODEL)
     assert bedrock_route("GET", "/inference-profiles") == BedrockRoute("free", control=True)
+    assert bedrock_route("GET", "/foundation-models") == BedrockRoute("free", control=True)
+    assert bedrock_route("POST", "/foundation-models") is None
     assert bedrock_route("GET", f"/model/{MODEL}/invoke") is None
     assert bedrock_route("POST", "/model/x/delete") is None
 
