@@ -18,6 +18,8 @@ again. Figures printed:
 * sealed entries per fsync at concurrency 1 and with 64 concurrent clients
   (decisions and records per group commit, from the gateway's log);
 * the gateway's RSS after 1k and after 10k calls (2k/500 with --quick);
+* a Bedrock stream beside an Anthropic one (``gateway_bedrock.py``): what the
+  gateway adds to each, whole stream and first byte, both with gateway keys;
 * the runaway loop: 8 agent loops streaming through the gateway as fast as they
   can against a $1 daily cap, a file observer answering fresh readings; the
   spend recorded when every loop has been halted, as % of the cap.
@@ -25,7 +27,6 @@ again. Figures printed:
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import re
 import signal
@@ -248,39 +249,6 @@ def calls(base: str, count: int) -> None:
             client.post("/v1/messages", content=body(stream=False))
 
 
-def runaway(base: str, loops: int) -> tuple[int, int]:
-    """Agent loops streaming as fast as they can until halted; (calls made, halts seen)."""
-    made = [0] * loops
-
-    def agent(number: int) -> None:
-        with httpx.Client(base_url=base, headers=ANTHROPIC, timeout=120) as client:
-            while True:
-                with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
-                    if response.status_code == 402:
-                        response.read()
-                        return
-                    check(response.status_code == 200, response.status_code)
-                    for _ in response.iter_raw():
-                        pass
-                made[number] += 1
-
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(loops)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(made), loops
-
-
-def spent_micros(home: Path) -> int:
-    total = 0
-    for line in (home / "events.jsonl").read_text().splitlines():
-        entry = json.loads(line)
-        if entry["event_type"] == "budget.record_call":
-            total += entry["payload"]["actual_micros"] or 0
-    return total
-
-
 def against_the_floor(
     root: Path, upstream_url: str, floor: Floor, sequential: int, peers: dict[str, str]
 ) -> None:
@@ -354,12 +322,19 @@ def main() -> None:
         default=[],
         help="also measure this peer (bench/peers/; installed only when asked)",
     )
+    parser.add_argument("--bedrock-only", action="store_true", help="only the Bedrock row")
     args = parser.parse_args()
     sequential = 200 if args.quick else 1000
     small, large = (500, 2000) if args.quick else (1000, 10_000)
     root = Path(tempfile.mkdtemp(prefix="bench-gateway-", dir=out_dir(args.out)))
     upstream, upstream_url = start_upstream()
     try:
+        from gateway_bedrock import bedrock_beside_anthropic
+        from gateway_runaway import runaway_row
+
+        if args.bedrock_only:
+            bedrock_beside_anthropic(root, upstream_url, sequential // 2)
+            return
         floor = Floor(upstream_url)
         running = []
         try:
@@ -385,6 +360,8 @@ def main() -> None:
             f"({jobs} entries in {batches} group commits)"
         )
 
+        bedrock_beside_anthropic(root, upstream_url, sequential // 2)
+
         gateway = Gateway(make_home(root, upstream_url, "1000000"))
         calls(gateway.url, small)
         rss_small = gateway.rss_kib()
@@ -396,18 +373,7 @@ def main() -> None:
             f"{rss_large / 1024:.1f} MiB after {large} ({rss_large / rss_small:.2f}x)"
         )
 
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        reading = root / "billing.json"
-        reading.write_text(json.dumps({"usd_used": 0, "billing_ts": now, "server_ts": now}))
-        home = make_home(root, upstream_url, "1", observer_file=reading)
-        gateway = Gateway(home)
-        made, halted = runaway(gateway.url, 8)
-        gateway.stop()
-        spent = spent_micros(home)
-        print(
-            f"runaway loop             : 8 loops, {made} calls until all {halted} were halted; "
-            f"spend at the halt {spent / 1e6:.6f} USD = {spent / 1e4:.2f} % of the $1 cap"
-        )
+        runaway_row(root, upstream_url)
     finally:
         upstream.kill()
         upstream.wait()

@@ -168,6 +168,8 @@ def parse_gateway(f: Figures) -> None:
     f.grab("floor_rate16", rf"16 concurrent clients\s*:\s*floor {NUM} calls/s")
     f.grab("gateway_rate16", rf"16 concurrent clients\s*:.*gateway {NUM} gated calls/s")
     f.grab("per_fsync_1", rf"1 client\s*:\s*{NUM} sealed entries per fsync")
+    f.grab("bedrock_added", rf"Bedrock stream \(SigV4\)\s*:.*?, adds (-?{NUM}) ms")
+    f.grab("anthropic_keys_added", rf"Anthropic stream \(keys\)\s*:.*?, adds (-?{NUM}) ms")
 
 
 def parse_budgets(f: Figures) -> None:

@@ -268,6 +268,10 @@ def gateway_rows(f: Figures) -> list[Row]:
         Row("  RSS after 10k calls vs 1k", fmt(rss, "x", 2),
             f"1k: {fmt(v.get('rss_small'), ' MiB', 1)}", "", f"<= {MEMORY_FLAT}x",
             status(None if rss is None else rss <= MEMORY_FLAT)),
+        Row("  Bedrock stream (SigV4, event-stream frames): whole stream p50 added",
+            fmt(v.get("bedrock_added"), " ms", 2),
+            f"Anthropic stream {fmt(v.get('anthropic_keys_added'), ' ms', 2)} (both with keys)",
+            "", "", ""),
         Row("  runaway loop: spend at the halt, 8 loops, $1 cap", fmt(pct, " %", 2), "cap 100 %",
             "", "90-100 %", status(None if pct is None else 90 <= pct <= 100)),
     ]  # fmt: skip

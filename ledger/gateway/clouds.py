@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -31,7 +32,7 @@ from ledger.providers import RequestRefused, UsageReader, bedrock, error_body, v
 from ledger.providers.azure import azure_route, estimate_azure
 from ledger.providers.credentials import GATEWAY_KEY_PREFIX, Credential
 from ledger.providers.limits import limited_body
-from ledger.providers.outgoing import Outgoing
+from ledger.providers.outgoing import Outgoing, bounded_request
 from ledger.providers.routes import Route
 from ledger.providers.session import session_from_user_id
 from ledger.runtime import Runtime
@@ -41,7 +42,14 @@ if TYPE_CHECKING:
     from ledger.gateway.host import GatewayHost
 
 PREFIXES = ("/bedrock/", "/vertex/", "/azure/")
-_CALLER_CREDENTIALS = frozenset({"api-key", "x-api-key", "authorization", "x-goog-api-key"})
+# Azure's reasoning deployments (gpt-5, o-series) refuse max_tokens, as OpenAI's models do.
+_CHAT_FIELD = "max_completion_tokens"
+# A caller's credentials and its own SigV4 parts: a client that signed (an AWS SDK with
+# its own session) must neither pass its session token on nor clash with the gateway's.
+_CALLER_CREDENTIALS = frozenset({
+    "api-key", "x-api-key", "authorization", "x-goog-api-key",
+    "x-amz-date", "x-amz-security-token", "x-amz-content-sha256",
+})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +58,7 @@ class _Call:
 
     provider: str
     kind: str  # messages, converse, chat_completions, responses, generate_content, free
-    path: str  # the path after the cloud's prefix
+    path: str  # the path after the cloud's prefix, as it goes upstream
     found: Any  # the cloud's own route
 
 
@@ -68,12 +76,24 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=extra)
 
 
-def _understood(method: str, path: str) -> _Call | None:
+def _sent_path(request: Request) -> str:
+    """The request's path as the client sent it, still escaped (the ASGI ``raw_path``)."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes) and raw:
+        return raw.decode("latin-1").partition("?")[0]
+    return quote(request.url.path)
+
+
+def _understood(method: str, path: str, sent: str) -> _Call | None:
     cloud, _, rest = path.removeprefix("/").partition("/")
     rest = f"/{rest}"
     if cloud == "bedrock":
-        found_b = bedrock.bedrock_route(method, rest)
-        return None if found_b is None else _Call("bedrock", found_b.kind, rest, found_b)
+        # Read as sent: a model id may hold an escaped "/" (an inference-profile ARN).
+        sent_rest = "/" + sent.removeprefix("/").partition("/")[2]
+        found_b = bedrock.bedrock_route(method, sent_rest)
+        if found_b is None:
+            return None
+        return _Call("bedrock", found_b.kind, bedrock.upstream_path(sent_rest), found_b)
     if cloud == "vertex":
         found_v = vertex.vertex_route(method, rest)
         return None if found_v is None else _Call("vertex", found_v.kind, rest, found_v)
@@ -108,7 +128,7 @@ class CloudRoutes:
         """Answer a request under ``/bedrock``, ``/vertex`` or ``/azure``."""
         path = request.url.path
         provider = path.removeprefix("/").partition("/")[0]
-        call = _understood(request.method, path)
+        call = _understood(request.method, path, _sent_path(request))
         if "websocket" in request.headers.get("upgrade", "").lower():
             # Codex tries a WebSocket first: refused at once, it falls back to HTTP.
             message = f"ledger: {path} is gated over HTTP only; WebSocket upgrades are refused"
@@ -239,7 +259,16 @@ class CloudRoutes:
                 self._passing(response), status_code=response.status_code, headers=passed
             )
         content_type = response.headers.get("content-type", "")
-        if content_type.startswith(("text/event-stream", bedrock.EVENT_STREAM)):
+        # Gemini on Vertex streams without alt=sse as one JSON array: passed on as it comes.
+        exchange.json_array = (
+            call.kind == "generate_content"
+            and call.found.streamed
+            and response.is_success
+            and "json" in content_type
+        )
+        if content_type.startswith(("text/event-stream", bedrock.EVENT_STREAM)) or (
+            exchange.json_array
+        ):
             assert gateway.pumps is not None  # noqa: S101 - set by the app's lifespan
             relay = exchange.relay_stream(response, gateway.pumps, self.settings.drain_seconds)
             return self._streaming(relay, status_code=response.status_code, headers=passed)
@@ -247,20 +276,35 @@ class CloudRoutes:
 
     # ------------------------------------------------------------------ gated calls
 
-    def _estimate(self, call: _Call, body: bytes) -> Any:
+    def _prepared(self, call: _Call, body: bytes, headers: list[tuple[str, str]]) -> Outgoing:
+        """The estimate, and the body bounded as it assumed (limits, server tools, usage)."""
         default = self.settings.default_max_output_tokens
         if call.provider == "bedrock":
-            return bedrock.estimate_bedrock(call.found, body, default_output_limit=default)
-        if call.provider == "vertex":
-            return vertex.estimate_vertex(call.found, body, default_output_limit=default)
-        return estimate_azure(
-            call.found, body, self.settings.azure_deployments, default_output_limit=default
-        )
+            estimate = bedrock.estimate_bedrock(
+                call.found, body, default_output_limit=default, headers=headers
+            )
+        elif call.provider == "vertex":
+            estimate = vertex.estimate_vertex(
+                call.found, body, default_output_limit=default, headers=headers
+            )
+        else:
+            estimate = estimate_azure(
+                call.found, body, self.settings.azure_deployments, default_output_limit=default
+            )
+        if call.kind == "converse":  # Converse has no server tools; its limit is its own
+            if not estimate.limit_given:
+                body = bedrock.limited_converse_body(estimate.document, estimate.output_limit)
+            return Outgoing(estimate, body, searches=0, fee_micros=0, added_usage=False)
+        return bounded_request(
+            Route(call.provider, call.kind), estimate, body,  # type: ignore[arg-type]
+            server_tool_max_uses=self.settings.server_tool_max_uses,
+            chat_field=_CHAT_FIELD,
+        )  # fmt: skip
 
     def _limited(self, call: _Call, document: dict[str, Any], tokens: int) -> bytes:
         if call.kind == "converse":
             return bedrock.limited_converse_body(document, tokens)
-        return limited_body(call.kind, document, tokens, chat_field="max_tokens")
+        return limited_body(call.kind, document, tokens, chat_field=_CHAT_FIELD)
 
     def _reader(self, call: _Call) -> Any:
         if call.provider == "bedrock":
@@ -276,11 +320,10 @@ class CloudRoutes:
     async def _gated(self, request: Request, call: _Call, caller: Any, body: bytes) -> Response:
         provider = call.provider
         try:
-            estimate = self._estimate(call, body)
+            prepared = self._prepared(call, body, list(request.headers.items()))
         except RequestRefused as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        if not estimate.limit_given:
-            body = self._limited(call, estimate.document, estimate.output_limit)
+        estimate, body = prepared.estimate, prepared.body
         cycle_id = caller.session
         source = "x-ledger-session"
         if cycle_id is None and estimate.metadata_user_id is not None:
@@ -290,7 +333,6 @@ class CloudRoutes:
             checked_id(cycle_id, source)
         except UsageError as exc:
             return error_response(provider, 400, f"ledger: {exc}; the request was not sent")
-        prepared = Outgoing(estimate, body, searches=0, fee_micros=0, added_usage=False)
         client = client_of(request.headers.get("user-agent"))
         decided = await self.gateway._decide(  # noqa: SLF001
             provider, estimate, cycle_id, caller, prepared, client
@@ -315,6 +357,7 @@ class CloudRoutes:
             "agent": caller.agent, "tags": list(caller.tags) or None,
             "gateway_key": caller.key_name,
         }  # fmt: skip
+        exchange.hide_usage_chunk = prepared.added_usage
         return await self._send(request, call, caller, body, exchange, headers)
 
 

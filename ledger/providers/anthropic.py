@@ -143,6 +143,9 @@ _SIZE_NEUTRAL_BETAS = (
     "claude-code-20250219", "oauth-2025-04-20", "prompt-caching-scope-2026-01-05",
     # Tool search: the deferred tools are defined in the request and counted there.
     "tool-search-tool-2025-10-19",
+    # The web search tool's beta on Bedrock and Vertex (Claude Code sends it there on
+    # every call): it only enables the tool, which is counted by its own rule.
+    "web-search-2025-03-05",
 )  # fmt: skip
 _WINDOW_BETAS = (
     "fast-mode-2026-02-01", "compact-2026-01-12", "compact-2026-09-04",

@@ -22,9 +22,10 @@ these routes.
 import base64
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ledger.core.settlement import CallEnd
 from ledger.providers import anthropic
@@ -63,7 +64,11 @@ class BedrockRoute:
 
 
 def bedrock_route(method: str, path: str) -> BedrockRoute | None:
-    """The Bedrock route of ``method path`` (the path after ``/bedrock``), or ``None``."""
+    """The Bedrock route of ``method path`` (the path after ``/bedrock``), or ``None``.
+
+    ``path`` is the path as sent, still escaped: an inference-profile ARN's
+    ``/`` arrives as ``%2F`` and must not split the path.
+    """
     verb = method.upper()
     if verb == "GET" and _CONTROL.fullmatch(path):
         return BedrockRoute("free", control=True)
@@ -75,6 +80,16 @@ def bedrock_route(method: str, path: str) -> BedrockRoute | None:
         return BedrockRoute("free", model)
     kind = "converse" if action.startswith("converse") else "messages"
     return BedrockRoute(kind, model, streamed=action.endswith("stream"))
+
+
+def upstream_path(path: str) -> str:
+    """The path as sent upstream (and signed): each segment with ``:`` unescaped.
+
+    ``path`` is the path as the client sent it. A model id's ``:`` goes as
+    itself (Claude Code sends it so; SigV4 signs the path as it is sent), and
+    anything a segment holds that a path cannot (an ARN's ``/``) stays escaped.
+    """
+    return "/".join(quote(unquote(segment), safe=":") for segment in path.split("/"))
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -112,9 +127,15 @@ CONVERSE_FIELDS: dict[str, str] = {
 
 
 def estimate_bedrock(
-    found: BedrockRoute, body: bytes, *, default_output_limit: int | None
+    found: BedrockRoute,
+    body: bytes,
+    *,
+    default_output_limit: int | None,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> RequestEstimate:
     """The estimate of an invoke or Converse request to ``found.model``.
+
+    An invoke's ``anthropic-beta`` headers count as its body's betas do.
 
     Raises:
         RequestRefused: the body is not a JSON object, or states no output limit
@@ -129,6 +150,7 @@ def estimate_bedrock(
             Route(PROVIDER, "messages", streamed=found.streamed),
             probe,
             default_output_limit=default_output_limit,
+            headers=headers,
         )
         estimate.document.pop("model", None)
         user_id = field(document.get("metadata"), "user_id")

@@ -57,6 +57,27 @@ def outgoing_request(
     estimate = estimate_request(
         route, body, default_output_limit=default_output_limit, headers=headers
     )
+    return bounded_request(
+        route, estimate, body, server_tool_max_uses=server_tool_max_uses, chat_field=chat_field
+    )
+
+
+def bounded_request(
+    route: Route,
+    estimate: RequestEstimate,
+    body: bytes,
+    *,
+    server_tool_max_uses: int,
+    chat_field: str,
+) -> Outgoing:
+    """The body that the upstream bounds as ``estimate`` assumed, for a request estimated already.
+
+    ``route`` names the request's format (its kind): the cloud routes, which
+    estimate their own bodies, bound them as the format's first-party API does.
+
+    Raises:
+        RequestRefused: the request cannot be written.
+    """
     document = estimate.document
     bounded, searches = bound_document_searches(route, document, server_tool_max_uses)
     fees = tool_fee_micros(route, document, server_tool_max_uses)

@@ -10,6 +10,7 @@ nothing. ``publishers/google/models/{m}:generateContent`` and
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ledger.providers.estimate import RequestEstimate, estimate_request
@@ -66,9 +67,16 @@ def upstream_base(location: str) -> str:
 
 
 def estimate_vertex(
-    found: VertexRoute, body: bytes, *, default_output_limit: int | None
+    found: VertexRoute,
+    body: bytes,
+    *,
+    default_output_limit: int | None,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> RequestEstimate:
     """The estimate of a Vertex AI model call (a Messages or a Gemini body).
+
+    Claude's ``anthropic-beta`` headers (Vertex takes betas there, as
+    Anthropic's API does) count as they do on the Messages API.
 
     Raises:
         RequestRefused: the body is not a JSON object, or states no output limit
@@ -79,6 +87,7 @@ def estimate_vertex(
             Route(PROVIDER, "generate_content", model=found.model, streamed=found.streamed),
             body,
             default_output_limit=default_output_limit,
+            headers=headers,
         )
     import json
 
@@ -88,8 +97,9 @@ def estimate_vertex(
     # The Messages reader, with the path's model; the body goes on without it.
     probe = json.dumps({**document, "model": found.model}).encode("utf-8")
     estimate = estimate_request(
-        Route(PROVIDER, "messages"), probe, default_output_limit=default_output_limit
-    )
+        Route(PROVIDER, "messages"), probe, default_output_limit=default_output_limit,
+        headers=headers,
+    )  # fmt: skip
     estimate.document.pop("model", None)
     user_id = field(document.get("metadata"), "user_id")
     return replace(estimate, metadata_user_id=user_id if isinstance(user_id, str) else None)

@@ -8,6 +8,7 @@ gateway key.
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from decimal import ROUND_CEILING, Decimal
@@ -20,6 +21,7 @@ from genai_prices import Usage, calc_price
 from tests.agents_cli import clis
 from tests.agents_cli.conftest import need
 from tests.agents_cli.harness import CAP_MICROS, ledger
+from tests.conftest import clean_env
 from tests.fakes import clouds
 from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
 from tests.gateway.helpers import NOW, Proxy, chain, records
@@ -98,7 +100,8 @@ def _figures(name: str, calls: int, recorded: int, billed: int, home: Path, fake
     sys.stderr.write(
         f"\n[figures] {name}: {billed * 100 / CAP_MICROS:.1f} % of the $1 cap, {calls} upstream "
         f"calls, {recorded} records, signatures/tokens verified {verified['verified']}, "
-        f"refused {verified['refused']}, requests refused at the cap {halts(home)}\n"
+        f"refused {verified['refused']}, requests refused at the cap {halts(home)}; "
+        f"requests by endpoint {json.dumps(fake.get('/_control/endpoints'))}\n"
     )
 
 
@@ -221,4 +224,43 @@ def test_hook_install_bedrock_writes_the_settings_and_each_call_still_counts_onc
     result = json.loads(run.stdout)
     assert result["is_error"] is True, result
     _session_checks(home, fake, "Claude Code (Bedrock mode, hook install)")
+    assert gateway.stop() == 0, gateway.lines
+
+
+@pytest.mark.parametrize(
+    ("mode", "model"),
+    [(["--bedrock"], "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+     (["--vertex", "--project", "ledger-test", "--region", "us-east5"],
+      "claude-sonnet-4-5@20250929")],
+    ids=["bedrock", "vertex"],
+)  # fmt: skip
+def test_a_laptop_in_a_cloud_mode_with_only_the_url_and_a_key_stops_at_the_cap(
+    home: Path, tmp_path: Path, fake: Clouds, mode: list[str], model: str
+) -> None:
+    secret = _home(home, fake)
+    gateway = _gateway(home, tmp_path, fake)
+    cli_home = tmp_path / "cli"
+    (cli_home / "work").mkdir(parents=True)
+    settings = cli_home / ".claude" / "settings.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "hook", "install", "--gateway", gateway.url,
+         "--key-env", "LEDGER_KEY", *mode, "--settings", str(settings)],
+        env=clean_env(HOME=str(cli_home)), cwd=cli_home, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["home"] is None
+    # The shell's own token is blanked by the settings; the helper gives the gateway key.
+    env = _claude_env(cli_home, "sk-ant-developers-own", LEDGER_KEY=secret)
+    run = clis.run(
+        need(CLAUDE),
+        ["-p", PROMPT, "--output-format", "json", "--dangerously-skip-permissions",
+         "--model", model],
+        env, cwd=cli_home / "work",
+    )  # fmt: skip
+    result = json.loads(run.stdout)
+    assert result["is_error"] is True, result
+    assert "halt-100" in result["result"], result["result"]
+    _session_checks(home, fake, f"Claude Code ({mode[0][2:]} mode, laptop with a key)")
+    assert {record["key"] for record in records(home)} == {"dev"}
     assert gateway.stop() == 0, gateway.lines

@@ -11,16 +11,22 @@ it is answered 403 as the cloud would:
   the last with ``amazon-bedrock-invocationMetrics``), ``invoke`` as JSON;
   ``GET /inference-profiles`` lists none.
 - Vertex AI: ``Authorization: Bearer <the token POST /token issued>`` (the fake
-  is also the credential file's token server); Messages answers as SSE.
-- Azure: ``api-key: AZURE_KEY``; Responses answers as SSE.
+  is also the credential file's token server; each token lives
+  ``FAKE_CLOUDS_TOKEN_SECONDS``, default 3600); Messages answers as SSE.
+- Azure: ``api-key: AZURE_KEY``; Responses and Chat Completions answers as
+  JSON or SSE (Chat Completions with a usage chunk only when ``stream_options``
+  asks for it).
 
 Answers are the scripted agent's (``tests.fakes.agent_mode``); ``GET
 /_control/calls`` lists them with their usage, ``GET /_control/auth`` counts
-the signatures verified and refused.
+the signatures verified and refused, ``GET /_control/last`` the last model
+call's path, headers and body as they arrived, ``GET /_control/endpoints`` the requests
+by method and endpoint.
 """
 
 import binascii
 import json
+import os
 import struct
 import sys
 import threading
@@ -43,6 +49,19 @@ BEDROCK_API_KEY = "bedrock-api-key-test"
 TOKEN = "ya29.ledger-test-token"  # noqa: S105 - a test credential
 _lock = threading.Lock()
 auth = {"verified": 0, "refused": 0, "tokens_issued": 0}
+# The last model call as it arrived: its path and body (what the gateway wrote into it).
+last: dict[str, Any] = {}
+# Requests by method and endpoint (the model id left out), in the order first seen.
+endpoints: dict[str, int] = {}
+
+
+def _endpoint(method: str, path: str) -> str:
+    """``POST invoke-with-response-stream``, ``GET /inference-profiles?type=…``, …"""
+    if path.startswith("/model/"):
+        return f"{method} {path.rsplit('/', 1)[1]}"
+    if ":" in path.rsplit("/", 1)[-1]:
+        return f"{method} :{path.rsplit(':', 1)[1]}"
+    return f"{method} {path.rsplit('/', 1)[-1] if path.startswith('/openai/') else path}"
 
 
 def _header(name: str, value: str) -> bytes:
@@ -122,6 +141,9 @@ def signature_ok(method: str, host: str, path: str, headers: dict[str, str], bod
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The headers and the body go in separate writes: without TCP_NODELAY each
+    # answer on a kept-alive connection waits ~40 ms for a delayed ACK.
+    disable_nagle_algorithm = True
 
     def log_message(self, *_args: Any) -> None:
         pass
@@ -148,6 +170,10 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"calls": list(agent_mode.calls)})
         elif self.path == "/_control/auth":
             self._json(200, dict(auth))
+        elif self.path == "/_control/last":
+            self._json(200, dict(last))
+        elif self.path == "/_control/endpoints":
+            self._json(200, dict(endpoints))
         elif self.path.startswith(("/inference-profiles", "/foundation-models")):
             if self._authorised("bedrock", b""):
                 self._json(200, {"inferenceProfileSummaries": []})
@@ -160,7 +186,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/token":
             with _lock:
                 auth["tokens_issued"] += 1
-            self._json(200, {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"})
+            lifetime = int(os.environ.get("FAKE_CLOUDS_TOKEN_SECONDS", "3600"))
+            self._json(200, {"access_token": TOKEN, "expires_in": lifetime, "token_type": "Bearer"})
             return
         cloud = (
             "bedrock"
@@ -172,12 +199,22 @@ class Handler(BaseHTTPRequestHandler):
         if not self._authorised(cloud, body):
             return
         request = json.loads(body)
+        with _lock:
+            last.clear()
+            last.update({"path": self.path, "body": request, "headers": list(self.headers.items())})
+        if cloud == "azure" and path.endswith("/chat/completions"):
+            named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
+            self._chat(path, DEPLOYMENTS.get(named, named), request)
+            return
         if cloud == "azure":
             # Azure answers with the model its deployment serves, not the deployment's name.
             named = path.split("/")[3] if "/deployments/" in path else str(request.get("model"))
             model = DEPLOYMENTS.get(named, named)
-            _document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
-            self._sse(events)
+            document, events = agent_mode.responses(f"/azure{path}", {**request, "model": model})
+            if document is not None:
+                self._json(200, document)
+            else:
+                self._sse(events)
             return
         if cloud == "vertex":
             model = path.rsplit("/models/", 1)[1].split(":")[0]
@@ -192,6 +229,8 @@ class Handler(BaseHTTPRequestHandler):
             document, events = agent_mode.gemini(f"/vertex{path}", request)
             if document is not None:
                 self._json(200, document)
+            elif "alt=sse" not in self.path:  # a stream without alt=sse: one JSON array
+                self._json(200, [json.loads(text.split("data: ", 1)[1]) for text in events])
             else:
                 self._sse(events)
             return
@@ -239,11 +278,35 @@ class Handler(BaseHTTPRequestHandler):
         )  # fmt: skip
         self._send(200, "application/vnd.amazon.eventstream", frames)
 
+    def _chat(self, path: str, model: str, request: dict[str, Any]) -> None:
+        """A Chat Completions answer: JSON, or chunks with a usage chunk only if asked for."""
+        number = len(agent_mode.calls) + 1
+        usage = {"prompt_tokens": 900 + number, "completion_tokens": 200 + number}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        answer_id = f"chatcmpl-cloud{number:06d}"
+        agent_mode.calls.append({"path": f"/azure{path}", "model": model, "id": answer_id,
+                                 "usage": usage})  # fmt: skip
+        message = {"role": "assistant", "content": "Workspace check"}
+        base = {"id": answer_id, "object": "chat.completion", "created": 1, "model": model}
+        if not request.get("stream"):
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            self._json(200, {**base, "choices": [choice], "usage": usage})
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        delta = {"index": 0, "delta": message, "finish_reason": "stop"}
+        chunks = [{**chunk, "choices": [delta]}]
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**chunk, "choices": [], "usage": usage})
+        self._sse([f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"])
+
     def _sse(self, events: list[str]) -> None:
         self._send(200, "text/event-stream", "".join(events).encode())
 
     def _authorised(self, cloud: str, body: bytes) -> bool:
         headers = self._headers()
+        with _lock:
+            name = _endpoint(self.command, self.path)
+            endpoints[name] = endpoints.get(name, 0) + 1
         if any("lk_" in value for value in headers.values()):
             ok = False  # a gateway key must never reach a cloud
         elif cloud == "bedrock" and headers.get("authorization", "").startswith("Bearer "):

@@ -1,6 +1,7 @@
 """The fake clouds as a process, a home whose gateway serves them, and that gateway."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,11 @@ from tests.gateway.helpers import NOW, Proxy, start_proxy
 class Clouds:
     """``python -m tests.fakes.clouds``, once it listens."""
 
-    def __init__(self) -> None:
+    def __init__(self, **env: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.fakes.clouds"], cwd=REPO,
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            env={**os.environ, **env},
         )  # fmt: skip
         assert self.proc.stdout is not None
         self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"

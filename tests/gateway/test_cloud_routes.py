@@ -14,7 +14,6 @@ from genai_prices import Usage, calc_price
 
 from ledger.providers.bedrock import ConverseReader
 from tests.conftest import clean_env
-from tests.fakes import clouds
 from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
 from tests.gateway.helpers import NOW, Proxy, records
 
@@ -216,22 +215,6 @@ def test_a_mapped_azure_deployment_is_priced_as_its_model(served: Served) -> Non
     assert record["provider"] == "azure"
 
 
-def test_a_bedrock_api_key_goes_as_a_bearer_token_instead_of_a_signature(
-    home: Path, tmp_path: Path
-) -> None:
-    fake = Clouds()
-    secret = cloud_home(home, fake)
-    token = {"AWS_BEARER_TOKEN_BEDROCK": clouds.BEDROCK_API_KEY}
-    gateway = start_cloud_gateway(home, tmp_path, fake, **token)
-    try:
-        answer = _post(gateway, f"/bedrock/model/{MODEL}/invoke", MESSAGES, secret)
-        assert answer.status_code == 200, answer.text
-        assert fake.get("/_control/auth") == {"verified": 1, "refused": 0, "tokens_issued": 0}
-    finally:
-        assert gateway.stop() == 0
-        fake.stop()
-
-
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -277,3 +260,100 @@ def test_vertex_gemini_is_gated_as_the_gemini_api_and_recorded_at_its_usage(
     expected = int((Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING))
     assert record["actual_micros"] == expected
     assert served.verified() == 1
+
+
+def test_an_inference_profile_arn_escaped_in_the_path_is_served_signed_and_priced_by_its_id(
+    served: Served,
+) -> None:
+    # AWS SDKs escape a model id in the path: an ARN's "/" as %2F, its ":" as %3A.
+    arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{MODEL}"
+    escaped = arn.replace(":", "%3A").replace("/", "%2F")
+    answer = _post(served.gateway, f"/bedrock/model/{escaped}/invoke", MESSAGES, served.secret)
+    assert answer.status_code == 200, answer.text
+    (call,) = served.calls()
+    assert call["path"] == f"/bedrock/model/{arn.replace('/', '%2F')}/invoke"  # ":" unescaped
+    (record,) = served.records()
+    usage = call["usage"]
+    assert record["actual_micros"] == _aws_micros(
+        MODEL, usage["input_tokens"], usage["output_tokens"]
+    )
+    assert served.verified() == 1
+
+
+def test_a_vertex_beta_header_counts_as_a_body_beta_does(served: Served) -> None:
+    # Vertex takes Claude's betas as anthropic-beta headers: one the estimate does not know
+    # counts as the context window, so this call no longer fits under the $1 cap.
+    big = {**MESSAGES, "messages": [{"role": "user", "content": "x" * 400_000}]}
+    answer = _post(
+        served.gateway, VERTEX_PATH, big, served.secret, **{"anthropic-beta": "acme-fetch-2099"}
+    )
+    assert answer.status_code == 402, answer.text
+    assert served.calls() == []
+
+
+def test_a_server_tool_on_vertex_claude_goes_upstream_with_the_max_uses_its_fees_were_bounded_by(
+    home: Path, tmp_path: Path
+) -> None:
+    fake = Clouds()
+    secret = cloud_home(home, fake, cap_usd="50")  # the searches' content fills the window
+    gateway = start_cloud_gateway(home, tmp_path, fake)
+    try:
+        body = {**MESSAGES, "tools": [{"type": "web_search_20250305", "name": "web_search"}]}
+        answer = _post(gateway, VERTEX_PATH, body, secret)
+        assert answer.status_code == 200, answer.text
+        sent = fake.get("/_control/last")["body"]
+        assert sent["tools"][0]["max_uses"] == 5  # proxy.server_tool_max_uses
+    finally:
+        assert gateway.stop() == 0
+        fake.stop()
+
+
+def test_an_azure_chat_stream_asks_for_its_usage_and_is_recorded_at_it_not_its_estimate(
+    served: Served,
+) -> None:
+    body = {"model": "prod-gpt5", "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    answer = _post(served.gateway, "/azure/openai/v1/chat/completions", body, served.secret)
+    assert answer.status_code == 200, answer.text
+    sent = served.fake.get("/_control/last")["body"]
+    assert sent["stream_options"] == {"include_usage": True}
+    assert "max_completion_tokens" in sent  # gpt-5 deployments refuse max_tokens
+    assert "max_tokens" not in sent
+    assert '"usage"' not in answer.text  # the client did not ask for the usage chunk
+    (call,) = served.calls()
+    (record,) = served.records()
+    assert record["idempotency_key"] == f"azure:{call['id']}"
+    usage = Usage(
+        input_tokens=call["usage"]["prompt_tokens"],
+        output_tokens=call["usage"]["completion_tokens"],
+    )
+    price = calc_price(usage, model_ref="gpt-5", provider_id="openai").total_price
+    assert record["actual_micros"] == int(
+        (Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING)
+    )
+
+
+def test_a_vertex_gemini_stream_without_alt_sse_is_passed_on_as_it_comes_and_recorded(
+    served: Served,
+) -> None:
+    path = (
+        "/vertex/v1/projects/p/locations/us-central1/publishers/google/models/"
+        "gemini-2.5-flash:streamGenerateContent"
+    )
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generationConfig": {"maxOutputTokens": 100}}  # fmt: skip
+    answer = _post(served.gateway, path, body, served.secret)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()[0]["responseId"]
+    # Relayed as the upstream sends it (chunked), not read whole and then answered.
+    assert answer.headers.get("transfer-encoding") == "chunked"
+    (call,) = served.calls()
+    (record,) = served.records()
+    usage = Usage(
+        input_tokens=call["usage"]["promptTokenCount"],
+        output_tokens=call["usage"]["candidatesTokenCount"],
+    )
+    price = calc_price(usage, model_ref="gemini-2.5-flash", provider_id="google").total_price
+    assert record["actual_micros"] == int(
+        (Decimal(price) * 1_000_000).to_integral_value(rounding=ROUND_CEILING)
+    )

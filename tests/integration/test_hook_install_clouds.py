@@ -63,3 +63,25 @@ def test_a_cloud_mode_missing_what_it_needs_is_a_usage_error_and_writes_nothing(
     assert done.stderr.startswith("ledger: ")
     assert message in done.stderr
     assert not settings.exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "variable"),
+    [(["--bedrock", "--region", "eu-west-1"], "CLAUDE_CODE_USE_BEDROCK"),
+     (["--vertex", "--project", "acme-ml", "--region", "us-east5"], "CLAUDE_CODE_USE_VERTEX")],
+)  # fmt: skip
+def test_a_cloud_mode_on_a_laptop_takes_the_key_from_the_helper_beside_the_cloud_env(
+    tmp_path: Path, run_inproc: Any, mode: list[str], variable: str
+) -> None:
+    settings = tmp_path / "settings.json"
+    done = run_inproc(["hook", "install", "--settings", str(settings), "--gateway", GATEWAY,
+                       "--key-env", "LEDGER_KEY", *mode])  # fmt: skip
+    assert done.code == 0, done.stderr
+    written = json.loads(settings.read_text())
+    env = written["env"]
+    assert env[variable] == "1"
+    assert env.get("AWS_REGION", env.get("CLOUD_ML_REGION")) == mode[-1]
+    # Claude Code in a cloud mode sends the helper's key as its Bearer token.
+    assert written["apiKeyHelper"] == "printenv LEDGER_KEY"
+    assert env["ANTHROPIC_AUTH_TOKEN"] == ""
+    assert "--key-env" in written["hooks"]["PreToolUse"][0]["hooks"][0]["command"]

@@ -55,7 +55,7 @@ def _laptop(args: argparse.Namespace) -> Any:
     """``--gateway URL --key-env VAR``: a machine with no home, only the gateway and a key.
 
     Raises:
-        UsageError: no ``--gateway``, a variable name that is not one, or a cloud mode.
+        UsageError: no ``--gateway``, or a variable name that is not one.
     """
     import re
 
@@ -66,13 +66,14 @@ def _laptop(args: argparse.Namespace) -> Any:
         raise UsageError("--key-env goes with --gateway URL (the gateway that holds the budget)")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", args.key_env):
         raise UsageError(f"--key-env: {args.key_env!r} is not an environment variable name")
-    if args.bedrock or args.vertex:
-        raise UsageError("--key-env: Claude Code on a laptop goes to the gateway's Anthropic API")
     return Laptop(_gateway_url(None, args.gateway) or "", args.key_env)
 
 
 def _cloud_env(runtime: Any, args: argparse.Namespace, gateway: str | None) -> dict[str, str]:
     """The ``env`` of ``--bedrock`` or ``--vertex`` (none for neither).
+
+    ``runtime`` is the home's (``None`` on a laptop, where the Bedrock region
+    is ``--region`` or ``us-east-1``).
 
     Raises:
         UsageError: a cloud mode without a gateway, both modes, ``--vertex``
@@ -95,7 +96,8 @@ def _cloud_env(runtime: Any, args: argparse.Namespace, gateway: str | None) -> d
             "--bedrock and --vertex route Claude Code through a gateway: give --gateway"
         )
     if args.bedrock:
-        region = args.region or runtime.config.proxy.bedrock_region or "us-east-1"
+        configured = runtime.config.proxy.bedrock_region if runtime is not None else None
+        region = args.region or configured or "us-east-1"
         return bedrock_env(gateway, region)
     if args.project is None or args.region is None:
         raise UsageError("--vertex needs --project (the Google Cloud project) and --region")
@@ -114,7 +116,8 @@ def hook_install(home: str | None, args: argparse.Namespace) -> int:
     where: Any
     if args.key_env is not None:
         where = _laptop(args)
-        gateway, cloud_env = where.gateway, {}
+        # The cloud modes take the key from the helper too: Claude Code sends it as a Bearer.
+        gateway, cloud_env = where.gateway, _cloud_env(None, args, where.gateway)
     else:
         runtime = home_runtime(home)
         problem = runtime.home_problem() or runtime.access_problem()

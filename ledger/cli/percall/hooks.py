@@ -246,7 +246,8 @@ def build(actions: Any) -> None:
             "stays a link. On a laptop with no ledger home, --gateway URL --key-env VAR\n"
             "routes Claude Code through that gateway with the gateway key in $VAR (an\n"
             "apiKeyHelper that prints it; the secret is never written) and the hooks and the\n"
-            "status line ask the gateway (/v1/ledger/me), refusing while it cannot be reached.\n"
+            "status line ask the gateway (/v1/ledger/me), refusing while it cannot be reached;\n"
+            "with --bedrock or --vertex, Claude Code sends that key to the gateway's cloud route.\n"
             "Prints what it wrote (JSON).\n"
             "Exit 0; 2 for a --gateway that is not a URL; 78 when the home does not exist,\n"
             "proxy.listen is unusable, or the session would not be gated (the message names\n"
@@ -259,7 +260,8 @@ def build(actions: Any) -> None:
             "  ledger --home ~/.ledger hook install --project ~/src/app\n"
             "  ledger --home ~/.ledger hook install --gateway URL --bedrock\n"
             "  ledger --home ~/.ledger hook install --gateway URL --vertex --project P --region R\n"
-            "  ledger hook install --gateway https://gw.example:8787 --key-env LEDGER_KEY"
+            "  ledger hook install --gateway https://gw.example:8787 --key-env LEDGER_KEY\n"
+            "  ledger hook install --gateway https://gw.example:8787 --key-env LEDGER_KEY --bedrock"
         ),
     )
     install.add_argument(

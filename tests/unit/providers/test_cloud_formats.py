@@ -1,6 +1,8 @@
 """Bedrock, Vertex AI and Azure OpenAI wire formats: routes, estimates, and usage read from golden answers."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,9 @@ from ledger.providers.bedrock import (
     bedrock_route,
     estimate_bedrock,
     limited_converse_body,
+    upstream_path,
 )
-from ledger.providers.vertex import upstream_base, vertex_route
+from ledger.providers.vertex import estimate_vertex, upstream_base, vertex_route
 from tests.fakes.clouds import chunk_frame
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "providers"
@@ -35,8 +38,18 @@ def test_bedrock_paths_name_their_model_with_its_colon_and_the_control_plane_is_
     )
     assert bedrock_route("POST", f"/model/{MODEL}/count-tokens") == BedrockRoute("free", MODEL)
     assert bedrock_route("GET", "/inference-profiles") == BedrockRoute("free", control=True)
+    assert bedrock_route("GET", "/foundation-models") == BedrockRoute("free", control=True)
+    assert bedrock_route("POST", "/foundation-models") is None
     assert bedrock_route("GET", f"/model/{MODEL}/invoke") is None
     assert bedrock_route("POST", "/model/x/delete") is None
+
+
+def test_an_escaped_inference_profile_arn_is_one_model_id_and_goes_on_with_its_colons() -> None:
+    arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{MODEL}"
+    sent = f"/model/{arn.replace(':', '%3A').replace('/', '%2F')}/invoke"
+    assert bedrock_route("POST", sent) == BedrockRoute("messages", arn)
+    assert upstream_path(sent) == f"/model/{arn.replace('/', '%2F')}/invoke"
+    assert upstream_path(f"/model/{MODEL}/invoke") == f"/model/{MODEL}/invoke"
 
 
 def test_vertex_and_azure_paths() -> None:
@@ -216,3 +229,36 @@ def test_an_invoke_bodys_own_betas_set_the_window_and_an_unknown_one_counts_it()
     seen = estimate_bedrock(route, json.dumps(unknown).encode(), default_output_limit=None)
     assert seen.unseen_input
     assert seen.window_reasons == ("beta 'some-new-beta-2099-01-01'",)
+
+
+def test_the_gateway_imports_neither_cloud_library_until_a_cloud_route_needs_it() -> None:
+    # The [bedrock] and [vertex] extras: a gateway serving no cloud route runs without them.
+    code = (
+        "import json, sys\n"
+        "import ledger.gateway.serve, ledger.gateway.clouds, ledger.edges.cloudauth\n"
+        "import ledger.providers.bedrock, ledger.providers.vertex, ledger.cli\n"
+        "print(json.dumps(sorted({m.split('.')[0] + ('.auth' if m.startswith('google.auth') "
+        "else '') for m in sys.modules if m.startswith(('botocore', 'boto3', 'google.auth'))})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_the_betas_claude_code_sends_on_vertex_are_known_settings_and_an_unknown_one_is_not() -> (
+    None
+):
+    # Claude Code 2.1.332 in Vertex mode, on every call.
+    sent = "claude-code-20250219,interleaved-thinking-2025-05-14,web-search-2025-03-05,tool-search-tool-2025-10-19"
+    found = vertex_route(
+        "POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
+        "claude-sonnet-4-5@20250929:streamRawPredict",
+    )  # fmt: skip
+    assert found is not None
+    body = json.dumps({"anthropic_version": "vertex-2023-10-16", "max_tokens": 10,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    known = estimate_vertex(found, body, default_output_limit=None,
+                            headers=[("anthropic-beta", sent)])  # fmt: skip
+    assert known.window_reasons == ()
+    unknown = estimate_vertex(found, body, default_output_limit=None,
+                              headers=[("anthropic-beta", "acme-fetch-2099")])  # fmt: skip
+    assert unknown.window_reasons == ("beta 'acme-fetch-2099'",)
