@@ -124,6 +124,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--limit", type=float, default=600.0, help="seconds for the daemon row")
+    parser.add_argument(
+        "--rows", default="daemon,budgets,keys", help="rows to run, comma-separated"
+    )
     args = parser.parse_args()
     print(f"== outages on a {args.entries:,}-entry home (ledger from "
           f"{os.environ.get('PYTHONPATH', 'the installed package')}) ==")  # fmt: skip
@@ -132,6 +135,8 @@ def main() -> None:
         home = build(workdir, args.entries)
         for name, row in (("daemon", lambda h: daemon_start(h, args.limit)),
                           ("budgets", budget_change), ("keys", key_rotation)):  # fmt: skip
+            if name not in args.rows.split(","):
+                continue
             copy = workdir / name
             shutil.copytree(home, copy, symlinks=True)
             row(copy)
