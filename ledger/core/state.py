@@ -21,6 +21,7 @@ from ledger.core.timefmt import parse_ts
 STATE_FORMAT = "ledger-state/1"
 OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
 CHAIN_FINDING = "chain.finding"
+SNAPSHOT_EVENT = "ledger.snapshot"
 FINDING_KEY = "broken"
 """Where ``meta`` keeps a BROKEN finding; only ``ledger.recovered`` clears it."""
 
@@ -34,6 +35,8 @@ def empty_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
             "max_backstep_us": 0,
             "negative": None,
             "unfoldable": None,
+            # The newest ``ledger.snapshot`` entry's time (``ledger metrics``).
+            "snapshot_ts": None,
         },
         "usd": empty_usd_state(),
         "agents": empty_agents_state(),
@@ -82,6 +85,8 @@ def apply_entry(
         meta.pop(FINDING_KEY, None)
     elif event_type == CONFIG_CHANGED:
         fold_config_changed(meta, payload)
+    elif event_type == SNAPSHOT_EVENT:
+        meta["snapshot_ts"] = ts_utc
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)
