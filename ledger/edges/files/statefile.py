@@ -35,6 +35,7 @@ from ledger.edges.files import keptstate, stateindex
 from ledger.edges.files.countertable import CountersLostError, CounterTable
 from ledger.edges.files.indexdb import IndexDb, Position, RefMatch
 from ledger.edges.files.statemac import mac_key, sealed
+from ledger.edges.files.statepoints import StatePoint, StatePoints
 from ledger.edges.files.storedcounters import bind_counters, write_counters
 from ledger.errors import ChainIOError, StateMismatchError
 
@@ -72,6 +73,15 @@ class StateFile:
         # before then may not be saved, unless the index is made afresh
         # (``save_keys(replace=True)``) for a state folded from the whole chain.
         self._dropped = False
+        self.points = StatePoints(self.directory / "points", self.mac_key_path)
+
+    def keep_point(self, entries: int, size: int, head_hash: str, data: dict[str, Any]) -> bool:
+        """Keep ``data``, folded up to entry ``entries``, as a point (``statepoints``)."""
+        return self.points.keep(entries, size, head_hash, data)
+
+    def nearest_point(self, before_line: int) -> StatePoint | None:
+        """The newest point folded to an entry before line ``before_line``, if any."""
+        return self.points.nearest(before_line)
 
     def index(self, *, create: bool = False) -> IndexDb | None:
         """The home's derived index (``None`` without a MAC key, unless ``create``).
