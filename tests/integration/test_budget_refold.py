@@ -6,9 +6,14 @@ budgets' counters are counted afresh, over the entries their current periods
 rebuild from the chain counts them.
 """
 
+import contextlib
 import datetime as dt
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ledger.runtime import Runtime
 from ledger.services.chain.counter import Counter
@@ -18,6 +23,7 @@ from tests.helpers.bighome import append_entries
 
 ENTRIES = 3_000  # two minutes apart: a little over four days
 DAY_BUDGET = '\n[[budgets]]\nname = "daily"\nusd = 5\nperiod = "day"\n'
+MONTH_BUDGET = '\n[[budgets]]\nname = "monthly"\nusd = 900\nperiod = "month"\nper = "agent"\n'
 NEW_BUDGETS = (
     '\n[[budgets]]\nname = "openai-6h"\nusd = 2\nperiod = "rolling:6h"\nmatch = { provider = "openai" }\n'
     '\n[[budgets]]\nname = "weekly"\nusd = 9\nperiod = "week"\n'
@@ -78,3 +84,51 @@ def test_a_key_rotation_rebuilds_nothing(home: Path):
     assert not rebuilt
     assert after.data["meta"]["entries"] == 201  # the ledger.key_rotated entry folded on top
     assert run_process(["--home", str(home), "verify-chain"]).code == 0
+
+
+def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
+    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch
+):
+    """The next verdict counts a new month's budget without holding the chain lock (other
+    verdicts go on meanwhile), then saves it in a moment under the lock; the counters are a
+    full rebuild's, and the verdict after counts nothing again."""
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.services.chain import state
+
+    append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
+    env = {"LEDGER_NOW": "2026-11-26T12:30:00Z", "LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    assert run_inproc([*h, "verdict", "0.01"], env=env).code == 0  # the state, from line 1
+    held = [False]
+    opened = ChainFile.transaction
+
+    @contextlib.contextmanager
+    def noting(self: ChainFile, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with opened(self, *args, **kwargs) as tx:
+            held[0] = True
+            try:
+                yield tx
+            finally:
+                held[0] = False
+
+    refolds: list[tuple[bool, int]] = []
+    refold = state.refold_budgets
+
+    def spying(*args: Any, **kwargs: Any) -> Any:
+        found = refold(*args, **kwargs)
+        refolds.append((held[0], -1 if found is None else found[1]))
+        return found
+
+    monkeypatch.setattr(ChainFile, "transaction", noting)
+    monkeypatch.setattr(state, "refold_budgets", spying)
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + MONTH_BUDGET)
+    result = run_inproc([*h, "verdict", "0.01"], env=env)
+    assert result.code == 0, result.stderr
+    assert [lock for lock, _folded in refolds] == [False]
+    assert refolds[0][1] > ENTRIES // 2  # November's entries: most of the chain
+    assert run_inproc([*h, "verdict", "0.01"], env=env).code == 0
+    assert len(refolds) == 1  # kept for the new definitions: nothing counted again
+    restated = _plain(_load(home))
+    (home / "state" / "derived.json").unlink()
+    assert _plain(_load(home)) == restated

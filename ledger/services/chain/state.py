@@ -232,7 +232,7 @@ def _load_counter(
         if stored is not None and kept_for != budgets_fingerprint(budgets):
             # Kept for other budget definitions: the budgets are counted afresh
             # over their current periods; the rest of the state still holds.
-            stored, refolded = _restated(stored, deps, budgets, zone)
+            stored, refolded = restated(stored, deps, budgets, zone)
         if stored is None:
             return _rebuilt(deps, head, budgets, zone, zone_name, fingerprint, finding)
         if head is None:
@@ -328,7 +328,7 @@ class _Restated:
         self.data = data
 
 
-def _restated(
+def restated(
     stored: "StoredStateLike", deps: CounterDeps, budgets: tuple[Budget, ...], zone: dt.tzinfo
 ) -> tuple["StoredStateLike | None", int | None]:
     """The stored state with its budgets counted afresh, and the entries that took.
