@@ -97,16 +97,16 @@ def daemon_start(home: Path, limit: float) -> None:
         print(f"      refused: {line}")
 
 
-def budget_change(home: Path) -> None:
+def budget_change(home: Path, period: str = "day") -> None:
     normal = [_ledger(home, "verdict", "0.01")[1] for _ in range(5)]
     config = home / "ledger.toml"
     config.write_text(
-        config.read_text() + '\n[[budgets]]\nname = "daily"\nusd = 500\nperiod = "day"\n'
+        config.read_text() + f'\n[[budgets]]\nname = "new"\nusd = 500\nperiod = "{period}"\n'
     )
     code, took, err = _ledger(home, "verdict", "0.01")
     median = statistics.median(normal)
     verdict = "OK" if code == 0 and took <= 2 * median else "ABOVE GOAL"
-    print(f"  budget change: next verdict {took:.2f} s vs median {median:.2f} s: "
+    print(f"  budget change ({period}): next verdict {took:.2f} s vs median {median:.2f} s: "
           f"{took / median:.2f}x (goal <= 2x: {verdict}){'' if code == 0 else ' ' + err}")  # fmt: skip
 
 
@@ -134,7 +134,8 @@ def main() -> None:
         workdir = Path(tmp)
         home = build(workdir, args.entries)
         for name, row in (("daemon", lambda h: daemon_start(h, args.limit)),
-                          ("budgets", budget_change), ("keys", key_rotation)):  # fmt: skip
+                          ("budgets", lambda h: budget_change(h, args.budget_period)),
+                          ("keys", key_rotation)):  # fmt: skip
             if name not in args.rows.split(","):
                 continue
             copy = workdir / name
