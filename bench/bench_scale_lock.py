@@ -143,6 +143,7 @@ def main() -> None:
     parser.add_argument(
         "--rows", default="daemon,budgets,keys", help="rows to run, comma-separated"
     )
+    parser.add_argument("--budget-period", default="day", help="the budget the budgets row adds")
     args = parser.parse_args()
     print(f"== outages on a {args.entries:,}-entry home (ledger from "
           f"{os.environ.get('PYTHONPATH', 'the installed package')}) ==")  # fmt: skip
