@@ -132,3 +132,35 @@ def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
     restated = _plain(_load(home))
     (home / "state" / "derived.json").unlink()
     assert _plain(_load(home)) == restated
+
+
+def test_a_key_rotation_keeps_the_rollups_and_the_state_points(
+    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch
+):
+    """After ``keys rotate`` the rollups fold only the rotation's entry (not the chain from
+    line 1), and an explanation still starts from the points kept before it."""
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.services.chain import state
+    from ledger.services.views.rollups import catch_up
+
+    monkeypatch.setattr(state, "POINT_EVERY", 100)
+    append_entries(home, 1_000, clean_env())
+    env = {"LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    ref = run_inproc([*h, "verdict", "0.01"], env=env).json()["verdict_ref"]
+    assert catch_up(Runtime(home, clean_env())).rebuilt
+    assert run_inproc([*h, "keys", "rotate"], env=env).code == 0
+
+    caught = catch_up(Runtime(home, clean_env()))
+    assert (caught.rebuilt, caught.folded) == (False, 1)
+    read: list[bytes] = []
+    lines = ChainFile.iter_lines
+
+    def counting(self: ChainFile, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+        for raw in lines(self, start, end):
+            read.append(raw)
+            yield raw
+
+    monkeypatch.setattr(ChainFile, "iter_lines", counting)
+    assert run_inproc([*h, "explain", ref, "--json"], env=env).code == 0
+    assert len(read) < 20, len(read)

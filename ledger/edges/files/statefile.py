@@ -79,6 +79,10 @@ class StateFile:
         """Keep ``data``, folded up to entry ``entries``, as a point (``statepoints``)."""
         return self.points.keep(entries, size, head_hash, data)
 
+    def carry_points_over(self, before: str, after: str) -> None:
+        """Mark the points verified under trust store ``before`` as verified under ``after``."""
+        self.points.carry_trust_over(before, after)
+
     def nearest_point(self, before_line: int) -> StatePoint | None:
         """The newest point folded to an entry before line ``before_line``, if any."""
         return self.points.nearest(before_line)

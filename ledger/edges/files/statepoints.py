@@ -125,9 +125,11 @@ class StatePoints:
             with contextlib.suppress(OSError):
                 (self.directory / f"{entries:012d}{_SUFFIX}").unlink()
 
-    def remove_after(self, entries: int) -> None:
-        """Remove the points past entry ``entries`` (the chain was cut or recovered)."""
-        for number in self._numbers():
-            if number > entries:
-                with contextlib.suppress(OSError):
-                    (self.directory / f"{number:012d}{_SUFFIX}").unlink()
+    def carry_trust_over(self, before: str, after: str) -> None:
+        """Mark the points verified under trust store ``before`` as verified under ``after``."""
+        for entries in self._numbers():
+            point = self._read(entries)
+            if point is None or point.data.get("meta", {}).get("trust") != before:
+                continue
+            data = {**point.data, "meta": {**point.data["meta"], "trust": after}}
+            self.keep(point.entries, point.size, point.head_hash, data)
