@@ -39,8 +39,14 @@ from tests.helpers.bighome import append_entries  # noqa: E402
 _DAYS = 8
 
 
+# The clock every command reads (``--now``); unset: the real clock.
+_NOW: list[str] = []
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    if _NOW:
+        env["LEDGER_NOW"] = _NOW[0]
     env.update(extra)
     return env
 
@@ -144,7 +150,12 @@ def main() -> None:
         "--rows", default="daemon,budgets,keys", help="rows to run, comma-separated"
     )
     parser.add_argument("--budget-period", default="day", help="the budget the budgets row adds")
+    parser.add_argument(
+        "--now", help="the clock for every command, e.g. 2026-11-30T09:00:00Z (the chain "
+        "ends 2026-11-30 08:00, so a day's or a month's budget then counts its entries)",
+    )  # fmt: skip
     args = parser.parse_args()
+    _NOW[:] = [args.now] if args.now else []
     print(f"== outages on a {args.entries:,}-entry home (ledger from "
           f"{os.environ.get('PYTHONPATH', 'the installed package')}) ==")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-scale-lock-") as tmp:
