@@ -2,9 +2,9 @@
 
 ``explain REF`` needs the state *before* a verdict, not at the head. Folding
 the chain from line 1 up to it grows with the chain, so the state is kept, now
-and then (every ``EVERY_ENTRIES`` entries folded), at the entry it was folded
-to: explain starts from the nearest point before the verdict and folds only
-the entries between, whatever the chain's length.
+and then (every ``POINT_EVERY`` entries folded, ``ledger.services.chain.state``),
+at the entry it was folded to: explain starts from the nearest point before
+the verdict and folds only the entries between, whatever the chain's length.
 
 A point is derived state like ``derived.json``: JSON and its HMAC-SHA256 under
 the state's own MAC key, in a domain of its own (a point is never taken for
@@ -12,7 +12,9 @@ the state file, nor the state file for a point); a point that fails its MAC,
 or that cannot be read, is no point (the caller folds from further back). Only
 a state held wholly in the document is kept (a budget's per-value counters
 kept in the index belong to the index's newest save, not to a point). The
-newest ``KEEP`` points are kept; older ones are removed as new ones are made.
+newest ``KEEP`` points are kept; older ones are removed as new ones are made. A
+key rotation marks them verified under the new trust store, as it does the
+state (every entry before it still verifies).
 """
 
 import contextlib
@@ -26,7 +28,6 @@ from ledger.edges.fileio import atomic_write, read_regular
 from ledger.edges.files.statemac import mac_key
 from ledger.errors import ChainIOError
 
-EVERY_ENTRIES = 10_000
 KEEP = 64
 _DOMAIN = b"ledger state point\n"
 _SUFFIX = ".json"
