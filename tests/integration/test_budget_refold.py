@@ -86,10 +86,15 @@ def test_a_key_rotation_rebuilds_nothing(home: Path):
     assert run_process(["--home", str(home), "verify-chain"]).code == 0
 
 
+@pytest.mark.parametrize(
+    "first",
+    [["verdict", "0.01"], ["record", "0.01", "--provider", "openai"]],
+    ids=["verdict", "record"],
+)
 def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
-    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch
+    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch, first: list[str]
 ):
-    """The next verdict counts a new month's budget without holding the chain lock (other
+    """The next verdict (or record) counts a new month's budget without holding the chain lock (other
     verdicts go on meanwhile), then saves it in a moment under the lock; the counters are a
     full rebuild's, and the verdict after counts nothing again."""
     from ledger.edges.files.chainfile import ChainFile
@@ -123,7 +128,7 @@ def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
     monkeypatch.setattr(state, "refold_budgets", spying)
     config = home / "ledger.toml"
     config.write_text(config.read_text() + MONTH_BUDGET)
-    result = run_inproc([*h, "verdict", "0.01"], env=env)
+    result = run_inproc([*h, *first], env=env)
     assert result.code == 0, result.stderr
     assert [lock for lock, _folded in refolds] == [False]
     assert refolds[0][1] > ENTRIES // 2  # November's entries: most of the chain
