@@ -1,6 +1,7 @@
-"""ledger metrics on a long chain reads today's lines only, and counts as a full pass does."""
+"""ledger metrics on a long chain reads no chain line, and counts as a full pass does."""
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,12 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_metrics_reads_only_todays_lines_and_agrees_with_a_full_pass(
+def test_metrics_reads_the_derived_state_only_and_agrees_with_a_full_pass(
     home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch
 ):
-    """The entry count and the snapshot's age come from the derived state; today's verdicts
-    from the lines since today began (found by bisection), equal to a pass over every line."""
+    """The entry count, the snapshot's age and today's verdicts come from the derived state,
+    equal to a pass over every line; without today's counts in the state (a state kept by an
+    older version) only the lines since today began are read, found by bisection."""
     append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
     h = ["--home", str(home)]
     assert run_inproc([*h, "snapshot"], env=NOW).code == 0
@@ -60,5 +62,22 @@ def test_metrics_reads_only_todays_lines_and_agrees_with_a_full_pass(
     assert got["ledger_chain_entries", ()] == ENTRIES + 4
     assert got["ledger_verdicts_today", (("outcome", "allow"), ("reason", ""))] == 3
     assert got["ledger_snapshot_age_seconds", ()] == 600.0
+    assert read == []
+
+    stored = home / "state" / "derived.json"
+    body, _mac = stored.read_bytes().splitlines()
+    older = json.loads(body)
+    del older["data"]["meta"]["today"]
+    _reseal(stored, older)
+    again = run_inproc([*h, "metrics"], env=LATER)
+    assert _samples(again.stdout) == got
     # Today's 360 records and what came after, and a line or two per probe of the bisection.
-    assert len(read) < 500, len(read)
+    assert 360 < len(read) < 500, len(read)
+
+
+def _reseal(path: Path, document: dict) -> None:
+    from ledger.edges.files.statemac import mac_key, sealed
+
+    key = mac_key(path.parent.parent / "keys" / "state-mac.key", create=False)
+    assert key is not None
+    path.write_bytes(sealed(document, key))

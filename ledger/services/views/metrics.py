@@ -9,13 +9,15 @@ is the budget day (``usd.day_timezone``), which spans at most two
 UTC dates: only lines of those dates (and snapshot entries) are parsed; the
 rest are counted by their bytes.
 
-That pass reads only today's lines when the derived state (caught up by
-``usage``) is trusted: the entry count and the newest snapshot's time are the
-state's own, and the chain is bisected on ``ts_utc`` to today's start (less
-the clock tolerance, a chain this product wrote never stepping back further),
-so ``metrics`` costs what today's entries cost, whatever the chain's length.
-An untrusted state, or one folded before it kept the snapshot's time, falls
-back to the pass over every line.
+No such pass is made when the derived state (caught up by ``usage``) is
+trusted: the entry count, the newest snapshot's time and today's verdicts and
+unpriced usage are the state's own (``ledger.core.day_counts``), so
+``metrics`` reads no chain line whatever the chain's length. A state kept
+before it counted today's verdicts (or whose newest day is later than today)
+has today's lines read, found by bisecting the chain on ``ts_utc`` to today's
+start (less the clock tolerance, a chain this product wrote never stepping
+back further). An untrusted state, or one folded before it kept the
+snapshot's time, falls back to the pass over every line.
 """
 
 import datetime as dt
@@ -25,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.core.day_counts import KEY as DAY_COUNTS
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
@@ -133,6 +136,30 @@ def scan_chain(
     return entries, verdicts, newest_snapshot or None
 
 
+def _counted_today(
+    meta: dict[str, Any], day: str, unknown: Counter[str]
+) -> Counter[tuple[str, str]] | None:
+    """Today's verdicts as the derived state counted them (``day_counts``); ``None``: it did not.
+
+    ``None`` too when the state's newest day is later than today (a clock
+    behind the chain's): the chain is read for today's entries then.
+    """
+    if DAY_COUNTS not in meta:
+        return None  # a state kept before it counted them
+    today = meta[DAY_COUNTS]
+    verdicts: Counter[tuple[str, str]] = Counter()
+    if today is None or today["day"] < day:
+        return verdicts  # nothing counted today yet
+    if today["day"] > day:
+        return None
+    for key, count in today["verdicts"].items():
+        event_type, _, reason = key.partition("|")
+        verdicts[VERDICT_EVENTS[event_type], reason] += int(count)
+    for name, count in today["unknown_usage"].items():
+        unknown[name] += int(count)
+    return verdicts
+
+
 def _todays_verdicts(
     deps: GateDeps, start: dt.datetime, bounds: tuple[str, str], unknown: Counter[str]
 ) -> Counter[tuple[str, str]]:
@@ -172,7 +199,10 @@ def gather(deps: GateDeps) -> Metrics:
     meta = first.chain_meta
     if deps.chain.exists() and meta is not None and "snapshot_ts" in meta:
         entries, snapshot_ts = int(meta["entries"]), meta["snapshot_ts"]
-        verdicts = _todays_verdicts(deps, start, bounds, unknown)
+        counted = _counted_today(meta, day, unknown)
+        verdicts = (
+            counted if counted is not None else _todays_verdicts(deps, start, bounds, unknown)
+        )
     else:
         lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
         entries, verdicts, snapshot_ts = scan_chain(lines, bounds, unknown)
