@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -37,7 +38,12 @@ from ledger.edges.files.indexdb import IndexDb, Position, RefMatch
 from ledger.edges.files.statemac import mac_key, sealed
 from ledger.edges.files.statepoints import StatePoint, StatePoints
 from ledger.edges.files.storedcounters import bind_counters, write_counters
+from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, StateMismatchError
+
+# How long a verdict waits for another process counting changed budgets (it
+# holds no chain lock meanwhile); past that, its own load counts them.
+RESTATE_WAIT_SECONDS = 600.0
 
 # The number of the index save the state file goes with.
 _SEQ_KEY = "index_seq"
@@ -74,6 +80,15 @@ class StateFile:
         # (``save_keys(replace=True)``) for a state folded from the whole chain.
         self._dropped = False
         self.points = StatePoints(self.directory / "points", self.mac_key_path)
+
+    def restating(self, timeout: float = RESTATE_WAIT_SECONDS) -> AbstractContextManager[None]:
+        """Held while one process counts changed budgets afresh (``budget_restate``).
+
+        Raises:
+            LockTimeoutError: another process held it ``timeout`` seconds.
+            ChainIOError: the lock file cannot be opened.
+        """
+        return exclusive_lock(self.directory / "restate.lock", timeout)
 
     def keep_point(self, entries: int, size: int, head_hash: str, data: dict[str, Any]) -> bool:
         """Keep ``data``, folded up to entry ``entries``, as a point (``statepoints``)."""
