@@ -169,3 +169,38 @@ def test_a_key_rotation_keeps_the_rollups_and_the_state_points(
     monkeypatch.setattr(ChainFile, "iter_lines", counting)
     assert run_inproc([*h, "explain", ref, "--json"], env=env).code == 0
     assert len(read) < 20, len(read)
+
+
+def test_a_verdict_waits_for_another_process_counting_the_budgets_not_for_the_chain_lock(
+    home: Path,
+):
+    """While one process counts changed budgets (it holds the derived state's restate lock),
+    a verdict under the new budgets waits for it without holding the chain lock (a writer
+    takes it meanwhile at once). Once released, the verdict finds its budgets kept and
+    decides."""
+    import threading
+    import time
+
+    from ledger.runtime import Runtime as HomeRuntime
+
+    append_entries(home, 200, clean_env(), step=dt.timedelta(minutes=2))
+    env = {**clean_env(), "LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    assert run_process([*h, "verdict", "0.01"], env=env).code == 0
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + MONTH_BUDGET)
+    done: list[Any] = []
+    runtime = HomeRuntime(home, clean_env())
+    with runtime.states.restating():
+        waiting = threading.Thread(
+            target=lambda: done.append(run_process([*h, "verdict", "0.01"], env=env))
+        )
+        waiting.start()
+        time.sleep(2)
+        assert not done  # waiting for the restate lock
+        began = time.monotonic()
+        with runtime.chain.transaction():
+            assert time.monotonic() - began < 1  # the chain lock is free
+    waiting.join(60)
+    assert done
+    assert done[0].code == 0, done[0].stderr
