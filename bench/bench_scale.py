@@ -118,8 +118,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--keep", help="build the homes here and keep them")
+    parser.add_argument("--rows", help="only these rows, comma-separated (default: every row)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    wanted_rows = set(args.rows.split(",")) if args.rows else None
     print(f"== every operation by chain length (ledger from "
           f"{os.environ.get('PYTHONPATH', 'the installed package')}) ==")  # fmt: skip
     figures: dict[str, dict[int, tuple[int, float, float]]] = {}
@@ -131,6 +133,8 @@ def main() -> None:
             print(f"  built {size:,} entries in {built:.0f} s "
                   f"({(home / 'events.jsonl').stat().st_size / 1e6:.0f} MB)", flush=True)  # fmt: skip
             for row, argv, _goal in operations(ref):
+                if wanted_rows is not None and row not in wanted_rows:
+                    continue
                 figures.setdefault(row, {})[size] = _run(home, *argv)
             if not args.keep:
                 shutil.rmtree(home)
@@ -139,6 +143,8 @@ def main() -> None:
     print(head + " | ratio (last/first) | goal |")
     print("|---" * (len(sizes) + 3) + "|")
     for row, _argv, goal in operations("x"):
+        if row not in figures:
+            continue
         cells = []
         for size in sizes:
             code, took, peak = figures[row][size]

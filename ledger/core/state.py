@@ -12,6 +12,8 @@ from typing import Any
 from ledger.core.agents import AGENT_EVENT_PREFIXES, apply_agent_event, empty_agents_state
 from ledger.core.budget_state import apply_budget_event, apply_budget_prices, empty_budget_state
 from ledger.core.budgets import Budget
+from ledger.core.day_counts import KEY as DAY_COUNTS
+from ledger.core.day_counts import count_entry as count_day
 from ledger.core.envelope import ParsedEntry
 from ledger.core.foldable import IGNORED, Foldable, SchemaFor, check_entry
 from ledger.core.sealed_config import CONFIG_CHANGED, fold_config_changed
@@ -21,6 +23,7 @@ from ledger.core.timefmt import parse_ts
 STATE_FORMAT = "ledger-state/1"
 OPERATOR_RESETS = frozenset({"ledger.state_rebuilt", "ledger.recovered"})
 CHAIN_FINDING = "chain.finding"
+SNAPSHOT_EVENT = "ledger.snapshot"
 FINDING_KEY = "broken"
 """Where ``meta`` keeps a BROKEN finding; only ``ledger.recovered`` clears it."""
 
@@ -34,6 +37,10 @@ def empty_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
             "max_backstep_us": 0,
             "negative": None,
             "unfoldable": None,
+            # The newest ``ledger.snapshot`` entry's time and today's verdicts
+            # (``ledger metrics``; ``ledger.core.day_counts``).
+            "snapshot_ts": None,
+            DAY_COUNTS: None,
         },
         "usd": empty_usd_state(),
         "agents": empty_agents_state(),
@@ -60,6 +67,7 @@ def apply_entry(
     untrustworthy (``counter_inconsistent``).
     """
     meta = _count_entry(state, ts_utc)
+    count_day(meta, event_type, ts_utc, payload, zone)
     if meta["negative"] is None:
         meta["negative"] = negative_amount(event_type, payload)
     if event_type in OPERATOR_RESETS:
@@ -82,6 +90,8 @@ def apply_entry(
         meta.pop(FINDING_KEY, None)
     elif event_type == CONFIG_CHANGED:
         fold_config_changed(meta, payload)
+    elif event_type == SNAPSHOT_EVENT:
+        meta["snapshot_ts"] = ts_utc
     family = event_type.split(".", 1)[0]
     if family == "budget":
         apply_usd_event(state["usd"], event_type, ts_utc, payload, entry_hash, zone)

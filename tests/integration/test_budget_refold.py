@@ -6,9 +6,14 @@ budgets' counters are counted afresh, over the entries their current periods
 rebuild from the chain counts them.
 """
 
+import contextlib
 import datetime as dt
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ledger.runtime import Runtime
 from ledger.services.chain.counter import Counter
@@ -18,6 +23,7 @@ from tests.helpers.bighome import append_entries
 
 ENTRIES = 3_000  # two minutes apart: a little over four days
 DAY_BUDGET = '\n[[budgets]]\nname = "daily"\nusd = 5\nperiod = "day"\n'
+MONTH_BUDGET = '\n[[budgets]]\nname = "monthly"\nusd = 900\nperiod = "month"\nper = "agent"\n'
 NEW_BUDGETS = (
     '\n[[budgets]]\nname = "openai-6h"\nusd = 2\nperiod = "rolling:6h"\nmatch = { provider = "openai" }\n'
     '\n[[budgets]]\nname = "weekly"\nusd = 9\nperiod = "week"\n'
@@ -78,3 +84,123 @@ def test_a_key_rotation_rebuilds_nothing(home: Path):
     assert not rebuilt
     assert after.data["meta"]["entries"] == 201  # the ledger.key_rotated entry folded on top
     assert run_process(["--home", str(home), "verify-chain"]).code == 0
+
+
+@pytest.mark.parametrize(
+    "first",
+    [["verdict", "0.01"], ["record", "0.01", "--provider", "openai"]],
+    ids=["verdict", "record"],
+)
+def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
+    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch, first: list[str]
+):
+    """The next verdict (or record) counts a new month's budget without holding the chain lock (other
+    verdicts go on meanwhile), then saves it in a moment under the lock; the counters are a
+    full rebuild's, and the verdict after counts nothing again."""
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.services.chain import state
+
+    append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
+    env = {"LEDGER_NOW": "2026-11-26T12:30:00Z", "LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    assert run_inproc([*h, "verdict", "0.01"], env=env).code == 0  # the state, from line 1
+    held = [False]
+    opened = ChainFile.transaction
+
+    @contextlib.contextmanager
+    def noting(self: ChainFile, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with opened(self, *args, **kwargs) as tx:
+            held[0] = True
+            try:
+                yield tx
+            finally:
+                held[0] = False
+
+    refolds: list[tuple[bool, int]] = []
+    refold = state.refold_budgets
+
+    def spying(*args: Any, **kwargs: Any) -> Any:
+        found = refold(*args, **kwargs)
+        refolds.append((held[0], -1 if found is None else found[1]))
+        return found
+
+    monkeypatch.setattr(ChainFile, "transaction", noting)
+    monkeypatch.setattr(state, "refold_budgets", spying)
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + MONTH_BUDGET)
+    result = run_inproc([*h, *first], env=env)
+    assert result.code == 0, result.stderr
+    assert [lock for lock, _folded in refolds] == [False]
+    assert refolds[0][1] > ENTRIES // 2  # November's entries: most of the chain
+    assert run_inproc([*h, "verdict", "0.01"], env=env).code == 0
+    assert len(refolds) == 1  # kept for the new definitions: nothing counted again
+    restated = _plain(_load(home))
+    (home / "state" / "derived.json").unlink()
+    assert _plain(_load(home)) == restated
+
+
+def test_a_key_rotation_keeps_the_rollups_and_the_state_points(
+    home: Path, run_inproc, monkeypatch: pytest.MonkeyPatch
+):
+    """After ``keys rotate`` the rollups fold only the rotation's entry (not the chain from
+    line 1), and an explanation still starts from the points kept before it."""
+    from ledger.edges.files.chainfile import ChainFile
+    from ledger.services.chain import state
+    from ledger.services.views.rollups import catch_up
+
+    monkeypatch.setattr(state, "POINT_EVERY", 100)
+    append_entries(home, 1_000, clean_env())
+    env = {"LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    ref = run_inproc([*h, "verdict", "0.01"], env=env).json()["verdict_ref"]
+    assert catch_up(Runtime(home, clean_env())).rebuilt
+    assert run_inproc([*h, "keys", "rotate"], env=env).code == 0
+
+    caught = catch_up(Runtime(home, clean_env()))
+    assert (caught.rebuilt, caught.folded) == (False, 1)
+    read: list[bytes] = []
+    lines = ChainFile.iter_lines
+
+    def counting(self: ChainFile, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+        for raw in lines(self, start, end):
+            read.append(raw)
+            yield raw
+
+    monkeypatch.setattr(ChainFile, "iter_lines", counting)
+    assert run_inproc([*h, "explain", ref, "--json"], env=env).code == 0
+    assert len(read) < 20, len(read)
+
+
+def test_a_verdict_waits_for_another_process_counting_the_budgets_not_for_the_chain_lock(
+    home: Path,
+):
+    """While one process counts changed budgets (it holds the derived state's restate lock),
+    a verdict under the new budgets waits for it without holding the chain lock (a writer
+    takes it meanwhile at once). Once released, the verdict finds its budgets kept and
+    decides."""
+    import threading
+    import time
+
+    from ledger.runtime import Runtime as HomeRuntime
+
+    append_entries(home, 200, clean_env(), step=dt.timedelta(minutes=2))
+    env = {**clean_env(), "LEDGER_BILLING_STALE_HALT_PCT": "100"}
+    h = ["--home", str(home)]
+    assert run_process([*h, "verdict", "0.01"], env=env).code == 0
+    config = home / "ledger.toml"
+    config.write_text(config.read_text() + MONTH_BUDGET)
+    done: list[Any] = []
+    runtime = HomeRuntime(home, clean_env())
+    with runtime.states.restating():
+        waiting = threading.Thread(
+            target=lambda: done.append(run_process([*h, "verdict", "0.01"], env=env))
+        )
+        waiting.start()
+        time.sleep(2)
+        assert not done  # waiting for the restate lock
+        began = time.monotonic()
+        with runtime.chain.transaction():
+            assert time.monotonic() - began < 1  # the chain lock is free
+    waiting.join(60)
+    assert done
+    assert done[0].code == 0, done[0].stderr

@@ -244,6 +244,22 @@ class RollupFile:
         finally:
             db.close()
 
+    def carry_trust_over(self, before: str, after: str) -> None:
+        """Mark rollups verified under trust store ``before`` as verified under ``after``.
+
+        For a key rotation, which leaves every entry verified before it
+        verifying after; nothing is made when there are no rollups yet.
+
+        Raises:
+            StateMismatchError, ChainIOError: as ``writing``.
+        """
+        if not self.path.exists():
+            return
+        with self.writing() as tx:
+            position = tx.position()
+            if position is not None and position.get("trust") == before:
+                tx.save_position({**position, "trust": after})
+
     def delete(self) -> None:
         """Remove the rollups (rebuilt from the chain on next use)."""
         for suffix in ("", "-wal", "-shm"):

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,8 +36,14 @@ from ledger.edges.files import keptstate, stateindex
 from ledger.edges.files.countertable import CountersLostError, CounterTable
 from ledger.edges.files.indexdb import IndexDb, Position, RefMatch
 from ledger.edges.files.statemac import mac_key, sealed
+from ledger.edges.files.statepoints import StatePoint, StatePoints
 from ledger.edges.files.storedcounters import bind_counters, write_counters
+from ledger.edges.locks import exclusive_lock
 from ledger.errors import ChainIOError, StateMismatchError
+
+# How long a verdict waits for another process counting changed budgets (it
+# holds no chain lock meanwhile); past that, its own load counts them.
+RESTATE_WAIT_SECONDS = 600.0
 
 # The number of the index save the state file goes with.
 _SEQ_KEY = "index_seq"
@@ -72,6 +79,28 @@ class StateFile:
         # before then may not be saved, unless the index is made afresh
         # (``save_keys(replace=True)``) for a state folded from the whole chain.
         self._dropped = False
+        self.points = StatePoints(self.directory / "points", self.mac_key_path)
+
+    def restating(self, timeout: float = RESTATE_WAIT_SECONDS) -> AbstractContextManager[None]:
+        """Held while one process counts changed budgets afresh (``budget_restate``).
+
+        Raises:
+            LockTimeoutError: another process held it ``timeout`` seconds.
+            ChainIOError: the lock file cannot be opened.
+        """
+        return exclusive_lock(self.directory / "restate.lock", timeout)
+
+    def keep_point(self, entries: int, size: int, head_hash: str, data: dict[str, Any]) -> bool:
+        """Keep ``data``, folded up to entry ``entries``, as a point (``statepoints``)."""
+        return self.points.keep(entries, size, head_hash, data)
+
+    def carry_points_over(self, before: str, after: str) -> None:
+        """Mark the points verified under trust store ``before`` as verified under ``after``."""
+        self.points.carry_trust_over(before, after)
+
+    def nearest_point(self, before_line: int) -> StatePoint | None:
+        """The newest point folded to an entry before line ``before_line``, if any."""
+        return self.points.nearest(before_line)
 
     def index(self, *, create: bool = False) -> IndexDb | None:
         """The home's derived index (``None`` without a MAC key, unless ``create``).

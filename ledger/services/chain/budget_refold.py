@@ -29,10 +29,8 @@ from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.foldable import Foldable, SchemaFor, check_entry
 from ledger.core.state import OPERATOR_RESETS
 from ledger.core.timefmt import format_ts, parse_ts
+from ledger.services.chain.chain_time import bisect_time
 from ledger.services.ports import ChainStore
-
-# Below this many bytes between the bisection's bounds, folding is cheaper than probing.
-_CLOSE_ENOUGH = 64 << 10
 
 
 def refold_budgets(
@@ -58,7 +56,7 @@ def refold_budgets(
     if not budgets or not isinstance(last, str):
         return state, 0
     since = _since(data, budgets, parse_ts(last), zone, margin)
-    start = _bisect(store, size, format_ts(since)) if since is not None else 0
+    start = bisect_time(store, size, format_ts(since)) if since is not None else 0
     folded = 0
     lines = store.iter_lines(start, size)
     if start > 0:
@@ -110,28 +108,3 @@ def _since(
         return min(starts) - margin
     except OverflowError:
         return None
-
-
-def _bisect(store: ChainStore, size: int, since: str) -> int:
-    """A position at or before the first line sealed at ``since`` or later."""
-    low, high = 0, size
-    while high - low > _CLOSE_ENOUGH:
-        middle = (low + high) // 2
-        found = _time_after(store, middle, size)
-        if found is None or found >= since:
-            high = middle
-        else:
-            low = middle
-    return low
-
-
-def _time_after(store: ChainStore, position: int, size: int) -> str | None:
-    """The ``ts_utc`` of the first whole line after ``position``, or ``None``."""
-    lines = store.iter_lines(position, size)
-    next(lines, None)
-    for raw in lines:
-        try:
-            return parse_line(raw.rstrip(b"\n")).ts_utc
-        except EnvelopeFormatError:
-            return None
-    return None

@@ -25,8 +25,8 @@ class Counter:
     """The folded state and the head it reflects; ``problem`` when untrustworthy."""
 
     __slots__ = (
-        "budgets", "data", "dirty", "head", "new_keys", "new_refs", "problem", "rebuilt",
-        "refolded", "zone",
+        "budgets", "data", "dirty", "head", "new_keys", "new_refs", "point_due", "problem",
+        "rebuilt", "refolded", "zone",
     )  # fmt: skip
 
     def __init__(
@@ -59,6 +59,8 @@ class Counter:
         self.budgets: tuple[Budget, ...] = ()
         # Entries folded to count changed budget definitions afresh (``budget_refold``).
         self.refolded = refolded
+        # An entry folded since the last state point (``state.POINT_EVERY``): keep one on save.
+        self.point_due = False
 
 
 def held_against_checkpoint(counter: Counter, deps: CounterDeps) -> Counter:

@@ -136,9 +136,9 @@ def rotate_key(deps: RotateDeps, root: Signer | None = None) -> RotateResult:
 
     The event is appended first and the trust store replaced after: a crash in
     between leaves the old key active and the chain verifying. The derived state
-    verified under the old trust store is carried over to the new one: the old
-    key stays valid up to the rotation, so every entry it vouches for still
-    verifies, and nothing is rebuilt.
+    verified under the old trust store is carried over to the new one, with its
+    points and the rollups: the old key stays valid up to the rotation, so every
+    entry it vouches for still verifies, and nothing is rebuilt.
 
     Raises:
         KeyFileError: no active key to rotate from.
@@ -177,6 +177,7 @@ def rotate_key(deps: RotateDeps, root: Signer | None = None) -> RotateResult:
         )
         keys.save_trust(rotated, root)
         _carry_state_over(deps.states, trust, rotated)
+        _carry_derived_over(deps, trust, rotated)
     return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)
 
 
@@ -196,6 +197,23 @@ def _carry_state_over(states: StateStore, before: TrustStore, after: TrustStore)
     stored.data["meta"]["trust"] = trust_fingerprint(after)
     with contextlib.suppress(LedgerError):
         states.save_state(stored.head_hash, stored.size, stored.data)
+
+
+def _carry_derived_over(deps: "RotateDeps", before: TrustStore, after: TrustStore) -> None:
+    """The state points and the rollups, carried over as the state is (``_carry_state_over``).
+
+    Left as they are when they cannot be: the next reader judges them.
+    """
+    old, new = trust_fingerprint(before), trust_fingerprint(after)
+    carry_points = getattr(deps.states, "carry_points_over", None)
+    if carry_points is not None:
+        with contextlib.suppress(LedgerError):
+            carry_points(old, new)
+    rollups = getattr(deps, "rollups", None)
+    carry_rollups = getattr(rollups, "carry_trust_over", None)
+    if carry_rollups is not None:
+        with contextlib.suppress(LedgerError):
+            carry_rollups(old, new)
 
 
 def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None]) -> str:

@@ -41,12 +41,19 @@ from ledger.services.chain.requests import (
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
     from ledger.services.ports import StoredStateLike
+
+    KeepPointFn = Callable[[int, int, str, dict[str, Any]], object]
+
+
+# Entries folded between two points of the derived state kept for ``explain``
+# (``ledger.edges.files.statepoints``): what explaining any verdict folds at most.
+POINT_EVERY = 10_000
 
 
 def _fold_range(
@@ -63,6 +70,7 @@ def _fold_range(
     schema_for: "SchemaFor | None" = None,
     zone: dt.tzinfo = dt.UTC,
     budgets: tuple[Budget, ...] = (),
+    keep: "KeepPointFn | None" = None,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
@@ -70,9 +78,11 @@ def _fold_range(
         schema_for = _no_schemas
 
     offset = [start]  # the byte offset of the line being fed
+    last_hash = [expected_prev]
 
     def fold(parsed: "ParsedEntry") -> None:
         apply_parsed(data, parsed, schema_for, zone, budgets)
+        last_hash[0] = parsed.entry_hash
         number = data["meta"]["entries"]
         if remember is not None and number == remember[0]:
             remember[1][remember[0]] = parsed.entry_hash
@@ -89,6 +99,8 @@ def _fold_range(
         if not verifier.feed(raw):
             break
         offset[0] += len(raw)
+        if keep is not None and data["meta"]["entries"] % POINT_EVERY == 0 and raw[:1] != b"[":
+            keep(int(data["meta"]["entries"]), offset[0], last_hash[0], data)
     report = verifier.report()
     if report.ok:
         return None
@@ -220,7 +232,7 @@ def _load_counter(
         if stored is not None and kept_for != budgets_fingerprint(budgets):
             # Kept for other budget definitions: the budgets are counted afresh
             # over their current periods; the rest of the state still holds.
-            stored, refolded = _restated(stored, deps, budgets, zone)
+            stored, refolded = restated(stored, deps, budgets, zone)
         if stored is None:
             return _rebuilt(deps, head, budgets, zone, zone_name, fingerprint, finding)
         if head is None:
@@ -240,6 +252,7 @@ def _load_counter(
             problem = _fold_range(
                 store, data, trust(), stored.size, head.size, stored.head_hash, first_line,
                 keys=keys, refs=refs, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+                keep=_point_keeper(deps, {}),
             )  # fmt: skip
             if problem:
                 return Counter(data, head, problem)
@@ -277,6 +290,7 @@ def _rebuilt(
             store, data, trust(), 0, head.size, GENESIS,
             remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
             refs=refs, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
+            keep=_point_keeper(deps, {"trust": fingerprint, "day_zone": zone_name}),
         )  # fmt: skip
         if problem:
             return Counter(data, head, problem)
@@ -292,6 +306,19 @@ def _rebuilt(
     return Counter(data, head, None, dirty=True, new_keys=keys, new_refs=refs, rebuilt=True)
 
 
+def _point_keeper(deps: CounterDeps, meta: dict[str, Any]) -> "KeepPointFn | None":
+    """What keeps a point of a fold (``meta``: what the state will know once folded)."""
+    keep_point = getattr(deps.states, "keep_point", None)
+    if keep_point is None:
+        return None
+
+    def keep(entries: int, size: int, head_hash: str, data: dict[str, Any]) -> object:
+        kept = {**data, "meta": {**data["meta"], **meta}}
+        return keep_point(entries, size, head_hash, kept)
+
+    return keep
+
+
 class _Restated:
     """A stored state with its budgets counted afresh (``refold_budgets``)."""
 
@@ -301,7 +328,7 @@ class _Restated:
         self.data = data
 
 
-def _restated(
+def restated(
     stored: "StoredStateLike", deps: CounterDeps, budgets: tuple[Budget, ...], zone: dt.tzinfo
 ) -> tuple["StoredStateLike | None", int | None]:
     """The stored state with its budgets counted afresh, and the entries that took.
@@ -338,6 +365,8 @@ def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> Non
             counter.zone, counter.budgets,
         )  # fmt: skip
         number = int(counter.data["meta"]["entries"])
+        if number % POINT_EVERY == 0:
+            counter.point_due = True
     else:
         number = 0  # unknown here: lookups on an untrusted counter search the chain
     offset = None if head is None else head.size - len(sealed.line)
@@ -376,3 +405,8 @@ def save_counter(counter: Counter, states: StateStore) -> None:
         except ChainIOError:
             return
         counter.dirty = False
+        keep_point = getattr(states, "keep_point", None)
+        if counter.point_due and head is not None and keep_point is not None:
+            counter.point_due = False
+            keep_point(int(counter.data["meta"]["entries"]), head.size, head.entry_hash,
+                       counter.data)  # fmt: skip

@@ -65,6 +65,8 @@ class UsageOutcome(NamedTuple):
     budget_state: dict[str, Any] | None = None
     # Forwarded calls not recorded yet: how many, and their estimates (micro-USD).
     unsettled: tuple[int, int] = (0, 0)
+    # The derived state's ``meta`` (entries folded, newest snapshot); ``None`` when untrusted.
+    chain_meta: dict[str, Any] | None = None
 
 
 def usage(
@@ -117,4 +119,5 @@ def usage(
         utc_day(now), now, reason, decision.diagnostic, budget_day=day,
         verdict=decision.verdict, deciding=decision.deciding, budgets=tuple(checks),
         budget_state=state if checks else None, unsettled=unsettled(usd),
+        chain_meta=counter.data["meta"] if counter.problem is None else None,
     )  # fmt: skip

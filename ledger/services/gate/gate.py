@@ -37,6 +37,7 @@ from ledger.errors import (
     LockTimeoutError,
     SchemaValidationError,
 )
+from ledger.services.chain.budget_restate import restate_budgets_unlocked
 from ledger.services.chain.counter import counter_problem
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
@@ -235,6 +236,9 @@ def check_verdict(
     except (InputDataError, ChainIOError) as exc:
         return _unrecorded(_known_scopes(deps, provider, now), estimate_micros, config, now,
                            provider, str(exc))  # fmt: skip
+    if config.budgets:
+        # A changed [[budgets]] is counted afresh here, not under the lock (``budget_restate``).
+        restate_budgets_unlocked(deps)
     try:
         outcome = _gate_once(
             deps,

@@ -12,6 +12,7 @@ from ledger.core.response_keys import another_call, verdict_key
 from ledger.core.seal import chain_time
 from ledger.core.timefmt import budget_day, format_ts, utc_day
 from ledger.errors import LedgerError, StoreUnreachableError, UsageError
+from ledger.services.chain.budget_restate import restate_budgets_unlocked
 from ledger.services.chain.idempotency import (
     find_duplicate,
     other_record_message,
@@ -70,6 +71,9 @@ def record_call(
         "model_id": model_id, "cycle_id": cycle_id, "input_tokens": input_tokens,
         "output_tokens": output_tokens, "idempotency_key": idempotency_key, "details": details,
     }  # fmt: skip
+    if deps.config.budgets:
+        # A changed [[budgets]] is counted afresh here, not under the lock (``budget_restate``).
+        restate_budgets_unlocked(deps)
     try:
         return _seal_record(deps, request, same_record_only=same_record_only)
     except StoreUnreachableError:

@@ -3,10 +3,18 @@
 From the chain alone: the verified entries before the verdict are folded (the
 same ``fold_verified`` the gate uses), the scopes are rebuilt for the verdict's
 day, provider and sealed time with the configuration in force now, and
-``decide`` runs again. The explanation shows every cap's figures, every §4 row
-and the billing readings; the recomputed verdict is compared with the sealed
-one, and any difference is reported (the verdict was not reproducible: derived
-state, a checkpoint or a configuration that differed then, or a damaged chain).
+``decide`` runs again. The fold starts from the nearest point of the derived
+state kept before the verdict (``ledger.edges.files.statepoints``: one every
+``POINT_EVERY`` entries, folded from the verified chain under the same keys,
+budgets and day zone), found through the ref index, so explaining a verdict
+folds and verifies at most that many entries whatever the chain's length;
+without such a point (none kept, kept under other keys or budgets, or one the
+chain no longer continues from) the chain is folded from line 1.
+
+The explanation shows every cap's figures, every §4 row and the billing
+readings; the recomputed verdict is compared with the sealed one, and any
+difference is reported (the verdict was not reproducible: derived state, a
+checkpoint or a configuration that differed then, or a damaged chain).
 """
 
 import datetime as dt
@@ -15,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.core.budget_state import budget_checks
 from ledger.core.budgets import CallScope
+from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import ParsedEntry
 from ledger.core.explain import RowCheck, first_match, pct_text, scope_figures, table_rows
@@ -23,6 +32,7 @@ from ledger.core.sealed_config import with_sealed_caps
 from ledger.core.spend import ScopeState, unpriced_problem
 from ledger.core.state import apply_parsed, empty_state
 from ledger.core.timefmt import budget_day, format_ts, parse_ts
+from ledger.core.trust import trust_fingerprint
 from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
 from ledger.services.chain.counter import Counter, counter_problem
@@ -100,7 +110,67 @@ class AmbiguousRefError(UsageError):
     """A ref prefix matches more than one entry (exit 2: give more digits)."""
 
 
-def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int, str | None]:
+Found = tuple[dict[str, Any], ParsedEntry, int, str | None]
+
+
+def _from_point(deps: ExplainDeps, ref: str) -> Found | None:
+    """``_find`` for a whole ref, folding from the nearest state point; ``None``: none serves.
+
+    The ref index names the entry's line; the point must have been folded under
+    the trust store, budgets and day zone in force now, and the chain must go
+    on from it (its next line links to the point's head) and reach the entry
+    at that line. Anything else is left to the fold from line 1, which reports
+    what it finds.
+    """
+    nearest = getattr(deps.states, "nearest_point", None)
+    if nearest is None:
+        return None
+    try:
+        indexed = find_entries(deps, ref, limit=1)
+    except LedgerError:
+        return None
+    if len(indexed) != 1 or indexed[0].entry_hash != ref:
+        return None
+    point = nearest(indexed[0].line)
+    if point is None:
+        return None
+    config, trust = deps.config, deps.keys.load_trust()
+    meta = point.data.get("meta") or {}
+    kept_for = (point.data.get("budgets") or {}).get("fingerprint")
+    if (
+        meta.get("trust") != trust_fingerprint(trust)
+        or meta.get("day_zone") != config.day_timezone
+        or kept_for != budgets_fingerprint(config.budgets)
+    ):
+        return None
+    data = point.data
+    schema_for = schema_lookup(deps)
+    found: list[ParsedEntry] = []
+    last_ts = [meta.get("last_ts")]
+
+    def fold(parsed: ParsedEntry) -> None:
+        if found:
+            return
+        if parsed.entry_hash == ref:
+            found.append(parsed)
+            return
+        apply_parsed(data, parsed, schema_for, config.day_zone, config.budgets)
+        last_ts[0] = parsed.ts_utc
+
+    verifier = ChainVerifier(
+        trust, expected_prev=point.head_hash, first_line=point.entries + 1, on_entry=fold
+    )
+    line = point.entries
+    for raw in deps.chain.iter_lines(point.size):
+        line += 1
+        if not verifier.feed(raw) or found:
+            break
+    if not found or line != indexed[0].line:
+        return None
+    return data, found[0], line, last_ts[0]
+
+
+def _find(deps: ExplainDeps, ref: str) -> Found:
     """Fold the verified chain up to the entry ``ref``; returns (state, entry, line, prev ts).
 
     ``ref`` is a whole entry hash or a prefix of one (``MIN_REF_PREFIX`` hex
@@ -108,6 +178,10 @@ def _find(deps: ExplainDeps, ref: str) -> tuple[dict[str, Any], ParsedEntry, int
     whole verified chain, so one that names two entries is refused, never
     silently taken to mean the first.
     """
+    if len(ref) == FULL_REF_DIGITS:
+        started = _from_point(deps, ref)
+        if started is not None:
+            return started
     zone, budgets = deps.config.day_zone, deps.config.budgets
     data = empty_state(budgets)
     schema_for = schema_lookup(deps)

@@ -7,8 +7,17 @@ today's verdicts by outcome and uncertainty reason, and the newest snapshot's
 time, and today's records whose usage reported what has no price here. Today
 is the budget day (``usd.day_timezone``), which spans at most two
 UTC dates: only lines of those dates (and snapshot entries) are parsed; the
-rest are counted by their bytes, so the pass costs little more than reading the
-file.
+rest are counted by their bytes.
+
+No such pass is made when the derived state (caught up by ``usage``) is
+trusted: the entry count, the newest snapshot's time and today's verdicts and
+unpriced usage are the state's own (``ledger.core.day_counts``), so
+``metrics`` reads no chain line whatever the chain's length. A state kept
+before it counted today's verdicts (or whose newest day is later than today)
+has today's lines read, found by bisecting the chain on ``ts_utc`` to today's
+start (less the clock tolerance, a chain this product wrote never stepping
+back further). An untrusted state, or one folded before it kept the
+snapshot's time, falls back to the pass over every line.
 """
 
 import datetime as dt
@@ -18,11 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.core.day_counts import KEY as DAY_COUNTS
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import day_bounds, format_ts, parse_ts
 from ledger.core.verdict import usage_pct
 from ledger.core.verdict_kind import Verdict
+from ledger.services.chain.chain_time import bisect_time
 from ledger.services.gate.deps import GateDeps
 from ledger.services.gate.figures import usage
 
@@ -125,6 +136,46 @@ def scan_chain(
     return entries, verdicts, newest_snapshot or None
 
 
+def _counted_today(
+    meta: dict[str, Any], day: str, unknown: Counter[str]
+) -> Counter[tuple[str, str]] | None:
+    """Today's verdicts as the derived state counted them (``day_counts``); ``None``: it did not.
+
+    ``None`` too when the state's newest day is later than today (a clock
+    behind the chain's): the chain is read for today's entries then.
+    """
+    if DAY_COUNTS not in meta:
+        return None  # a state kept before it counted them
+    today = meta[DAY_COUNTS]
+    verdicts: Counter[tuple[str, str]] = Counter()
+    if today is None or today["day"] < day:
+        return verdicts  # nothing counted today yet
+    if today["day"] > day:
+        return None
+    for key, count in today["verdicts"].items():
+        event_type, _, reason = key.partition("|")
+        verdicts[VERDICT_EVENTS[event_type], reason] += int(count)
+    for name, count in today["unknown_usage"].items():
+        unknown[name] += int(count)
+    return verdicts
+
+
+def _todays_verdicts(
+    deps: GateDeps, start: dt.datetime, bounds: tuple[str, str], unknown: Counter[str]
+) -> Counter[tuple[str, str]]:
+    """Today's verdicts (and unknown usage) from the lines sealed since today began."""
+    head = deps.chain.head()
+    if head is None:
+        return Counter()
+    size = head.size
+    tolerance = dt.timedelta(seconds=deps.config.clock_tolerance_seconds + 1)
+    began = bisect_time(deps.chain, size, format_ts(start - tolerance))
+    lines = deps.chain.iter_lines(began, size)
+    if began > 0:
+        next(lines, None)  # the rest of the line the bisection landed in
+    return scan_chain(lines, bounds, unknown)[1]
+
+
 def gather(deps: GateDeps) -> Metrics:
     """Today's figures; writes nothing.
 
@@ -141,11 +192,20 @@ def gather(deps: GateDeps) -> Metrics:
         if outcome.provider_scope is not None:
             scopes.append(_figures(outcome.provider_scope, outcome.now))
     trusted = first.uncertainty is None or first.uncertainty.value != "counter_inconsistent"
-    lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
     day = first.budget_day or first.utc_day
     start, end = day_bounds(day, config.day_zone)
+    bounds = (format_ts(start), format_ts(end))
     unknown: Counter[str] = Counter()
-    entries, verdicts, snapshot_ts = scan_chain(lines, (format_ts(start), format_ts(end)), unknown)
+    meta = first.chain_meta
+    if deps.chain.exists() and meta is not None and "snapshot_ts" in meta:
+        entries, snapshot_ts = int(meta["entries"]), meta["snapshot_ts"]
+        counted = _counted_today(meta, day, unknown)
+        verdicts = (
+            counted if counted is not None else _todays_verdicts(deps, start, bounds, unknown)
+        )
+    else:
+        lines = deps.chain.iter_lines() if deps.chain.exists() else iter(())
+        entries, verdicts, snapshot_ts = scan_chain(lines, bounds, unknown)
     age = None
     if snapshot_ts is not None:
         age = max((first.now - parse_ts(snapshot_ts)).total_seconds(), 0.0)
