@@ -1,6 +1,7 @@
 """Today's verdicts counted in the derived state: the newest budget day only."""
 
 import datetime as dt
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from ledger.core.day_counts import KEY, count_entry
@@ -8,7 +9,7 @@ from ledger.core.day_counts import KEY, count_entry
 
 def test_a_later_day_starts_afresh_and_an_earlier_one_is_not_counted():
     """Counts follow the newest day an entry was sealed on, in the budget day's zone."""
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     zone = ZoneInfo("America/New_York")
     count_entry(meta, "budget.allow", "2026-03-02T03:00:00.000000Z", {}, zone)  # 1 March there
     count_entry(meta, "budget.allow", "2026-03-02T06:00:00.000000Z", {}, zone)
@@ -29,7 +30,7 @@ def test_a_later_day_starts_afresh_and_an_earlier_one_is_not_counted():
 
 def test_other_entries_count_nothing():
     """A plain record, an observation: no day is started for them."""
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     count_entry(meta, "budget.record_call", "2026-03-02T08:00:00.000000Z", {}, dt.UTC)
     count_entry(meta, "budget.observation", "2026-03-02T08:00:00.000000Z", {}, dt.UTC)
     assert meta == {}
