@@ -25,7 +25,7 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
-from ledger.services.chain.budget_refold import refold_budgets
+from ledger.services.chain.budget_refold import restated
 from ledger.services.chain.counter import (
     Counter,
     checkpoint_problem,
@@ -38,6 +38,7 @@ from ledger.services.chain.requests import (
     RequestScope,
     current_request,
 )
+from ledger.services.chain.schema_lookup import no_schemas, schema_lookup
 from ledger.services.ports import ChainStore, ChainTx, CounterDeps, Head, StateStore
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from ledger.core.envelope import ParsedEntry
     from ledger.core.foldable import SchemaFor
     from ledger.core.trust import TrustStore
-    from ledger.services.ports import StoredStateLike
 
     KeepPointFn = Callable[[int, int, str, dict[str, Any]], object]
 
@@ -75,7 +75,7 @@ def _fold_range(
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
     if schema_for is None:
-        schema_for = _no_schemas
+        schema_for = no_schemas
 
     offset = [start]  # the byte offset of the line being fed
     last_hash = [expected_prev]
@@ -108,22 +108,6 @@ def _fold_range(
     return (
         f"chain does not verify{where}: line {report.line}: {report.reason}; run `ledger recover`"
     )
-
-
-def _no_schemas(_event_type: str) -> None:
-    return None
-
-
-def schema_lookup(deps: "CounterDeps") -> "SchemaFor":
-    """The deps' schema loader, answering ``None`` for an event type with no schema."""
-
-    def schema_for(event_type: str) -> dict[str, Any] | None:
-        try:
-            return deps.schema(event_type)
-        except LedgerError:
-            return None
-
-    return schema_for
 
 
 def load_counter(tx: ChainTx, deps: CounterDeps, touching: "Sequence[Applicable]" = ()) -> Counter:
@@ -317,39 +301,6 @@ def _point_keeper(deps: CounterDeps, meta: dict[str, Any]) -> "KeepPointFn | Non
         return keep_point(entries, size, head_hash, kept)
 
     return keep
-
-
-class _Restated:
-    """A stored state with its budgets counted afresh (``refold_budgets``)."""
-
-    def __init__(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
-        self.head_hash = head_hash
-        self.size = size
-        self.data = data
-
-
-def restated(
-    stored: "StoredStateLike", deps: CounterDeps, budgets: tuple[Budget, ...], zone: dt.tzinfo
-) -> tuple["StoredStateLike | None", int | None]:
-    """The stored state with its budgets counted afresh, and the entries that took.
-
-    ``(None, None)`` when that fails: the whole state is rebuilt and verified then.
-
-    Raises:
-        ChainIOError: the chain cannot be read.
-    """
-    config = deps.config
-    margin = dt.timedelta(
-        seconds=2 * config.reservation_ttl_seconds + config.clock_tolerance_seconds + 1
-    )
-    refold = refold_budgets(
-        deps.chain, stored.data, stored.size, budgets, zone, margin, schema_lookup(deps)
-    )
-    if refold is None:
-        return None, None
-    data = copy.deepcopy({k: v for k, v in stored.data.items() if k != "budgets"})
-    data["budgets"], folded = refold
-    return _Restated(stored.head_hash, stored.size, data), folded
 
 
 def fold_sealed(counter: Counter, sealed: SealedEntry, head: Head | None) -> None:

@@ -37,7 +37,7 @@ from ledger.core.verdict import decide
 from ledger.errors import LedgerError, UsageError
 from ledger.services.chain.counter import Counter, counter_problem
 from ledger.services.chain.refs import describe, find_entries
-from ledger.services.chain.state import schema_lookup
+from ledger.services.chain.schema_lookup import schema_lookup
 from ledger.services.gate.gate import _scopes
 from ledger.services.ports import CounterDeps
 

@@ -32,7 +32,7 @@ from ledger.core.foldable import Foldable, check_entry
 from ledger.core.rollups import slot_start
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.errors import CanonicalizationError, ChainBrokenError, InputDataError
-from ledger.services.chain.state import schema_lookup
+from ledger.services.chain.schema_lookup import schema_lookup
 from ledger.services.views.metrics import VERDICT_EVENTS
 from ledger.services.views.rollup_ports import RollupDeps
 from ledger.services.views.rollups import Caught, mark_before, slot_range

@@ -32,7 +32,7 @@ from ledger.core.timefmt import budget_day, day_bounds, format_ts
 from ledger.core.units import percent
 from ledger.errors import ChainBrokenError, LedgerError
 from ledger.services.chain.counter import Counter, checkpoint_problem, counter_problem
-from ledger.services.chain.state import schema_lookup
+from ledger.services.chain.schema_lookup import schema_lookup
 from ledger.services.ports import CounterDeps
 from ledger.services.views.report_walk import DayWalk, scope_key, scope_names
 from ledger.services.views.report_window import DayReportDeps, walk_window

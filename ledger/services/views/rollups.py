@@ -30,7 +30,7 @@ from ledger.core.rollups import (
 from ledger.core.rollups import slot_range as _slot_range
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainBrokenError, LedgerError, StateMismatchError, UsageError
-from ledger.services.chain.state import schema_lookup
+from ledger.services.chain.schema_lookup import schema_lookup
 from ledger.services.ports import Head
 from ledger.services.views.rollup_fold import Fold, fold_range
 from ledger.services.views.rollup_ports import RollupDeps, RollupTx
