@@ -98,7 +98,7 @@ def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
     verdicts go on meanwhile), then saves it in a moment under the lock; the counters are a
     full rebuild's, and the verdict after counts nothing again."""
     from ledger.edges.files.chainfile import ChainFile
-    from ledger.services.chain import state
+    from ledger.services.chain import budget_refold
 
     append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
     env = {"LEDGER_NOW": "2026-11-26T12:30:00Z", "LEDGER_BILLING_STALE_HALT_PCT": "100"}
@@ -117,7 +117,7 @@ def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
                 held[0] = False
 
     refolds: list[tuple[bool, int]] = []
-    refold = state.refold_budgets
+    refold = budget_refold.refold_budgets
 
     def spying(*args: Any, **kwargs: Any) -> Any:
         found = refold(*args, **kwargs)
@@ -125,7 +125,7 @@ def test_a_new_budget_is_counted_before_the_chain_lock_is_taken(
         return found
 
     monkeypatch.setattr(ChainFile, "transaction", noting)
-    monkeypatch.setattr(state, "refold_budgets", spying)
+    monkeypatch.setattr(budget_refold, "refold_budgets", spying)
     config = home / "ledger.toml"
     config.write_text(config.read_text() + MONTH_BUDGET)
     result = run_inproc([*h, *first], env=env)
@@ -181,6 +181,7 @@ def test_a_verdict_waits_for_another_process_counting_the_budgets_not_for_the_ch
     import threading
     import time
 
+    from ledger.edges.files.statefile import StateFile
     from ledger.runtime import Runtime as HomeRuntime
 
     append_entries(home, 200, clean_env(), step=dt.timedelta(minutes=2))
@@ -191,7 +192,9 @@ def test_a_verdict_waits_for_another_process_counting_the_budgets_not_for_the_ch
     config.write_text(config.read_text() + MONTH_BUDGET)
     done: list[Any] = []
     runtime = HomeRuntime(home, clean_env())
-    with runtime.states.restating():
+    states = runtime.states
+    assert isinstance(states, StateFile)
+    with states.restating():
         waiting = threading.Thread(
             target=lambda: done.append(run_process([*h, "verdict", "0.01"], env=env))
         )

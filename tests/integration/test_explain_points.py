@@ -42,7 +42,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def _explained(run_inproc, home: Path, ref: str, env: dict[str, str]) -> str:
     result = run_inproc(["--home", str(home), "explain", ref, "--json"], env=env)
     assert result.code in (0, 1), result.stderr
-    return result.stdout
+    return str(result.stdout)
 
 
 def _verdicts(run_inproc, home: Path, env: dict[str, str], count: int) -> list[str]:

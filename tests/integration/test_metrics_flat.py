@@ -3,6 +3,7 @@
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_metrics_reads_the_derived_state_only_and_agrees_with_a_full_pass(
     assert 360 < len(read) < 500, len(read)
 
 
-def _reseal(path: Path, document: dict) -> None:
+def _reseal(path: Path, document: dict[str, Any]) -> None:
     from ledger.edges.files.statemac import mac_key, sealed
 
     key = mac_key(path.parent.parent / "keys" / "state-mac.key", create=False)
