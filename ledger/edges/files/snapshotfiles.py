@@ -28,6 +28,7 @@ from ledger.edges.fileio import (
     read_regular,
     read_user_file,
 )
+from ledger.edges.files.segmentfiles import Segment, SegmentDir, SegmentGapError
 from ledger.errors import ChainIOError, InputDataError
 
 _CHAIN_MODE = 0o600
@@ -80,6 +81,10 @@ class _HashingWriter(io.RawIOBase):
         return len(view)
 
 
+def _first_line(data: bytes) -> bytes:
+    return data[: data.find(b"\n") + 1]
+
+
 def _make_dir(path: Path) -> None:
     """``mkdir -p``; a file in the way is an I/O failure like any other.
 
@@ -102,9 +107,11 @@ class SnapshotFiles:
         snapshots_dir: Path,
         checkpoints_dir: Path,
         state_dir: Path,
+        segments: SegmentDir | None = None,
     ) -> None:
         self.home = home
         self.chain_path = chain_path
+        self.segments = segments
         self.snapshots_dir = snapshots_dir
         self.checkpoints_dir = checkpoints_dir
         self.state_dir = state_dir
@@ -144,12 +151,34 @@ class SnapshotFiles:
             ChainIOError: the file exists but cannot be read, or is not a regular
                 file (a FIFO, a directory, a symbolic link: see ``ChainFile``).
         """
+        sealed = self._sealed()
         try:
-            return read_regular(self.chain_path, follow_symlinks=False)
+            data = read_regular(self.chain_path, follow_symlinks=False)
         except FileNotFoundError:
-            return None
+            data = None
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.chain_path}: {exc.strerror}") from exc
+        if not sealed or self.segments is None:
+            return data
+        # The whole chain: its sealed segments, then the open one (a seal cut
+        # short may have left the newest segment's bytes at its start too).
+        parts = [b"".join(self.segments.read(segment)) for segment in sealed]
+        if (
+            data is not None
+            and data.startswith(parts[-1])
+            and _first_line(data) == _first_line(parts[-1])
+        ):
+            data = data[len(parts[-1]) :]
+        return b"".join(parts) + (data or b"")
+
+    def _sealed(self) -> tuple[Segment, ...]:
+        """The sealed segments that follow each other from the first (up to a gap)."""
+        if self.segments is None:
+            return ()
+        try:
+            return self.segments.listing()
+        except SegmentGapError as exc:
+            return tuple(s for s in self.segments.loose() if s.first_line < exc.line)
 
     def write_chain_copy(self, stem: str, lines: Iterable[bytes]) -> tuple[Path, str, str]:
         """Compress ``lines`` into the snapshot's chain file as they come, durably.
@@ -297,7 +326,25 @@ class SnapshotFiles:
         Raises:
             ChainIOError: the file cannot be written; the old chain is unchanged.
         """
-        atomic_write(self.chain_path, data, _CHAIN_MODE)
+        sealed = self._sealed()
+        kept = 0
+        for segment in sealed:
+            if segment.end > len(data) or self.segments is None:
+                break
+            held = hashlib.sha256(b"".join(self.segments.read(segment))).digest()
+            if hashlib.sha256(data[segment.start : segment.end]).digest() != held:
+                break
+            kept += 1
+        # Sealed segments the recovered chain does not begin with leave for
+        # evidence/, newest first, so the ones kept stay a contiguous run.
+        if self.segments is not None:
+            for segment in reversed(self.segments.loose()):
+                if segment.number > kept:
+                    self.retire(self.segments.manifest_path(segment.number))
+                    with contextlib.suppress(ChainIOError):
+                        self.retire(self.segments.data_path(segment))
+        base = sealed[kept - 1].end if kept else 0
+        atomic_write(self.chain_path, data[base:], _CHAIN_MODE)
 
     def clear_state(self) -> list[Path]:
         """Delete everything in the derived-state folder; returns what was removed.
