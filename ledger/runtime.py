@@ -149,7 +149,7 @@ class Runtime(HomeFiles):
             size = (self.home / CHAIN_FILE).stat().st_size
         except OSError:
             return
-        if size:
+        if size or any((self.home / SEGMENTS_DIR).glob("0*.json")):
             raise ConfigError(
                 f"{self.home / CHAIN_FILE} holds this home's chain but ledger.toml names a "
                 "store: remove [store] and run `ledger store migrate --to URL`, which moves "

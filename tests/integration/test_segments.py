@@ -261,3 +261,22 @@ class TestLoaInterop:
         result = run_inproc(["verify-chain", str(log), "--trust-store", str(trust)])
         assert result.code == 0, result
         assert _verify(run_inproc, home, "--full")["ok"] is True
+
+
+class TestGroupCommit:
+    def test_a_group_seals_once_its_appends_are_durable(self, home, run_inproc):
+        """Inside one group commit (``ledger serve``) the seal waits for the group's end."""
+        from ledger.edges.files.groupcommit import group_commit
+        from ledger.services.chain.writer import Writer
+        from tests.helpers.chains import record_payload
+
+        seal_every(home, 3)
+        runtime = Runtime(home, {})
+        writer = Writer(runtime)
+        with group_commit(runtime.chain):
+            for index in range(5):
+                writer.append_one("budget.record_call", record_payload(index))
+            assert not (home / "segments" / "000001.json").exists()
+        assert manifest(home, 1)["entries"] == 5
+        assert (home / "events.jsonl").read_bytes() == b""
+        assert _verify(run_inproc, home, "--full")["entries"] == 5
