@@ -280,3 +280,56 @@ class TestGroupCommit:
         assert manifest(home, 1)["entries"] == 5
         assert (home / "events.jsonl").read_bytes() == b""
         assert _verify(run_inproc, home, "--full")["entries"] == 5
+
+
+class TestSnapshots:
+    def test_a_sealed_segment_is_copied_once_and_the_open_one_each_time(
+        self, sealed_home, run_inproc
+    ):
+        """Two snapshots name the same three segment copies; each has its own open part,
+        and each restores the whole chain."""
+        home = sealed_home
+        first = run_inproc(["--home", str(home), "snapshot"])
+        assert first.code == 0, first
+        append_records(home, 1, first=10)
+        second = run_inproc(["--home", str(home), "snapshot"])
+        assert second.code == 0, second
+        copies = sorted((home / "snapshots" / "segments").glob("*.jsonl.zst"))
+        assert [path.name[:6] for path in copies] == ["000001", "000002", "000003", "000004"]
+        manifests = [json.loads(Path(r.json()["path"]).read_text()) for r in (first, second)]
+        assert [len(m["segments"]) for m in manifests] == [3, 4]
+        assert manifests[0]["segments"] == manifests[1]["segments"][:3]
+        assert not any("segments/" in name for name in first.json()["files"])
+
+    def test_recover_restores_from_a_snapshot_of_segments(self, sealed_home, run_inproc):
+        """A chain damaged in its open segment is restored from a snapshot that names copies."""
+        home = sealed_home
+        assert run_inproc(["--home", str(home), "snapshot"]).code == 0
+        (home / "events.jsonl").write_bytes(b'{"torn": \n')
+        result = run_inproc(["--home", str(home), "recover"])
+        assert result.code == 0, result
+        assert result.json()["snapshot"] is not None
+        assert _verify(run_inproc, home, "--full")["ok"] is True
+
+    def test_pruning_never_removes_the_only_copy(self, sealed_home, run_inproc):
+        """Old snapshots go; a copy the remaining ones name, or of a segment the home no
+        longer holds, stays."""
+        home = sealed_home
+        old = {"LEDGER_NOW": "2026-12-01T00:00:00Z"}
+        assert run_inproc(["--home", str(home), "snapshot"], old).code == 0
+        copies = sorted((home / "snapshots" / "segments").glob("*.jsonl.zst"))
+        later = {"LEDGER_NOW": "2027-03-01T00:00:00Z"}
+        result = run_inproc(["--home", str(home), "snapshot"], later)
+        assert result.code == 0, result
+        assert len(list((home / "snapshots").glob("*.manifest.json"))) == 1  # the old one went
+        assert sorted((home / "snapshots" / "segments").glob("*.jsonl.zst"))[:3] == copies
+        # A copy no snapshot names goes only while the home still holds its segment.
+        from ledger.edges.files import snapshotsegments
+
+        archived = copies[0]
+        snapshotsegments.remove_unnamed(home / "snapshots", [], home_has=set())
+        assert archived.exists()
+        snapshotsegments.remove_unnamed(
+            home / "snapshots", [], home_has={manifest(home, 1)["compressed_sha256"]}
+        )
+        assert not archived.exists()

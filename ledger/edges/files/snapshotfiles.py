@@ -28,7 +28,9 @@ from ledger.edges.fileio import (
     read_regular,
     read_user_file,
 )
-from ledger.edges.files.segmentfiles import Segment, SegmentDir, SegmentGapError
+from ledger.edges.files import snapshotsegments
+from ledger.edges.files.chainrestore import sealed_run, segments_kept, whole_chain
+from ledger.edges.files.segmentfiles import SegmentDir
 from ledger.errors import ChainIOError, InputDataError
 
 _CHAIN_MODE = 0o600
@@ -79,10 +81,6 @@ class _HashingWriter(io.RawIOBase):
         self.digest.update(view)
         self.target.write(view)
         return len(view)
-
-
-def _first_line(data: bytes) -> bytes:
-    return data[: data.find(b"\n") + 1]
 
 
 def _make_dir(path: Path) -> None:
@@ -151,7 +149,7 @@ class SnapshotFiles:
             ChainIOError: the file exists but cannot be read, or is not a regular
                 file (a FIFO, a directory, a symbolic link: see ``ChainFile``).
         """
-        sealed = self._sealed()
+        sealed = sealed_run(self.segments)
         try:
             data = read_regular(self.chain_path, follow_symlinks=False)
         except FileNotFoundError:
@@ -160,25 +158,7 @@ class SnapshotFiles:
             raise ChainIOError(f"cannot read {self.chain_path}: {exc.strerror}") from exc
         if not sealed or self.segments is None:
             return data
-        # The whole chain: its sealed segments, then the open one (a seal cut
-        # short may have left the newest segment's bytes at its start too).
-        parts = [b"".join(self.segments.read(segment)) for segment in sealed]
-        if (
-            data is not None
-            and data.startswith(parts[-1])
-            and _first_line(data) == _first_line(parts[-1])
-        ):
-            data = data[len(parts[-1]) :]
-        return b"".join(parts) + (data or b"")
-
-    def _sealed(self) -> tuple[Segment, ...]:
-        """The sealed segments that follow each other from the first (up to a gap)."""
-        if self.segments is None:
-            return ()
-        try:
-            return self.segments.listing()
-        except SegmentGapError as exc:
-            return tuple(s for s in self.segments.loose() if s.first_line < exc.line)
+        return whole_chain(self.segments, sealed, data)
 
     def write_chain_copy(self, stem: str, lines: Iterable[bytes]) -> tuple[Path, str, str]:
         """Compress ``lines`` into the snapshot's chain file as they come, durably.
@@ -221,6 +201,37 @@ class SnapshotFiles:
                 temp.unlink()
             raise
         return path, hashed.digest.hexdigest(), raw.hexdigest()
+
+    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int]:
+        """Copy the sealed segments that end by ``up_to`` into the snapshot folder, once each.
+
+        See ``ledger.edges.files.snapshotsegments.copy_sealed``.
+
+        Raises:
+            ChainIOError: a segment cannot be read or copied.
+        """
+        if self.segments is None:
+            return (), 0
+        return snapshotsegments.copy_sealed(self.segments, self.snapshots_dir, up_to)
+
+    def read_segment_copies(self, manifest: Path, names: Iterable[str]) -> tuple[bytes, ...]:
+        """The compressed segment copies a snapshot's manifest names.
+
+        Raises:
+            InputDataError: a copy is missing or unreadable (exit 65).
+        """
+        return tuple(read_user_file(manifest.parent / name, "snapshot segment") for name in names)
+
+    def decompress_segment(self, data: bytes, source: str) -> bytes:
+        """See ``ledger.edges.files.snapshotsegments.decompress_segment``."""
+        return snapshotsegments.decompress_segment(data, source)
+
+    def remove_unnamed_copies(self, named: Iterable[str]) -> None:
+        """Remove segment copies no snapshot names, never the only copy of a segment."""
+        held = sealed_run(self.segments)
+        snapshotsegments.remove_unnamed(
+            self.snapshots_dir, named, {segment.compressed_sha256 for segment in held}
+        )
 
     def write_snapshot(
         self, stem: str, chain_gz: bytes | None, checkpoint: bytes, manifest: bytes
@@ -326,15 +337,8 @@ class SnapshotFiles:
         Raises:
             ChainIOError: the file cannot be written; the old chain is unchanged.
         """
-        sealed = self._sealed()
-        kept = 0
-        for segment in sealed:
-            if segment.end > len(data) or self.segments is None:
-                break
-            held = hashlib.sha256(b"".join(self.segments.read(segment))).digest()
-            if hashlib.sha256(data[segment.start : segment.end]).digest() != held:
-                break
-            kept += 1
+        sealed = sealed_run(self.segments)
+        kept = 0 if self.segments is None else segments_kept(self.segments, sealed, data)
         # Sealed segments the recovered chain does not begin with leave for
         # evidence/, newest first, so the ones kept stay a contiguous run.
         if self.segments is not None:
