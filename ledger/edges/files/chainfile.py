@@ -324,9 +324,19 @@ class ChainFile(ChainLines):
         )
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
-        """The hash of entry ``number`` (counting from 1), or ``None`` if absent."""
-        seen = 0
-        for raw in self.iter_lines():
+        """The hash of entry ``number`` (counting from 1), or ``None`` if absent.
+
+        Sealed segments before it are passed over by their checkpoints' counts
+        (when they hold no markers), so an archived segment is never read.
+        """
+        seen, start = 0, 0
+        for segment in self.segments.listing() if self.segments is not None else ():
+            if segment.lines != segment.entries or segment.checkpoint.entries > number:
+                break
+            if segment.checkpoint.entries == number:
+                return segment.checkpoint.head_hash
+            seen, start = segment.checkpoint.entries, segment.end
+        for raw in self.iter_lines(start):
             if allow_markers and raw.startswith(b"["):
                 continue
             seen += 1

@@ -76,10 +76,14 @@ def verify_file(
     if end is not None:
         size = min(size, end)
     workers = workers or os.cpu_count() or 1
-    parallel = size >= _PARALLEL_MIN_BYTES and workers > 1
+    parallel = size >= _PARALLEL_MIN_BYTES and workers > 1 and not _any_away(chain, sealed)
     if not sealed and not parallel:
         return verify_range(chain, trust, strict, allow_markers, 0, end, from_genesis=True)
-    bounds = [(segment.start, segment.end) for segment in sealed if segment.end <= size]
+    included = [segment for segment in sealed if segment.end <= size]
+    # An archived segment nobody gave stands as its signed checkpoint says;
+    # the lines after it are verified from its head.
+    away = {s.number for s in included if chain.segments is not None and chain.segments.is_away(s)}
+    bounds = [(segment.start, segment.end) for segment in included]
     if size > open_start:
         if parallel:
             bounds += byte_ranges(chain, size, workers, open_start, open_skip)
@@ -87,7 +91,7 @@ def verify_file(
             bounds.append((open_start, size))
     jobs = [
         (str(chain.path), trust, strict, allow_markers, start, stop, index == 0,
-         chain.follow_symlinks, None if chain.segments is None else str(chain.segments.directory))
+         chain.follow_symlinks, _segments_of(chain))
         for index, (start, stop) in enumerate(bounds)
     ]  # fmt: skip
     reports: list[ChainReport] = []
@@ -103,8 +107,9 @@ def verify_file(
                 if progress is not None:
                     progress(done, size)
     else:
-        for (_start, done), job in zip(bounds, jobs, strict=True):
-            reports.append(_verify_job(job))
+        for index, ((_start, done), job) in enumerate(zip(bounds, jobs, strict=True)):
+            away_segment = index < len(included) and included[index].number in away
+            reports.append(_as_sealed(included[index]) if away_segment else _verify_job(job))
             if progress is not None:
                 progress(done, size)
     entries = 0
@@ -115,6 +120,19 @@ def verify_file(
             part = reports[index]
             reports[index] = part._replace(ok=False, line=max(part.lines, 1), reason=problem)
     return stitch(reports)
+
+
+def _any_away(chain: ChainLines, sealed: tuple[Segment, ...]) -> bool:
+    return chain.segments is not None and any(chain.segments.is_away(s) for s in sealed)
+
+
+def _as_sealed(segment: Segment) -> ChainReport:
+    """An archived segment's report, as its checkpoint states it (held to it after)."""
+    checkpoint = segment.checkpoint
+    return ChainReport(
+        True, segment.entries, segment.lines, None, None, None, checkpoint.chain_id,
+        checkpoint.head_hash, segment.last_ts,
+    )  # fmt: skip
 
 
 def segment_problem(
@@ -197,13 +215,21 @@ def byte_ranges(
     return [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
 
 
+def _segments_of(chain: ChainLines) -> tuple[str, str | None] | None:
+    """The segment folder and archive folder, as a worker process rebuilds them."""
+    if chain.segments is None:
+        return None
+    archive = chain.segments.archive
+    return str(chain.segments.directory), None if archive is None else str(archive)
+
+
 def _verify_job(
-    job: tuple[str, "TrustStore", bool, bool, int, int, bool, bool, str | None],
+    job: tuple[str, "TrustStore", bool, bool, int, int, bool, bool, tuple[str, str | None] | None],
 ) -> ChainReport:
-    path, trust, strict, allow_markers, start, end, from_genesis, follow, segments = job
-    lines = ChainLines(
-        Path(path),
-        follow_symlinks=follow,
-        segments=None if segments is None else SegmentDir(Path(segments)),
-    )
+    path, trust, strict, allow_markers, start, end, from_genesis, follow, folders = job
+    segments = None
+    if folders is not None:
+        directory, archive = folders
+        segments = SegmentDir(Path(directory), None if archive is None else Path(archive))
+    lines = ChainLines(Path(path), follow_symlinks=follow, segments=segments)
     return verify_range(lines, trust, strict, allow_markers, start, end, from_genesis=from_genesis)

@@ -26,6 +26,7 @@ from ledger.edges.fileio import ByIdentity, atomic_write, fsync_dir, identity_of
 from ledger.errors import ChainIOError
 
 SEGMENT_FORMAT = "ledger-segment/1"
+ARCHIVE_PREFIX = "archive-"
 FRAME_BYTES = 1 << 20
 _MANIFEST = re.compile(r"(\d{6})\.json")
 _READ = 1 << 16
@@ -126,10 +127,16 @@ def segment_from_document(document: Any, source: str) -> Segment:
 
 
 class SegmentDir:
-    """The sealed segments beside a chain file."""
+    """The sealed segments beside a chain file.
 
-    def __init__(self, directory: Path) -> None:
+    ``archive`` is a folder ``ledger archive`` moved segments to (given by the
+    reader); without it an archived segment is read from the folder its
+    archive manifest names, when that can be read.
+    """
+
+    def __init__(self, directory: Path, archive: Path | None = None) -> None:
         self.directory = directory
+        self.archive = archive
 
     def listing(self) -> tuple[Segment, ...]:
         """Every sealed segment, in order; empty when there is none.
@@ -182,8 +189,26 @@ class SegmentDir:
         return segment_from_document(document, str(path))
 
     def data_path(self, segment: Segment) -> Path:
-        """Where a segment's compressed bytes are."""
-        return self.directory / segment.name
+        """Where a segment's compressed bytes are: the home, else where it was archived."""
+        home = self.directory / segment.name
+        if home.exists():
+            return home
+        for folder in (self.archive, *self.archive_folders()):
+            if folder is not None and (folder / segment.name).exists():
+                return folder / segment.name
+        return home
+
+    def is_away(self, segment: Segment) -> bool:
+        """Whether the segment was archived and no folder holding it can be read."""
+        return not self.data_path(segment).exists()
+
+    def archive_folders(self) -> list[Path]:
+        """The folders the home's archive manifests (``archive-*.json``) name."""
+        folders = []
+        for path in sorted(self.directory.glob(f"{ARCHIVE_PREFIX}*.json")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                folders.append(Path(json.loads(path.read_bytes())["to"]))
+        return folders
 
     def manifest_path(self, number: int) -> Path:
         """Where segment ``number``'s manifest is."""
