@@ -23,9 +23,11 @@ def seal_every(home: Path, entries: int) -> None:
     config.write_text(text)
 
 
-def append_records(home: Path, count: int, first: int = 0) -> list[str]:
+def append_records(
+    home: Path, count: int, first: int = 0, env: dict[str, str] | None = None
+) -> list[str]:
     """Append ``count`` record entries; their hashes."""
-    writer = Writer(Runtime(home, {}))
+    writer = Writer(Runtime(home, env or {}))
     return [
         writer.append_one("budget.record_call", record_payload(first + i)).entry_hash
         for i in range(count)

@@ -333,3 +333,52 @@ class TestSnapshots:
             home / "snapshots", [], home_has={manifest(home, 1)["compressed_sha256"]}
         )
         assert not archived.exists()
+
+
+class TestCounting:
+    @pytest.mark.parametrize("resident", [True, False])
+    def test_the_seal_comes_at_exactly_the_limit(self, home, resident, monkeypatch):
+        """Counted incrementally (in memory, or from the hint file a new process reads), the
+        open segment is sealed at exactly ``segment_entries`` entries."""
+        seal_every(home, 150)
+        if not resident:  # each append as a new process would make it
+            monkeypatch.setattr(sealing, "_COUNTED", _Forgetful())
+        append_records(home, 160)
+        assert manifest(home, 1)["entries"] == 150
+        assert len((home / "events.jsonl").read_bytes().splitlines()) == 10
+        assert not (home / "segments" / "000002.json").exists()
+
+
+class _Forgetful(dict):  # type: ignore[type-arg]
+    """A memory that never keeps anything."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        return None
+
+
+class TestSealOutsideTheLock:
+    def test_entries_appended_while_a_segment_is_compressed_stay_in_the_open_one(
+        self, home, run_inproc, monkeypatch
+    ):
+        """The lock is free while the sealed bytes are compressed: a writer that appends
+        then finds its entry in the new open segment, once, linked to the sealed head."""
+        seal_every(home, 3)
+        real = sealing.SegmentDir.write_data
+        during: list[str] = []
+        started: list[int] = []
+
+        def compress_while_another_writes(self, number, fd, size):
+            if not started:  # the first seal only; the other writer's own try comes later
+                started.append(size)
+                # A writer that does not seal itself (its limit is higher).
+                higher = {"LEDGER_CHAIN_SEGMENT_ENTRIES": "100"}
+                during.extend(append_records(home, 1, first=100, env=higher))
+            return real(self, number, fd, size)
+
+        monkeypatch.setattr(sealing.SegmentDir, "write_data", compress_while_another_writes)
+        hashes = append_records(home, 3)
+        assert manifest(home, 1)["entries"] == 3
+        assert hashes_of(segment_lines(home, 1)) == hashes
+        open_lines = (home / "events.jsonl").read_bytes().splitlines(keepends=True)
+        assert hashes_of(open_lines) == during
+        assert _verify(run_inproc, home, "--full")["entries"] == 4

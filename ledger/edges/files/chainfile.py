@@ -38,12 +38,13 @@ from ledger.edges.files.groupcommit import GroupCommit, joined
 from ledger.edges.files.sealing import SegmentLimits, finish_interrupted_seal
 from ledger.edges.files.segmentfiles import SegmentDir
 from ledger.edges.locks import exclusive_lock, shared_lock
-from ledger.errors import ChainIOError
+from ledger.errors import ChainIOError, LockTimeoutError
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
     from ledger.core.signing import Signer
     from ledger.core.trust import TrustStore
+    from ledger.edges.files.sealing import PendingSeal
 
 __all__ = [
     "ChainFile",
@@ -72,6 +73,7 @@ class ChainTransaction:
         self._group = group
         self.segments = segments
         self._limits = limits
+        self.signer: Signer | None = None  # set when an append asks for a seal
         self._head: ChainHead | None = None
         self._head_read = False
 
@@ -137,33 +139,43 @@ class ChainTransaction:
     def seal_if_due(self, signer: "Signer") -> None:
         """Seal the open segment when it reached its limit (``ledger.edges.files.sealing``).
 
-        In a group commit the seal waits for the group's end, when its appends
-        are durable. A seal that fails leaves the chain whole and is tried
-        again by the next writer; the entries already appended stand.
+        Outside a group the bytes are compressed after this transaction lets
+        the lock go (``ChainFile.transaction``), and committed under it a
+        moment. In a group commit the whole seal runs at the group's end, when
+        its appends are durable, under the group's lock. A seal that fails
+        leaves the chain whole and is tried again by the next writer.
         """
         if self.segments is None or self._limits is None:
             return
         group = self._group
         if group is None:
-            self._seal(signer)
+            self.signer = signer
         elif "seal" not in group.memo:
             group.memo["seal"] = True
-            group.after_commit.append(lambda: self._seal(signer))
+            group.after_commit.append(lambda: self._seal_in_group(signer))
 
-    def _seal(self, signer: "Signer") -> None:
-        from ledger.edges.files.sealing import seal_if_due
+    def _seal_in_group(self, signer: "Signer") -> None:
+        from ledger.edges.files.sealing import seal, seal_due
 
-        # At a group's end another transaction of it may have appended since.
-        fresh = self._group is not None
-        head = (
-            chain_head(self._path, self.segments, follow_symlinks=self._follow)
-            if fresh
-            else self.head()
-        )
+        # Another transaction of the group may have appended since this one.
+        head = chain_head(self._path, self.segments, follow_symlinks=self._follow)
         if head is None or self.segments is None or self._limits is None:
             return
         with contextlib.suppress(ChainIOError):
-            seal_if_due(self._path, self.segments, self._limits, head, signer)
+            pending = seal_due(self._path, self.segments, self._limits, head)
+            if pending is not None:
+                seal(self._path, self.segments, pending, signer, contextlib.nullcontext)
+
+    def pending_seal(self) -> "PendingSeal | None":
+        """What to seal once the lock is let go (``seal_if_due`` outside a group), if anything."""
+        from ledger.edges.files.sealing import seal_due
+
+        if self.signer is None or self.segments is None or self._limits is None:
+            return None
+        head = self.head()
+        if head is None:
+            return None
+        return seal_due(self._path, self.segments, self._limits, head)
 
     def _roll_back(self, fd: int, size: int) -> None:
         # Our own half-written line, under our own lock: cutting it keeps the
@@ -219,7 +231,23 @@ class ChainFile(ChainLines):
         with exclusive_lock(self.lock_path, self.lock_timeout):
             if self.segments is not None:
                 finish_interrupted_seal(self.path, self.segments)
-            yield self._transaction(None)
+            tx = self._transaction(None)
+            yield tx
+            pending = None
+            with contextlib.suppress(ChainIOError):
+                pending = tx.pending_seal()
+        if tx.signer is not None and pending is not None and self.segments is not None:
+            self._seal(self.segments, pending, tx.signer)
+
+    def _seal(self, segments: SegmentDir, pending: "PendingSeal", signer: "Signer") -> None:
+        """Compress the sealed bytes without the lock, commit them under it a moment."""
+        from ledger.edges.files.sealing import seal
+
+        def locked() -> contextlib.AbstractContextManager[object]:
+            return exclusive_lock(self.lock_path, self.lock_timeout)
+
+        with contextlib.suppress(ChainIOError, LockTimeoutError):
+            seal(self.path, segments, pending, signer, locked)
 
     def _transaction(self, group: GroupCommit | None) -> ChainTransaction:
         return ChainTransaction(

@@ -1,23 +1,31 @@
 """Sealing the open segment: ``events.jsonl`` becomes ``segments/NNNNNN.jsonl.zst``.
 
-Under the chain lock, once the open segment holds ``chain.segment_entries``
-entries (or its first entry is ``chain.segment_days`` older than its newest),
-its bytes are compressed into the next segment file (fsync'd, renamed into
-place), the segment's manifest is written with a signed checkpoint of its head
-(from here on the segment is sealed), and ``events.jsonl`` is replaced by an
-empty file. The next entry links to the sealed head as it would have anyway.
+A writer that appended under the chain lock checks whether the open segment
+holds ``chain.segment_entries`` entries (or its first entry is
+``chain.segment_days`` older than its newest) (``seal_due``). If so, once the
+lock is let go, the first bytes of the open file, up to that head, are
+compressed into a temporary segment file and fsync'd: they never change, so
+other writers go on appending after them meanwhile (``seal``). Then, under the
+lock a moment, the file is renamed into place, the segment's manifest is
+written with a signed checkpoint of its head (from here on the segment is
+sealed), and ``events.jsonl`` is replaced by a file holding only the lines
+appended since. The next entry links to the sealed head as it would have anyway.
 
 Every step is safe to cut short: before the manifest exists the chain is as
-it was (a stray segment file is removed or overwritten by the next seal);
-after it, an ``events.jsonl`` that still begins with the sealed bytes is
-recognised by every reader (``chainview``) and emptied by the next writer
-(``finish_interrupted_seal``). Nothing is lost and nothing is counted twice.
+it was (a stray segment file is removed by the next seal); after it, an
+``events.jsonl`` that still begins with the sealed bytes is recognised by every
+reader (``chainview``) and cut by the next writer (``finish_interrupted_seal``).
+Nothing is lost and nothing is counted twice. Two writers that decide to seal
+at once both compress; the first to commit wins, the other gives up.
 """
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -27,7 +35,7 @@ from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.timefmt import parse_ts
 from ledger.edges.fileio import atomic_write, identity_of_stat, open_regular
 from ledger.edges.files.chainview import already_sealed, first_line
-from ledger.edges.files.segmentfiles import Segment, SegmentDir
+from ledger.edges.files.segmentfiles import Frames, Segment, SegmentDir
 from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
@@ -38,7 +46,7 @@ if TYPE_CHECKING:
 MIN_ENTRY_BYTES = 100
 # The count of the open segment's entries is kept beside the segments once this
 # many bytes more were counted, so a process counts only what was appended since.
-_COUNT_SAVE_BYTES = 1 << 20
+_COUNT_SAVE_BYTES = 64 << 10
 _COUNT_FILE = "open-count.json"
 _READ = 1 << 20
 
@@ -102,16 +110,28 @@ def finish_interrupted_seal(path: Path, segments: SegmentDir) -> None:
     _forget_count(segments)
 
 
-def seal_if_due(
-    path: Path, segments: SegmentDir, limits: SegmentLimits, head: "HeadFacts", signer: "Signer"
-) -> Segment | None:
-    """Seal the open segment if it reached a limit; the new segment, or ``None``.
+@dataclass(frozen=True, slots=True)
+class PendingSeal:
+    """A seal decided under the lock: the open file's first ``size`` bytes, up to ``head``."""
 
-    Call it holding the chain lock, after the appends are durable. ``head`` is
-    the chain's head (what the segment's checkpoint seals).
+    inode: tuple[int, int]
+    size: int
+    entry_hash: str
+    ts_utc: str
+    event_type: str
+    after: int  # the newest sealed segment's number then (0: none)
+
+
+def seal_due(
+    path: Path, segments: SegmentDir, limits: SegmentLimits, head: "HeadFacts"
+) -> PendingSeal | None:
+    """Whether the open segment reached a limit; what to seal, or ``None``.
+
+    Call it holding the chain lock, after the appends; ``head`` is the chain's
+    head, the last line of the bytes to seal.
 
     Raises:
-        ChainIOError: a file cannot be read or written (the chain is left whole).
+        ChainIOError: a file cannot be read.
     """
     finish_interrupted_seal(path, segments)
     try:
@@ -124,11 +144,61 @@ def seal_if_due(
         info = os.fstat(fd)
         if info.st_size == 0 or not _due(fd, info, segments, limits, head):
             return None
-        return _seal(path, fd, info, segments, head, signer)
+    except OSError as exc:
+        raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    sealed = segments.listing()
+    return PendingSeal(
+        (info.st_dev, info.st_ino), info.st_size, head.entry_hash, head.ts_utc, head.event_type,
+        sealed[-1].number if sealed else 0,
+    )  # fmt: skip
+
+
+def seal(
+    path: Path,
+    segments: SegmentDir,
+    pending: PendingSeal,
+    signer: "Signer",
+    locked: Callable[[], AbstractContextManager[object]],
+) -> Segment | None:
+    """Carry out a seal: compress without the lock, then take ``locked`` a moment to commit.
+
+    The bytes to seal never change (the chain is append-only), so they are
+    compressed while other writers go on appending after them. Under the lock
+    the seal goes ahead only if nobody sealed or replaced the file meanwhile;
+    the lines appended since move to the new, otherwise empty, open segment.
+
+    Returns:
+        The sealed segment, or ``None`` when another writer was first.
+
+    Raises:
+        ChainIOError: a file cannot be read or written (the chain is left whole).
+        LockTimeoutError: the lock stayed busy (nothing was sealed).
+    """
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
+    temporary: Path | None = None
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != pending.inode or info.st_size < pending.size:
+            return None
+        number = pending.after + 1
+        temporary, compressed_sha256, frames = segments.write_data(number, fd, pending.size)
+        scan = _scan(fd, pending.size)
+        with locked():
+            return _commit(
+                path, fd, segments, pending, signer, (temporary, compressed_sha256, frames), scan
+            )
     except OSError as exc:
         raise ChainIOError(f"cannot seal {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
 
 def _due(
@@ -158,9 +228,12 @@ def _first_entry(fd: int) -> dict[str, object] | None:
 def _count_entries(fd: int, info: os.stat_result, segments: SegmentDir) -> int:
     """Entries (lines that are not markers) in the open file, counting only what is new."""
     identity = identity_of_stat(info)
+    # The first line tells a new file apart from an old one whose inode it reuses.
+    first = int(hashlib.sha256(first_line(fd)).hexdigest()[:15], 16)
+    mine = [identity[0], identity[1]]
     start, entries = 0, 0
-    kept = _load_count(segments)
-    if kept is not None and kept[:2] == list(identity[:2]) and kept[2] <= info.st_size:
+    kept = _COUNTED.get(identity[:2]) or _load_count(segments)
+    if kept is not None and kept[:2] == mine and kept[4] == first and kept[2] <= info.st_size:
         start, entries = kept[2], kept[3]
     counted, previous = start, b"\n"
     if start:
@@ -174,9 +247,15 @@ def _count_entries(fd: int, info: os.stat_result, segments: SegmentDir) -> int:
         entries += newlines - markers
         previous = block[-1:]
         counted += len(block)
+    _COUNTED[identity[:2]] = [*mine, counted, entries, first]
     if counted - start >= _COUNT_SAVE_BYTES:
-        _save_count(segments, [identity[0], identity[1], counted, entries])
+        _save_count(segments, [*mine, counted, entries, first])
     return entries
+
+
+# What this process counted last in each open file (a resident writer counts
+# only what was appended since); checked against the file's size as the hint is.
+_COUNTED: dict[tuple[int, int], list[int]] = {}
 
 
 def _load_count(segments: SegmentDir) -> list[int] | None:
@@ -184,7 +263,7 @@ def _load_count(segments: SegmentDir) -> list[int] | None:
         value = json.loads((segments.directory / _COUNT_FILE).read_bytes())
     except (OSError, ValueError):
         return None
-    if isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value):  # noqa: PLR2004
+    if isinstance(value, list) and len(value) == 5 and all(isinstance(v, int) for v in value):  # noqa: PLR2004
         return value
     return None
 
@@ -201,44 +280,51 @@ def _forget_count(segments: SegmentDir) -> None:
         (segments.directory / _COUNT_FILE).unlink()
 
 
-def _seal(
+def _commit(
     path: Path,
     fd: int,
-    info: os.stat_result,
     segments: SegmentDir,
-    head: "HeadFacts",
+    pending: PendingSeal,
     signer: "Signer",
-) -> Segment:
+    data: tuple[Path, str, Frames],
+    scan: "_Scan",
+) -> Segment | None:
+    """Under the lock: place the segment, write its manifest, start the new open segment."""
     sealed = segments.listing()
     previous = sealed[-1] if sealed else None
-    scan = _scan(fd)
+    now = os.stat(path)  # noqa: PTH116
+    if (previous.number if previous else 0) != pending.after or (
+        (now.st_dev, now.st_ino) != pending.inode
+    ):
+        return None  # another writer sealed, or a recover replaced the file
     chain_id = previous.checkpoint.chain_id if previous else scan.first_hash
     if chain_id is None:
-        raise ChainIOError(f"{path}: no entry to seal")
-    entries_before = previous.checkpoint.entries if previous else 0
-    number = previous.number + 1 if previous else 1
-    segments.remove_leftovers()
-    compressed_sha256, frames = segments.write_data(number, fd, info.st_size)
-    checkpoint = make_checkpoint(
-        signer, chain_id, entries_before + scan.entries, head.entry_hash, head.ts_utc
-    )
+        return None
+    temporary, compressed_sha256, frames = data
+    segments.remove_leftovers(keep=temporary)
+    number = pending.after + 1
+    segments.place_data(temporary, number)
+    entries = (previous.checkpoint.entries if previous else 0) + scan.entries
+    checkpoint = make_checkpoint(signer, chain_id, entries, pending.entry_hash, pending.ts_utc)
     segment = Segment(
         number=number,
         start=previous.end if previous else 0,
-        size=info.st_size,
+        size=pending.size,
         first_line=previous.first_line + previous.lines if previous else 1,
         lines=scan.lines,
         entries=scan.entries,
-        first_ts=scan.first_ts or head.ts_utc,
-        last_ts=head.ts_utc,
-        last_event_type=head.event_type,
+        first_ts=scan.first_ts or pending.ts_utc,
+        last_ts=pending.ts_utc,
+        last_event_type=pending.event_type,
         first_line_sha256=scan.first_line_sha256,
         compressed_sha256=compressed_sha256,
         frames=frames,
         checkpoint=checkpoint,
     )
     segments.write_manifest(segment)
-    atomic_write(path, b"", info.st_mode & 0o777)
+    # The lines appended while it was compressed start the new open segment.
+    rest = os.pread(fd, max(now.st_size - pending.size, 0), pending.size)
+    atomic_write(path, rest, now.st_mode & 0o777)
     _forget_count(segments)
     return segment
 
@@ -252,16 +338,19 @@ class _Scan:
     first_ts: str | None
 
 
-def _scan(fd: int) -> _Scan:
-    """Count the open file's lines and entries and read its first entry."""
-    import hashlib
-
+def _scan(fd: int, size: int) -> _Scan:
+    """Count the lines and entries of the file's first ``size`` bytes; read its first entry."""
     first = first_line(fd)
     first_hash = first_ts = None
+    lines = entries = 0
     with os.fdopen(os.dup(fd), "rb") as handle:
         handle.seek(0)
-        lines = entries = 0
-        for raw in handle:
+        left = size
+        while left > 0:
+            raw = handle.readline(left)
+            if not raw:
+                break
+            left -= len(raw)
             lines += 1
             if raw.startswith(b"["):
                 continue

@@ -249,20 +249,19 @@ class SegmentDir:
         except zstandard.ZstdError as exc:
             raise ChainIOError(f"cannot read segment {path}: {exc}") from exc
 
-    def write_data(self, number: int, source_fd: int, size: int) -> tuple[str, Frames]:
-        """Compress ``size`` bytes of ``source_fd`` into segment ``number``'s file, durably.
+    def write_data(self, number: int, source_fd: int, size: int) -> tuple[Path, str, Frames]:
+        """Compress ``size`` bytes of ``source_fd`` for segment ``number``, durably.
 
-        Written to a temporary name, fsync'd, then renamed into place; returns
-        the compressed file's SHA-256 and its frame table.
+        Written to a temporary name of this process (fsync'd); ``place_data``
+        renames it into place. Returns the file, its SHA-256 and its frames.
 
         Raises:
-            ChainIOError: reading or writing failed (no file is left at the name).
+            ChainIOError: reading or writing failed (no file is left behind).
         """
         import zstandard
 
         self.directory.mkdir(mode=0o755, exist_ok=True)
-        final = self.directory / f"{number:06d}.jsonl.zst"
-        temporary = self.directory / f".{final.name}.tmp"
+        temporary = self.directory / f".{number:06d}.jsonl.zst.{os.getpid()}.tmp"
         digest = hashlib.sha256()
         frames: list[tuple[int, int]] = []
         compressor = zstandard.ZstdCompressor(level=3)
@@ -273,7 +272,7 @@ class SegmentDir:
                 while done < size:
                     chunk = os.pread(source_fd, min(FRAME_BYTES, size - done), done)
                     if not chunk:
-                        raise ChainIOError(f"{final}: the chain ended while being sealed")
+                        raise ChainIOError(f"{temporary}: the chain ended while being sealed")
                     frame = compressor.compress(chunk)
                     frames.append((done, written))
                     out.write(frame)
@@ -283,13 +282,27 @@ class SegmentDir:
                 out.flush()
                 os.fsync(out.fileno())
             temporary.chmod(0o444)
-            temporary.replace(final)
-            fsync_dir(self.directory)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()
-            raise ChainIOError(f"cannot write segment {final}: {exc.strerror}") from exc
-        return digest.hexdigest(), tuple(frames)
+            raise ChainIOError(f"cannot write segment {temporary}: {exc.strerror}") from exc
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+        return temporary, digest.hexdigest(), tuple(frames)
+
+    def place_data(self, temporary: Path, number: int) -> None:
+        """Rename a segment file ``write_data`` wrote into place, durably.
+
+        Raises:
+            ChainIOError: the rename failed.
+        """
+        try:
+            temporary.replace(self.directory / f"{number:06d}.jsonl.zst")
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise ChainIOError(f"cannot place segment {number:06d}: {exc.strerror}") from exc
 
     def write_manifest(self, segment: Segment) -> Path:
         """Store a segment's manifest durably: from here on the segment is sealed.
@@ -301,8 +314,12 @@ class SegmentDir:
         atomic_write(path, canonical_bytes(segment.to_document()) + b"\n", 0o444)
         return path
 
-    def remove_leftovers(self) -> None:
-        """Remove a seal's temporary files and data a manifest never named (a crash mid-seal)."""
+    def remove_leftovers(self, keep: Path | None = None) -> None:
+        """Remove temporary files and data no manifest names (a seal cut short), but ``keep``.
+
+        Call it holding the chain lock: a writer compressing meanwhile then
+        finds its file gone and gives up its seal (the next writer seals).
+        """
         try:
             names = os.listdir(self.directory)  # noqa: PTH208
         except OSError:
@@ -310,7 +327,8 @@ class SegmentDir:
         sealed = {name[:6] for name in names if _MANIFEST.fullmatch(name)}
         for name in names:
             orphan = name.endswith(".jsonl.zst") and name[:6] not in sealed
-            if (name.startswith(".") and name.endswith(".tmp")) or orphan:
+            mine = keep is not None and name == keep.name
+            if ((name.startswith(".") and name.endswith(".tmp")) or orphan) and not mine:
                 with contextlib.suppress(OSError):
                     (self.directory / name).unlink()
 
