@@ -382,3 +382,35 @@ class TestSealOutsideTheLock:
         open_lines = (home / "events.jsonl").read_bytes().splitlines(keepends=True)
         assert hashes_of(open_lines) == during
         assert _verify(run_inproc, home, "--full")["entries"] == 4
+
+
+class TestReaders:
+    def test_explain_and_prove_find_an_entry_in_a_sealed_segment(self, home, run_inproc):
+        """A verdict sealed into segment 1 is still explained and proved by its ref."""
+        seal_every(home, 3)
+        verdict = run_inproc(["--home", str(home), "verdict", "0.01", "--provider", "openai"])
+        ref = verdict.json()["verdict_ref"]
+        append_records(home, 4)
+        assert (home / "segments" / "000001.json").exists()
+        explained = run_inproc(["--home", str(home), "explain", ref])
+        assert explained.code == 0, explained
+        assert "line 1" in explained.stdout
+        assert run_inproc(["--home", str(home), "checkpoint"]).code == 0
+        proved = run_inproc(["--home", str(home), "prove", "inclusion", ref])
+        assert proved.code == 0, proved
+        assert proved.json()["leaf_index"] == 0
+
+    def test_parallel_verification_takes_segments_side_by_side(
+        self, sealed_home, run_inproc, monkeypatch
+    ):
+        """With the parallel path forced on a small chain, the segments and the open part are
+        verified in worker processes and stitched: an edit is still found at its line."""
+        from ledger.edges.files import chainverify
+
+        monkeypatch.setattr(chainverify, "_PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(chainverify, "_MIN_RANGE_BYTES", 1)
+        assert _verify(run_inproc, sealed_home, "--full", "--jobs", "2")["entries"] == 10
+        data = segment_bytes(sealed_home, 3)
+        rewrite_segment(sealed_home, 3, data.replace(b'"openai"', b'"openaj"', 1))
+        found = _verify(run_inproc, sealed_home, "--full", "--jobs", "2")
+        assert (found["ok"], found["line"]) == (False, 7), found
