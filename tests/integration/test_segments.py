@@ -414,3 +414,31 @@ class TestReaders:
         rewrite_segment(sealed_home, 3, data.replace(b'"openai"', b'"openaj"', 1))
         found = _verify(run_inproc, sealed_home, "--full", "--jobs", "2")
         assert (found["ok"], found["line"]) == (False, 7), found
+
+    def test_a_segment_is_cut_into_ranges_on_its_frames(self, home, run_inproc, monkeypatch):
+        """A sealed segment of many small frames is verified in several line-aligned ranges;
+        an edit deep inside it is found at its line."""
+        from ledger.edges.files import chainverify, segmentfiles
+
+        monkeypatch.setattr(segmentfiles, "FRAME_BYTES", 700)  # about a line a frame
+        seal_every(home, 12)
+        append_records(home, 13)
+        frames = manifest(home, 1)["frames"]
+        assert isinstance(frames, list)
+        assert len(frames) > 6
+        monkeypatch.setattr(chainverify, "_PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(chainverify, "_MIN_RANGE_BYTES", 1)
+        segment = segmentfiles.SegmentDir(home / "segments").listing()[0]
+        chain = Runtime(home, {}).chain
+        ranges = chainverify.segment_ranges(chain, segment, 1)
+        assert len(ranges) > 3
+        lines = _whole(home)
+        ends = {sum(len(line) for line in lines[:n]) for n in range(len(lines) + 1)}
+        assert all(start in ends and stop in ends for start, stop in ranges)
+        assert _verify(run_inproc, home, "--full", "--jobs", "2")["entries"] == 13
+        data = segment_bytes(home, 1)
+        lines = data.splitlines(keepends=True)
+        lines[9] = lines[9].replace(b'"openai"', b'"openaj"', 1)
+        rewrite_segment(home, 1, b"".join(lines))
+        found = _verify(run_inproc, home, "--full", "--jobs", "2")
+        assert (found["ok"], found["line"]) == (False, 10), found

@@ -83,7 +83,12 @@ def verify_file(
     # An archived segment nobody gave stands as its signed checkpoint says;
     # the lines after it are verified from its head.
     away = {s.number for s in included if chain.segments is not None and chain.segments.is_away(s)}
-    bounds = [(segment.start, segment.end) for segment in included]
+    share = max(_MIN_RANGE_BYTES, size // (_RANGE_SHARE * workers))
+    groups = [
+        segment_ranges(chain, segment, share) if parallel else [(segment.start, segment.end)]
+        for segment in included
+    ]
+    bounds = [bound for group in groups for bound in group]
     if size > open_start:
         if parallel:
             bounds += byte_ranges(chain, size, workers, open_start, open_skip)
@@ -113,13 +118,48 @@ def verify_file(
             if progress is not None:
                 progress(done, size)
     entries = 0
-    for index, segment in enumerate(sealed[: len(reports)]):
-        entries += reports[index].entries
-        problem = segment_problem(segment, reports[index], entries, trust)
+    joined: list[ChainReport] = []
+    for segment, group in zip(included, groups, strict=True):
+        part = _joined(reports[: len(group)])
+        del reports[: len(group)]
+        entries += part.entries
+        problem = segment_problem(segment, part, entries, trust)
         if problem is not None:
-            part = reports[index]
-            reports[index] = part._replace(ok=False, line=max(part.lines, 1), reason=problem)
-    return stitch(reports)
+            part = part._replace(ok=False, line=max(part.lines, 1), reason=problem)
+        joined.append(part)
+    return stitch(joined + reports)
+
+
+def _joined(parts: list[ChainReport]) -> ChainReport:
+    """One segment's report from the reports of its ranges (its first link kept)."""
+    if len(parts) == 1:
+        return parts[0]
+    whole = stitch(parts)
+    return whole._replace(
+        first_prev_hash=parts[0].first_prev_hash, first_entry_line=parts[0].first_entry_line
+    )
+
+
+def segment_ranges(chain: ChainLines, segment: Segment, share: int) -> list[tuple[int, int]]:
+    """A sealed segment cut on line boundaries into ranges of about ``share`` bytes.
+
+    Cuts fall just after the first line end at or after a frame's start, so
+    each range's reader decompresses from its own frame on.
+
+    Raises:
+        ChainIOError: the segment cannot be read.
+    """
+    cuts = [segment.start]
+    for offset, _compressed in segment.frames[1:]:
+        position = segment.start + offset
+        if position - cuts[-1] < share:
+            continue
+        piece = next(iter(chain.iter_lines(position, segment.end)), b"")
+        cut = position + len(piece)
+        if cut < segment.end and piece.endswith(b"\n"):
+            cuts.append(cut)
+    cuts.append(segment.end)
+    return [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
 
 
 def _any_away(chain: ChainLines, sealed: tuple[Segment, ...]) -> bool:
