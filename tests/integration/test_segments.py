@@ -299,7 +299,11 @@ class TestSnapshots:
         manifests = [json.loads(Path(r.json()["path"]).read_text()) for r in (first, second)]
         assert [len(m["segments"]) for m in manifests] == [3, 4]
         assert manifests[0]["segments"] == manifests[1]["segments"][:3]
-        assert not any("segments/" in name for name in first.json()["files"])
+        # ``files`` names the copies each snapshot made, and only those.
+        made = [Path(name).name[:6] for name in first.json()["files"] if "/segments/" in name]
+        assert made == ["000001", "000002", "000003"]
+        made = [Path(name).name[:6] for name in second.json()["files"] if "/segments/" in name]
+        assert made == ["000004"]
 
     def test_recover_restores_from_a_snapshot_of_segments(self, sealed_home, run_inproc):
         """A chain damaged in its open segment is restored from a snapshot that names copies."""

@@ -202,7 +202,7 @@ class SnapshotFiles:
             raise
         return path, hashed.digest.hexdigest(), raw.hexdigest()
 
-    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int]:
+    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int, tuple[Path, ...]]:
         """Copy the sealed segments that end by ``up_to`` into the snapshot folder, once each.
 
         See ``ledger.edges.files.snapshotsegments.copy_sealed``.
@@ -211,7 +211,7 @@ class SnapshotFiles:
             ChainIOError: a segment cannot be read or copied.
         """
         if self.segments is None:
-            return (), 0
+            return (), 0, ()
         return snapshotsegments.copy_sealed(self.segments, self.snapshots_dir, up_to)
 
     def read_segment_copies(self, manifest: Path, names: Iterable[str]) -> tuple[bytes, ...]:

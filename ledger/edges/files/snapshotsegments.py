@@ -31,28 +31,30 @@ def copy_name(segment: Segment) -> str:
 
 def copy_sealed(
     segments: SegmentDir, snapshots_dir: Path, up_to: int
-) -> tuple[tuple[tuple[str, str], ...], int]:
+) -> tuple[tuple[tuple[str, str], ...], int, tuple[Path, ...]]:
     """Copy each sealed segment that ends by position ``up_to`` unless a copy exists.
 
     Returns:
         ``(name, compressed SHA-256)`` of each segment the snapshot begins
-        with, and the position where the open part starts.
+        with, the position where the open part starts, and the copies made now.
 
     Raises:
         ChainIOError: a segment cannot be read or copied.
     """
     chosen = [segment for segment in segments.listing() if segment.end <= up_to]
     named = []
+    made = []
     target_dir = snapshots_dir / COPIES_DIR
     for segment in chosen:
         name = copy_name(segment)
         target = snapshots_dir / name
         if not target.exists():
             _copy(segments.data_path(segment), target, segment.compressed_sha256)
+            made.append(target)
         named.append((name, segment.compressed_sha256))
-    if chosen:
+    if made:
         fsync_dir(target_dir)
-    return tuple(named), chosen[-1].end if chosen else 0
+    return tuple(named), chosen[-1].end if chosen else 0, tuple(made)
 
 
 def _copy(source: Path, target: Path, digest: str) -> None:

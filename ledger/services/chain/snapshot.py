@@ -85,7 +85,7 @@ class SnapshotStore(Protocol):
         """
         ...
 
-    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int]:
+    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int, tuple[Path, ...]]:
         """Copy the sealed segments ending by ``up_to``, once each; names, where the rest starts."""
         ...
 
@@ -177,8 +177,9 @@ class SnapshotResult:
     """A written snapshot.
 
     ``path`` is its manifest; ``files`` every file the snapshot wrote, in the
-    order written: the checkpoint copy in ``checkpoints/``, then the compressed
-    chain, the checkpoint and the manifest in the snapshot folder.
+    order written: the checkpoint copy in ``checkpoints/``, the sealed segments
+    copied now (``snapshots/segments/``), then the compressed chain, the
+    checkpoint and the manifest in the snapshot folder.
     """
 
     path: str
@@ -239,7 +240,7 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     # Sealed segments are copied once (later snapshots name the same copy);
     # the rest is copied line by line into the compressor: memory does not
     # grow with the chain.
-    copies, base = files.copy_sealed(mark.position)
+    copies, base, copied = files.copy_sealed(mark.position)
     _chain_path, chain_sha256, raw_sha256 = files.write_chain_copy(
         stem, deps.chain.iter_lines(base, mark.position)
     )
@@ -288,7 +289,7 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         mark.head_hash,
         sealed.entry_hash,
         pruned,
-        tuple(str(name) for name in (checkpoint_copy, *written)),
+        tuple(str(name) for name in (checkpoint_copy, *copied, *written)),
     )
 
 
