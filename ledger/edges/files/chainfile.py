@@ -67,8 +67,10 @@ class ChainTransaction:
         group: GroupCommit | None = None,
         segments: SegmentDir | None = None,
         limits: SegmentLimits | None = None,
+        lock: tuple[Path, float] = (Path(), 0.0),
     ) -> None:
         self._path = path
+        self.lock = lock  # the lock file and its timeout, for a seal after the group
         self._follow = follow_symlinks
         self._group = group
         self.segments = segments
@@ -141,9 +143,9 @@ class ChainTransaction:
 
         Outside a group the bytes are compressed after this transaction lets
         the lock go (``ChainFile.transaction``), and committed under it a
-        moment. In a group commit the whole seal runs at the group's end, when
-        its appends are durable, under the group's lock. A seal that fails
-        leaves the chain whole and is tried again by the next writer.
+        moment. In a group commit it is decided at the group's end, when its
+        appends are durable, and carried out once the group lets the lock go.
+        A seal that fails leaves the chain whole and is tried again later.
         """
         if self.segments is None or self._limits is None:
             return
@@ -155,16 +157,29 @@ class ChainTransaction:
             group.after_commit.append(lambda: self._seal_in_group(signer))
 
     def _seal_in_group(self, signer: "Signer") -> None:
+        """At the group's end, under its lock: decide; compress once the lock is let go."""
         from ledger.edges.files.sealing import seal, seal_due
 
         # Another transaction of the group may have appended since this one.
         head = chain_head(self._path, self.segments, follow_symlinks=self._follow)
-        if head is None or self.segments is None or self._limits is None:
+        segments, limits, group = self.segments, self._limits, self._group
+        if head is None or segments is None or limits is None or group is None:
             return
+        pending = None
         with contextlib.suppress(ChainIOError):
-            pending = seal_due(self._path, self.segments, self._limits, head)
-            if pending is not None:
-                seal(self._path, self.segments, pending, signer, contextlib.nullcontext)
+            pending = seal_due(self._path, segments, limits, head)
+        if pending is None:
+            return
+        lock_path, timeout = self.lock
+
+        def carry_out() -> None:
+            def locked() -> contextlib.AbstractContextManager[object]:
+                return exclusive_lock(lock_path, timeout)
+
+            with contextlib.suppress(ChainIOError, LockTimeoutError):
+                seal(self._path, segments, pending, signer, locked)
+
+        group.after_release.append(carry_out)
 
     def pending_seal(self) -> "PendingSeal | None":
         """What to seal once the lock is let go (``seal_if_due`` outside a group), if anything."""
@@ -256,6 +271,7 @@ class ChainFile(ChainLines):
             group=group,
             segments=self.segments,
             limits=self.limits,
+            lock=(self.lock_path, self.lock_timeout),
         )
 
     @contextlib.contextmanager
