@@ -446,3 +446,17 @@ class TestReaders:
         rewrite_segment(home, 1, b"".join(lines))
         found = _verify(run_inproc, home, "--full", "--jobs", "2")
         assert (found["ok"], found["line"]) == (False, 10), found
+
+
+class TestSegmentDays:
+    def test_a_segment_is_sealed_once_its_first_entry_is_old_enough(self, home, run_inproc):
+        """``chain.segment_days = 2``: the record two days after the first seals the segment."""
+        config = home / "ledger.toml"
+        config.write_text(config.read_text().replace("segment_days = 0", "segment_days = 2"))
+        for day in (1, 2, 3, 4):
+            now = {"LEDGER_NOW": f"2026-11-{day:02d}T12:00:00Z"}
+            args = ["--home", str(home), "record", "0.5", "--provider", "openai"]
+            assert run_inproc(args, now).code == 0
+        assert manifest(home, 1)["entries"] == 3
+        assert manifest(home, 1)["last_ts"] == "2026-11-03T12:00:00.000000Z"
+        assert len((home / "events.jsonl").read_bytes().splitlines()) == 1
