@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ledger.services.gate.spool import SpoolingChain
 
 CHAIN_FILE = "events.jsonl"
+SEGMENTS_DIR = "segments"
 
 
 # The process environment as one dict, while a resident gate keeps a request's
@@ -127,7 +128,16 @@ class Runtime(HomeFiles):
             from ledger.services.gate.spool import SpoolingChain
 
             return SpoolingChain(self.pg_chain, self.spool, lambda: drain_spool(self))
-        return ChainFile(self.home / CHAIN_FILE, float(self.host_config.lock_timeout_seconds))
+        from ledger.edges.files.sealing import SegmentLimits
+        from ledger.edges.files.segmentfiles import SegmentDir
+
+        config = self.host_config
+        return ChainFile(
+            self.home / CHAIN_FILE,
+            float(config.lock_timeout_seconds),
+            segments=SegmentDir(self.home / SEGMENTS_DIR),
+            limits=SegmentLimits(config.segment_entries, config.segment_days or None),
+        )
 
     def _refuse_unmigrated_chain(self) -> None:
         """A home that names a store but still has its own chain was never moved there.
@@ -139,7 +149,7 @@ class Runtime(HomeFiles):
             size = (self.home / CHAIN_FILE).stat().st_size
         except OSError:
             return
-        if size:
+        if size or any((self.home / SEGMENTS_DIR).glob("0*.json")):
             raise ConfigError(
                 f"{self.home / CHAIN_FILE} holds this home's chain but ledger.toml names a "
                 "store: remove [store] and run `ledger store migrate --to URL`, which moves "
@@ -334,12 +344,15 @@ class Runtime(HomeFiles):
                 self.checkpoints_dir,
                 self.state_dir,
             )
+        from ledger.edges.files.segmentfiles import SegmentDir
+
         return SnapshotFiles(
             self.home,
             self.home / CHAIN_FILE,
             self.snapshots_dir,
             self.checkpoints_dir,
             self.state_dir,
+            SegmentDir(self.home / SEGMENTS_DIR),
         )
 
     def has_trust_store(self) -> bool:

@@ -61,6 +61,10 @@ MEANINGS = {
     "chain.idempotency_days": "Idempotency keys (`record --idempotency-key`) older than this "
     "many days leave the fast index; a retry with one is still found, checked in the chain "
     "(a little slower), so a key is honoured forever whatever this is.",
+    "chain.segment_entries": "The open segment (`events.jsonl`) is sealed into "
+    "`segments/` once it holds this many entries (an integer ≥ 1); see the chain's Segments.",
+    "chain.segment_days": "The open segment is also sealed once its first entry is this many "
+    "days older than its newest; 0: no age limit.",
     "store.url": "A PostgreSQL URI for a fleet's shared chain; unset: the file store in the home.",
     "store.schema": "The PostgreSQL schema the fleet's tables live in.",
 }

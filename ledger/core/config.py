@@ -62,6 +62,8 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "lock_timeout_seconds": "seconds",
         "verify_interval_hours": "hours_or_off",
         "idempotency_days": "days",
+        "segment_entries": "count",
+        "segment_days": "days",
     },
     "store": {"url": "store_url", "schema": "identifier"},
 }
@@ -94,6 +96,8 @@ class Config(NamedTuple):
     lock_timeout_seconds: int = 10
     verify_interval_hours: Fraction = Fraction(24)  # the daemon's full verification; 0: off
     idempotency_days: int = 35  # keys older than this leave the hot index (found in the chain)
+    segment_entries: int = 1_000_000  # the open segment is sealed at this many entries,
+    segment_days: int = 0  # or when its first entry is this many days old (0: never)
     expected_providers: tuple[str, ...] = ()  # usd.providers
     price_overrides: dict[str, Rates] = {}  # noqa: RUF012 - never mutated
     store_url: str | None = None
@@ -169,6 +173,8 @@ _FIELD_FOR = {
     ("chain", "lock_timeout_seconds"): "lock_timeout_seconds",
     ("chain", "verify_interval_hours"): "verify_interval_hours",
     ("chain", "idempotency_days"): "idempotency_days",
+    ("chain", "segment_entries"): "segment_entries",
+    ("chain", "segment_days"): "segment_days",
     ("store", "url"): "store_url",
     ("store", "schema"): "store_schema",
 }
@@ -202,7 +208,16 @@ def _env_names(value: Any, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _integer(value: Any, name: str, least: int) -> int:
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name}: must be an integer ≥ {least}")
+    return value
+
+
 _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "count": lambda value, name: _integer(value, name, 1),
     "store_url": lambda value, name: _store_value("store_url", value, name),
     "identifier": lambda value, name: _store_value("identifier", value, name),
     "env_names": _env_names,
@@ -239,10 +254,7 @@ def _convert(kind: str, value: Any, name: str) -> Any:
             raise ConfigError(f"{name}: must be a percentage in [0, 100]")
         return number
     if kind in {"seconds", "days"}:
-        if isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*", value):
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{name}: must be an integer ≥ 0")
+        value = _integer(value, name, 0)
         # Beyond a century, date arithmetic overflows; no budget needs longer.
         limit = _CENTURY_DAYS if kind == "days" else _CENTURY_DAYS * 86_400
         if value > limit:

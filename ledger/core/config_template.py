@@ -73,6 +73,8 @@ keep_days = 30
 lock_timeout_seconds = 10
 verify_interval_hours = 24   # `ledger daemon` verifies the whole chain this often (0: off)
 idempotency_days = 35        # idempotency keys this old leave the fast index (still honoured)
+segment_entries = 1000000    # events.jsonl is sealed into segments/ at this many entries
+segment_days = 0             # ... or once its first entry is this many days old (0: off)
 
 # A PostgreSQL database shared by a fleet of hosts; without it the
 # chain is events.jsonl in this home.

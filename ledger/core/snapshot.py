@@ -8,7 +8,10 @@
 * ``<stem>.checkpoint.json``: the signed checkpoint of that chain (SPEC §2,
   Truncation), the same document that is written to ``checkpoints/``;
 * ``<stem>.manifest.json``: the manifest, which binds the two together under the
-  signature of the active writer key::
+  signature of the active writer key (and, for a chain sealed in segments, the
+  copies of its sealed segments in ``snapshots/segments/``, each copied once
+  and shared by every snapshot after: ``"segments": [[name, sha256], ...]``;
+  the chain file then holds the lines after them)::
 
       {"format": "ledger-snapshot/1",
        "ts_utc": <the checkpoint's time>,
@@ -58,6 +61,7 @@ SNAPSHOT_PREFIX = "snapshot-"
 # Sibling file names only: a manifest must never point outside its own folder.
 _SIBLING_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+_SEGMENT_COPY_RE = re.compile(r"^segments/[0-9]{6}-[0-9a-f]{16}\.jsonl\.zst$")
 _SECONDS_PER_DAY = 86_400
 
 
@@ -88,9 +92,19 @@ class Manifest:
     checkpoint_sha256: str
     signing_key_id: str
     signature: str
+    # Copies of sealed segments the chain begins with, shared by snapshots:
+    # (name under the snapshot folder, SHA-256 of the compressed file). The
+    # chain file then holds only the lines after them.
+    segments: tuple[tuple[str, str], ...] = ()
 
     def signed_part(self) -> dict[str, Any]:
         """The fields the signature covers (everything but the signature)."""
+        part = self._fields()
+        if self.segments:
+            part["segments"] = [list(item) for item in self.segments]
+        return part
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "format": SNAPSHOT_FORMAT,
             "ts_utc": self.ts_utc,
@@ -165,8 +179,13 @@ def make_manifest_of(
     chain_sha256: str,
     raw_sha256: str,
     checkpoint_file: bytes,
+    segments: tuple[tuple[str, str], ...] = (),
 ) -> Manifest:
-    """Sign a snapshot's manifest given the hashes of its chain file (compressed, raw)."""
+    """Sign a snapshot's manifest given the hashes of its chain file (compressed, raw).
+
+    With ``segments`` (copies of the sealed segments the chain begins with) the
+    chain file holds, and ``raw_sha256`` hashes, only the lines after them.
+    """
     unsigned = Manifest(
         ts_utc=checkpoint.ts_utc,
         chain_id=checkpoint.chain_id,
@@ -179,6 +198,7 @@ def make_manifest_of(
         checkpoint_sha256=sha256_hex(checkpoint_file),
         signing_key_id=signer.key_id,
         signature="",
+        segments=segments,
     )
     signature = signer.sign_b64(canonical_bytes(unsigned.signed_part()))
     return replace(unsigned, signature=signature)
@@ -204,13 +224,22 @@ def manifest_from_bytes(data: bytes, source: str) -> Manifest:
     document = _json_object(data, source, "snapshot manifest")
     if document.get("format") != SNAPSHOT_FORMAT:
         raise SnapshotFileError(f"{source}: not a {SNAPSHOT_FORMAT} manifest")
-    names = [field.name for field in fields(Manifest)]
+    names = [field.name for field in fields(Manifest) if field.name != "segments"]
     missing = [name for name in names if name not in document]
     if missing:
         raise SnapshotFileError(f"{source}: manifest field {missing[0]!r} missing")
     if any(not isinstance(document[name], str) for name in names if name != "entries"):
         raise SnapshotFileError(f"{source}: a manifest field is not a string")
-    manifest = Manifest(**{name: document[name] for name in names})
+    segments = document.get("segments", [])
+    if not isinstance(segments, list) or not all(
+        isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item)  # noqa: PLR2004
+        for item in segments
+    ):
+        raise SnapshotFileError(f"{source}: manifest segments must be [name, sha256] pairs")
+    manifest = Manifest(
+        **{name: document[name] for name in names},
+        segments=tuple((str(name), str(digest)) for name, digest in segments),
+    )
     problem = _manifest_problem(manifest)
     if problem is not None:
         raise SnapshotFileError(f"{source}: {problem}")
@@ -225,6 +254,9 @@ def _manifest_problem(manifest: Manifest) -> str | None:
     for name in (manifest.chain_file, manifest.checkpoint_file):
         if not _SIBLING_RE.fullmatch(name):
             return f"file name {name!r} is not a plain sibling name"
+    for name, digest in manifest.segments:
+        if not _SEGMENT_COPY_RE.fullmatch(name) or not _HASH_RE.fullmatch(digest):
+            return f"segment copy {name!r} is not segments/<name>.jsonl.zst with a SHA-256"
     hashes = (
         manifest.chain_id,
         manifest.head_hash,

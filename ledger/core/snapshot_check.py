@@ -52,8 +52,9 @@ def verify_sealed_files(
     checkpoint_file: bytes,
     trust: TrustStore,
     source: str,
+    segment_files: tuple[bytes, ...] = (),
 ) -> None:
-    """Check the manifest's signature and the hashes of the two files it seals.
+    """Check the manifest's signature and the hashes of the files it seals.
 
     Cheap, and done before decompressing: bytes that nobody signed are never
     expanded.
@@ -68,6 +69,11 @@ def verify_sealed_files(
         raise _fail(source, f"{manifest.chain_file} does not hash as the manifest says")
     if sha256_hex(checkpoint_file) != manifest.checkpoint_sha256:
         raise _fail(source, f"{manifest.checkpoint_file} does not hash as the manifest says")
+    if len(segment_files) != len(manifest.segments):
+        raise _fail(source, "its segment copies are not the ones the manifest names")
+    for (name, digest), data in zip(manifest.segments, segment_files, strict=True):
+        if sha256_hex(data) != digest:
+            raise _fail(source, f"{name} does not hash as the manifest says")
 
 
 def verify_snapshot(
@@ -78,6 +84,8 @@ def verify_snapshot(
     checkpoint_file: bytes,
     trust: TrustStore,
     source: str,
+    segment_files: tuple[bytes, ...] = (),
+    sealed_raw: bytes = b"",
 ) -> VerifiedSnapshot:
     """Check every binding of a snapshot (see ``ledger.core.snapshot``'s docstring).
 
@@ -88,6 +96,8 @@ def verify_snapshot(
         checkpoint_file: the checkpoint file's bytes.
         trust: the keys that may have signed the manifest, checkpoint and entries.
         source: the manifest's name, for messages.
+        segment_files: the segment copies the manifest names, compressed.
+        sealed_raw: those decompressed, one after another (the chain's start).
 
     Raises:
         SnapshotInvalidError: any binding fails; the message says which.
@@ -95,15 +105,16 @@ def verify_snapshot(
         CheckpointError: the checkpoint file is not a checkpoint.
     """
     verify_sealed_files(
-        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source
-    )
+        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source,
+        segment_files=segment_files,
+    )  # fmt: skip
     if sha256_hex(raw_chain) != manifest.raw_sha256:
         raise _fail(source, f"{manifest.chain_file} decompresses to other bytes than signed")
     checkpoint = checkpoint_from_bytes(checkpoint_file, manifest.checkpoint_file)
     bound = (checkpoint.chain_id, checkpoint.entries, checkpoint.head_hash, checkpoint.ts_utc)
     if bound != (manifest.chain_id, manifest.entries, manifest.head_hash, manifest.ts_utc):
         raise _fail(source, "checkpoint and manifest disagree")
-    lines = split_lines(raw_chain)
+    lines = split_lines(sealed_raw + raw_chain)
     check = check_chain(lines, trust, checkpoint)
     if not check.ok:
         where = "" if check.line is None else f"line {check.line}: "

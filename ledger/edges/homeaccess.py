@@ -19,6 +19,7 @@ _NEEDED = (
     ("keys", os.R_OK | os.X_OK),
     ("ledger.toml", _READ),
     ("events.jsonl", os.R_OK | os.W_OK),
+    ("segments", _USE),  # a writer seals the open segment into it
     ("state", _USE),
 )
 

@@ -112,11 +112,21 @@ def verify_chain(
             help="Processes that verify a long chain side by side (default: the core count).",
         ),
     ] = None,
+    archive: Annotated[
+        Path | None,
+        typer.Option(
+            "--archive",
+            metavar="DIR",
+            help="Read segments `ledger archive` moved out of the home from DIR too.",
+        ),
+    ] = None,
 ) -> None:
     """Verify every entry's JSON, link and signature; print OK or the first BROKEN line.
 
     The home's chain is verified from its newest checkpoint's verified mark
     (the entries after it) unless --full is given; a LOG is always read whole.
+    Archived segments are held to their signed checkpoints unless --archive
+    gives the folder they were moved to.
     Exit 0 verified (a home with no entries yet: OK 0 entries); 1 broken; 2 no
     such LOG file; 65 an unreadable key, trust store or checkpoint file.
 
@@ -125,6 +135,8 @@ def verify_chain(
     Example: ledger verify-chain events.jsonl --key writer.pub.pem --strict
 
     Example: ledger --home ./.ledger verify-chain --full --jobs 4
+
+    Example: ledger --home ./.ledger verify-chain --full --archive /mnt/cold/ledger-archive
     """
     from ledger.cli.operator.verify_command import run_verify
 
@@ -141,6 +153,7 @@ def verify_chain(
                 as_json=as_json,
                 full=full,
                 jobs=jobs,
+                archive=archive,
             )
         )
     )
@@ -212,6 +225,7 @@ for _module in (
     "ledger.cli.operator.report_command",
     "ledger.cli.operator.export_command",
     "ledger.cli.operator.snapshot_commands",
+    "ledger.cli.operator.archive_command",
     "ledger.cli.operator.status_command",
     "ledger.cli.operator.store_commands",
     "ledger.cli.operator.config_commands",

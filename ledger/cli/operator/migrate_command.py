@@ -58,7 +58,7 @@ def store_migrate(
         target = Runtime(home.home, env)
         target.host_config  # noqa: B018 - the URL and schema are checked before anything moves
         with home.chain.transaction():  # no verdict appends to the file meanwhile
-            lines = read_regular(chain_path).splitlines(keepends=True)
+            lines = list(home.chain.iter_lines())  # every sealed segment, then the open one
             trust = home.keys.load_trust()
             report = verify_lines(lines, trust)
             if not report.ok:

@@ -62,6 +62,18 @@ def _state_size(runtime: "Runtime") -> int | None:
     return None if stored is None else stored.size
 
 
+def _use_archive(store: object, archive: Path | None) -> bool:
+    """Read archived segments from ``archive`` too; ``False`` when it is no folder."""
+    segments = getattr(store, "segments", None)
+    if archive is None or segments is None:
+        return True
+    if not archive.is_dir():
+        sys.stderr.write(f"ledger: --archive {archive}: no such folder\n")
+        return False
+    segments.archive = archive
+    return True
+
+
 def run_verify(
     home: str | None,
     log: Path | None,
@@ -74,6 +86,7 @@ def run_verify(
     as_json: bool,
     full: bool = False,
     jobs: int | None = None,
+    archive: Path | None = None,
 ) -> int:
     """Verify a chain and print the result; returns the exit code."""
     from ledger.edges.fileio import read_json_file
@@ -104,6 +117,8 @@ def run_verify(
         # Either store; one with no entries yet verifies as OK 0 entries unless a
         # checkpoint or the derived state shows that entries existed.
         store = runtime.chain  # type: ignore[assignment]
+        if not _use_archive(store, archive):
+            return EXIT_USAGE
         trust = runtime.keys.load_trust() if trust_store is None else TrustStore()
         cp = runtime.newest_checkpoint() if checkpoint is None else None
     if trust_store is not None:

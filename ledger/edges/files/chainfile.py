@@ -1,10 +1,10 @@
 """``events.jsonl`` on a local disk: locking, appending, reading.
 
 Appends happen under an exclusive ``flock`` on ``events.jsonl.lock`` held across
-read-tail, hash, sign, append and fsync (SPEC §2). Reading the tail costs the
-same at any chain length: the last line is found by reading backwards from the
-end. A torn last line is reported, never repaired here: ``ledger recover`` owns
-repairs.
+read-tail, hash, sign, append and fsync (SPEC §2); the head is read by
+``ledger.edges.files.chainhead``. A home's chain is sealed in segments
+(``sealing``): ``events.jsonl`` is then the open one, and positions count the
+bytes of the whole chain (``chainview``).
 
 The chain path must be a regular file. Every open is non-blocking and checked
 with ``fstat`` first, so a FIFO, a directory or a device at the path is an I/O
@@ -21,68 +21,61 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.edges.fileio import (
-    FileIdentity,
-    describe_mode,
-    fsync_dir,
-    identity_of_stat,
-    open_regular,
+from ledger.edges.fileio import describe_mode, fsync_dir, identity_of_stat, open_regular
+from ledger.edges.files.chainhead import (
+    ChainHead,
+    CorruptTailError,
+    chain_head,
+    read_head,
+    read_last_line,
+    remember_head,
 )
 from ledger.edges.files.chainlines import ChainLines
 from ledger.edges.files.groupcommit import GroupCommit, joined
+from ledger.edges.files.sealing import SegmentLimits, finish_interrupted_seal
+from ledger.edges.files.segmentfiles import SegmentDir
 from ledger.edges.locks import exclusive_lock, shared_lock
-from ledger.errors import ChainIOError, TornTailError
+from ledger.errors import ChainIOError, LockTimeoutError
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
+    from ledger.core.signing import Signer
     from ledger.core.trust import TrustStore
+    from ledger.edges.files.sealing import PendingSeal
 
-_TAIL_READ = 8192
-
-
-class CorruptTailError(ChainIOError):
-    """The last line is complete but not a valid entry; nothing may follow it."""
-
-
-class ChainHead(NamedTuple):
-    """What an append needs to know of the chain: its last entry and its size."""
-
-    entry_hash: str
-    ts_utc: str
-    size: int
-    event_type: str
-
-
-def read_last_line(fd: int, size: int) -> tuple[bytes, int]:
-    """The last line of a file (with its ``\\n``) and the offset where it starts."""
-    end = size
-    chunks: list[bytes] = []
-    position = end
-    while position > 0:
-        step = min(_TAIL_READ, position)
-        position -= step
-        block = os.pread(fd, step, position)
-        search_end = len(block) - 1 if not chunks else len(block)
-        cut = block.rfind(b"\n", 0, search_end)
-        if cut != -1:
-            chunks.append(block[cut + 1 :])
-            return b"".join(reversed(chunks)), position + cut + 1
-        chunks.append(block)
-    return b"".join(reversed(chunks)), 0
+__all__ = [
+    "ChainFile",
+    "ChainHead",
+    "ChainTransaction",
+    "CorruptTailError",
+    "read_head",
+    "read_last_line",
+]
 
 
 class ChainTransaction:
     """The chain while its lock is held: read the head, append whole lines."""
 
     def __init__(
-        self, path: Path, *, follow_symlinks: bool = False, group: GroupCommit | None = None
+        self,
+        path: Path,
+        *,
+        follow_symlinks: bool = False,
+        group: GroupCommit | None = None,
+        segments: SegmentDir | None = None,
+        limits: SegmentLimits | None = None,
+        lock: tuple[Path, float] = (Path(), 0.0),
     ) -> None:
         self._path = path
+        self.lock = lock  # the lock file and its timeout, for a seal after the group
         self._follow = follow_symlinks
         self._group = group
+        self.segments = segments
+        self._limits = limits
+        self.signer: Signer | None = None  # set when an append asks for a seal
         self._head: ChainHead | None = None
         self._head_read = False
 
@@ -95,7 +88,7 @@ class ChainTransaction:
             ChainIOError: the file cannot be read.
         """
         if not self._head_read:
-            self._head = read_head(self._path, follow_symlinks=self._follow)
+            self._head = chain_head(self._path, self.segments, follow_symlinks=self._follow)
             self._head_read = True
         return self._head
 
@@ -112,7 +105,7 @@ class ChainTransaction:
         """
         head = self.head()
         start = head.size if head else 0
-        created = head is None and not os.path.lexists(self._path)
+        created = not os.path.lexists(self._path)
         try:
             fd = open_regular(
                 self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow_symlinks=self._follow
@@ -122,13 +115,15 @@ class ChainTransaction:
         try:
             written = 0
             try:
+                # The open segment's own size: the head counts the sealed ones too.
+                physical = os.fstat(fd).st_size
                 while written < len(line):
                     written += os.write(fd, line[written:])
                 if self._group is None:
                     os.fsync(fd)
                 found = identity_of_stat(os.fstat(fd))
             except OSError as exc:
-                self._roll_back(fd, start)
+                self._roll_back(fd, physical)
                 raise ChainIOError(f"cannot append to {self._path}: {exc.strerror}") from exc
         finally:
             os.close(fd)
@@ -140,8 +135,62 @@ class ChainTransaction:
             parsed = parse_line(line[:-1])
             entry_hash, ts_utc, event_type = parsed.entry_hash, parsed.ts_utc, parsed.event_type
         self._head = ChainHead(entry_hash, ts_utc, start + len(line), event_type)
-        if found[2] == self._head.size:
-            _KNOWN_HEADS[found[:2]] = (found, self._head)
+        if found[2] == physical + len(line):
+            remember_head(found, self._head, physical, line)
+
+    def seal_if_due(self, signer: "Signer") -> None:
+        """Seal the open segment when it reached its limit (``ledger.edges.files.sealing``).
+
+        Outside a group the bytes are compressed after this transaction lets
+        the lock go (``ChainFile.transaction``), and committed under it a
+        moment. In a group commit it is decided at the group's end, when its
+        appends are durable, and carried out once the group lets the lock go.
+        A seal that fails leaves the chain whole and is tried again later.
+        """
+        if self.segments is None or self._limits is None:
+            return
+        group = self._group
+        if group is None:
+            self.signer = signer
+        elif "seal" not in group.memo:
+            group.memo["seal"] = True
+            group.after_commit.append(lambda: self._seal_in_group(signer))
+
+    def _seal_in_group(self, signer: "Signer") -> None:
+        """At the group's end, under its lock: decide; compress once the lock is let go."""
+        from ledger.edges.files.sealing import seal, seal_due
+
+        # Another transaction of the group may have appended since this one.
+        head = chain_head(self._path, self.segments, follow_symlinks=self._follow)
+        segments, limits, group = self.segments, self._limits, self._group
+        if head is None or segments is None or limits is None or group is None:
+            return
+        pending = None
+        with contextlib.suppress(ChainIOError):
+            pending = seal_due(self._path, segments, limits, head)
+        if pending is None:
+            return
+        lock_path, timeout = self.lock
+
+        def carry_out() -> None:
+            def locked() -> contextlib.AbstractContextManager[object]:
+                return exclusive_lock(lock_path, timeout)
+
+            with contextlib.suppress(ChainIOError, LockTimeoutError):
+                seal(self._path, segments, pending, signer, locked)
+
+        group.after_release.append(carry_out)
+
+    def pending_seal(self) -> "PendingSeal | None":
+        """What to seal once the lock is let go (``seal_if_due`` outside a group), if anything."""
+        from ledger.edges.files.sealing import seal_due
+
+        if self.signer is None or self.segments is None or self._limits is None:
+            return None
+        head = self.head()
+        if head is None:
+            return None
+        return seal_due(self._path, self.segments, self._limits, head)
 
     def _roll_back(self, fd: int, size: int) -> None:
         # Our own half-written line, under our own lock: cutting it keeps the
@@ -152,83 +201,30 @@ class ChainTransaction:
             os.fsync(fd)
 
 
-def read_head(path: Path, *, follow_symlinks: bool = False) -> ChainHead | None:
-    """The chain's last entry, read backwards from the end.
-
-    Raises:
-        TornTailError: the last line has no newline.
-        CorruptTailError: the last line is not a valid entry.
-        ChainIOError: the file cannot be read, or is not a regular file.
-    """
-    remembered = _known_head(path, follow_symlinks=follow_symlinks)
-    if remembered is not None:
-        return remembered
-    try:
-        fd = open_regular(path, follow_symlinks=follow_symlinks)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        found = identity_of_stat(os.fstat(fd))
-        size = found[2]
-        if size == 0:
-            return None
-        line, _start = read_last_line(fd, size)
-    except OSError as exc:
-        raise ChainIOError(f"cannot read {path}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-    if not line.endswith(b"\n"):
-        raise TornTailError(str(path))
-    try:
-        parsed = parse_line(line[:-1])
-    except EnvelopeFormatError as exc:
-        raise CorruptTailError(
-            f"{path}: last line is not a valid entry ({exc}); run `ledger recover`"
-        ) from exc
-    head = ChainHead(parsed.entry_hash, parsed.ts_utc, size, parsed.event_type)
-    _KNOWN_HEADS[found[:2]] = (found, head)
-    return head
-
-
-# The head last read or written in each chain file this process touched, so a
-# long-lived writer (``ledger serve``, a Python API user) does not parse the
-# last line again when nothing else has written since.
-# Keyed by device and inode; the whole identity must match (``identity_of_stat``).
-_KNOWN_HEADS: dict[tuple[int, ...], tuple[FileIdentity, ChainHead]] = {}
-
-
-def _known_head(path: Path, *, follow_symlinks: bool) -> ChainHead | None:
-    """The remembered head, when one ``stat`` shows the file unchanged since."""
-    if not _KNOWN_HEADS:
-        return None
-    try:
-        info = path.stat(follow_symlinks=follow_symlinks)
-    except OSError:
-        return None  # the open that follows reports it
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    found = identity_of_stat(info)
-    known = _KNOWN_HEADS.get(found[:2])
-    return known[1] if known is not None and known[0] == found and found[2] else None
-
-
 class ChainFile(ChainLines):
     """The chain as a local file plus its lock file."""
 
     def __init__(
-        self, path: Path, lock_timeout: float = 10.0, *, follow_symlinks: bool = False
+        self,
+        path: Path,
+        lock_timeout: float = 10.0,
+        *,
+        follow_symlinks: bool = False,
+        segments: SegmentDir | None = None,
+        limits: SegmentLimits | None = None,
     ) -> None:
         """A chain at ``path``.
 
         Args:
-            path: the chain file.
+            path: the chain file (the open segment when ``segments`` is given).
             lock_timeout: seconds to wait for ``<path>.lock``.
             follow_symlinks: read through a symbolic link at ``path`` (an
                 auditor's ``verify-chain LOG``); a home's chain refuses one.
+            segments: where the chain's sealed segments are (a home's chain).
+            limits: when writers seal the open segment (``None``: never).
         """
-        super().__init__(path, follow_symlinks=follow_symlinks)
+        super().__init__(path, follow_symlinks=follow_symlinks, segments=segments)
+        self.limits = limits
         # Beside the chain; a path with no name (``.``, ``/``) is refused when read.
         self.lock_path = path.parent / f"{path.name}.lock"
         self.lock_timeout = lock_timeout
@@ -245,10 +241,38 @@ class ChainFile(ChainLines):
         self.check_path()
         group = joined(self.lock_path, self.lock_timeout)
         if group is not None:
-            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks, group=group)
+            yield self._transaction(group)
             return
         with exclusive_lock(self.lock_path, self.lock_timeout):
-            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
+            if self.segments is not None:
+                finish_interrupted_seal(self.path, self.segments)
+            tx = self._transaction(None)
+            yield tx
+            pending = None
+            with contextlib.suppress(ChainIOError):
+                pending = tx.pending_seal()
+        if tx.signer is not None and pending is not None and self.segments is not None:
+            self._seal(self.segments, pending, tx.signer)
+
+    def _seal(self, segments: SegmentDir, pending: "PendingSeal", signer: "Signer") -> None:
+        """Compress the sealed bytes without the lock, commit them under it a moment."""
+        from ledger.edges.files.sealing import seal
+
+        def locked() -> contextlib.AbstractContextManager[object]:
+            return exclusive_lock(self.lock_path, self.lock_timeout)
+
+        with contextlib.suppress(ChainIOError, LockTimeoutError):
+            seal(self.path, segments, pending, signer, locked)
+
+    def _transaction(self, group: GroupCommit | None) -> ChainTransaction:
+        return ChainTransaction(
+            self.path,
+            follow_symlinks=self.follow_symlinks,
+            group=group,
+            segments=self.segments,
+            limits=self.limits,
+            lock=(self.lock_path, self.lock_timeout),
+        )
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[ChainTransaction]:
@@ -261,14 +285,16 @@ class ChainFile(ChainLines):
         self.check_path()
         group = joined(self.lock_path, self.lock_timeout)
         if group is not None:
-            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks, group=group)
+            yield self._transaction(group)
             return
         with shared_lock(self.lock_path, self.lock_timeout):
-            yield ChainTransaction(self.path, follow_symlinks=self.follow_symlinks)
+            yield ChainTransaction(
+                self.path, follow_symlinks=self.follow_symlinks, segments=self.segments
+            )
 
     def head(self) -> ChainHead | None:
         """The last entry without taking the lock (a read-only view)."""
-        return read_head(self.path, follow_symlinks=self.follow_symlinks)
+        return chain_head(self.path, self.segments, follow_symlinks=self.follow_symlinks)
 
     def exists(self) -> bool:
         """Whether anything is at the chain path (a dangling link counts: it is reported)."""
@@ -342,9 +368,19 @@ class ChainFile(ChainLines):
         )
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
-        """The hash of entry ``number`` (counting from 1), or ``None`` if absent."""
-        seen = 0
-        for raw in self.iter_lines():
+        """The hash of entry ``number`` (counting from 1), or ``None`` if absent.
+
+        Sealed segments before it are passed over by their checkpoints' counts
+        (when they hold no markers), so an archived segment is never read.
+        """
+        seen, start = 0, 0
+        for segment in self.segments.listing() if self.segments is not None else ():
+            if segment.lines != segment.entries or segment.checkpoint.entries > number:
+                break
+            if segment.checkpoint.entries == number:
+                return segment.checkpoint.head_hash
+            seen, start = segment.checkpoint.entries, segment.end
+        for raw in self.iter_lines(start):
             if allow_markers and raw.startswith(b"["):
                 continue
             seen += 1

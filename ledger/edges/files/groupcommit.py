@@ -69,6 +69,7 @@ class GroupCommit:
         "_lock_timeout",
         "_path",
         "after_commit",
+        "after_release",
         "created",
         "held",
         "home",
@@ -95,6 +96,8 @@ class GroupCommit:
         # Run once the group is durable, still under its lock (derived state
         # kept in memory during the group is written here).
         self.after_commit: list[Callable[[], None]] = []
+        # Run once the group has let its lock go (a seal's compression).
+        self.after_release: list[Callable[[], None]] = []
         # Run when the group's appends so far were made durable early (before
         # the lock is let go for a wait): a failure later cuts off only what follows.
         self.on_durable: list[Callable[[], None]] = []
@@ -282,6 +285,9 @@ def group_commit(chain: LockedChain) -> Iterator[GroupCommit]:
             group.commit()
     finally:
         group.let_go()
+    hooks, group.after_release = group.after_release, []
+    for hook in hooks:
+        hook()
 
 
 @contextlib.contextmanager

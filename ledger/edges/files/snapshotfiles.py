@@ -28,6 +28,9 @@ from ledger.edges.fileio import (
     read_regular,
     read_user_file,
 )
+from ledger.edges.files import snapshotsegments
+from ledger.edges.files.chainrestore import sealed_run, segments_kept, whole_chain
+from ledger.edges.files.segmentfiles import SegmentDir
 from ledger.errors import ChainIOError, InputDataError
 
 _CHAIN_MODE = 0o600
@@ -102,9 +105,11 @@ class SnapshotFiles:
         snapshots_dir: Path,
         checkpoints_dir: Path,
         state_dir: Path,
+        segments: SegmentDir | None = None,
     ) -> None:
         self.home = home
         self.chain_path = chain_path
+        self.segments = segments
         self.snapshots_dir = snapshots_dir
         self.checkpoints_dir = checkpoints_dir
         self.state_dir = state_dir
@@ -144,12 +149,16 @@ class SnapshotFiles:
             ChainIOError: the file exists but cannot be read, or is not a regular
                 file (a FIFO, a directory, a symbolic link: see ``ChainFile``).
         """
+        sealed = sealed_run(self.segments)
         try:
-            return read_regular(self.chain_path, follow_symlinks=False)
+            data = read_regular(self.chain_path, follow_symlinks=False)
         except FileNotFoundError:
-            return None
+            data = None
         except OSError as exc:
             raise ChainIOError(f"cannot read {self.chain_path}: {exc.strerror}") from exc
+        if not sealed or self.segments is None:
+            return data
+        return whole_chain(self.segments, sealed, data)
 
     def write_chain_copy(self, stem: str, lines: Iterable[bytes]) -> tuple[Path, str, str]:
         """Compress ``lines`` into the snapshot's chain file as they come, durably.
@@ -192,6 +201,37 @@ class SnapshotFiles:
                 temp.unlink()
             raise
         return path, hashed.digest.hexdigest(), raw.hexdigest()
+
+    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int, tuple[Path, ...]]:
+        """Copy the sealed segments that end by ``up_to`` into the snapshot folder, once each.
+
+        See ``ledger.edges.files.snapshotsegments.copy_sealed``.
+
+        Raises:
+            ChainIOError: a segment cannot be read or copied.
+        """
+        if self.segments is None:
+            return (), 0, ()
+        return snapshotsegments.copy_sealed(self.segments, self.snapshots_dir, up_to)
+
+    def read_segment_copies(self, manifest: Path, names: Iterable[str]) -> tuple[bytes, ...]:
+        """The compressed segment copies a snapshot's manifest names.
+
+        Raises:
+            InputDataError: a copy is missing or unreadable (exit 65).
+        """
+        return tuple(read_user_file(manifest.parent / name, "snapshot segment") for name in names)
+
+    def decompress_segment(self, data: bytes, source: str) -> bytes:
+        """See ``ledger.edges.files.snapshotsegments.decompress_segment``."""
+        return snapshotsegments.decompress_segment(data, source)
+
+    def remove_unnamed_copies(self, named: Iterable[str]) -> None:
+        """Remove segment copies no snapshot names, never the only copy of a segment."""
+        held = sealed_run(self.segments)
+        snapshotsegments.remove_unnamed(
+            self.snapshots_dir, named, {segment.compressed_sha256 for segment in held}
+        )
 
     def write_snapshot(
         self, stem: str, chain_gz: bytes | None, checkpoint: bytes, manifest: bytes
@@ -297,7 +337,18 @@ class SnapshotFiles:
         Raises:
             ChainIOError: the file cannot be written; the old chain is unchanged.
         """
-        atomic_write(self.chain_path, data, _CHAIN_MODE)
+        sealed = sealed_run(self.segments)
+        kept = 0 if self.segments is None else segments_kept(self.segments, sealed, data)
+        # Sealed segments the recovered chain does not begin with leave for
+        # evidence/, newest first, so the ones kept stay a contiguous run.
+        if self.segments is not None:
+            for segment in reversed(self.segments.loose()):
+                if segment.number > kept:
+                    self.retire(self.segments.manifest_path(segment.number))
+                    with contextlib.suppress(ChainIOError):
+                        self.retire(self.segments.data_path(segment))
+        base = sealed[kept - 1].end if kept else 0
+        atomic_write(self.chain_path, data[base:], _CHAIN_MODE)
 
     def clear_state(self) -> list[Path]:
         """Delete everything in the derived-state folder; returns what was removed.

@@ -119,4 +119,7 @@ def keep_as_evidence(chain_path: Path, home: Path) -> Path:
     target = target_dir / chain_path.name
     chain_path.replace(target)
     target.chmod(0o444)
+    segments = chain_path.parent / "segments"
+    if segments.is_dir():  # the sealed segments (already read-only) go with it
+        segments.replace(target_dir / segments.name)
     return target

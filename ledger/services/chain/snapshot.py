@@ -85,6 +85,22 @@ class SnapshotStore(Protocol):
         """
         ...
 
+    def copy_sealed(self, up_to: int) -> tuple[tuple[tuple[str, str], ...], int, tuple[Path, ...]]:
+        """Copy the sealed segments ending by ``up_to``, once each; names, where the rest starts."""
+        ...
+
+    def read_segment_copies(self, manifest: Path, names: Iterable[str]) -> tuple[bytes, ...]:
+        """The compressed segment copies a snapshot names."""
+        ...
+
+    def decompress_segment(self, data: bytes, source: str) -> bytes:
+        """A segment copy's bytes."""
+        ...
+
+    def remove_unnamed_copies(self, named: Iterable[str]) -> None:
+        """Remove segment copies no snapshot names (never the only copy)."""
+        ...
+
     def write_snapshot(
         self, stem: str, chain_gz: bytes | None, checkpoint: bytes, manifest: bytes
     ) -> tuple[Path, Path, Path]:
@@ -161,8 +177,9 @@ class SnapshotResult:
     """A written snapshot.
 
     ``path`` is its manifest; ``files`` every file the snapshot wrote, in the
-    order written: the checkpoint copy in ``checkpoints/``, then the compressed
-    chain, the checkpoint and the manifest in the snapshot folder.
+    order written: the checkpoint copy in ``checkpoints/``, the sealed segments
+    copied now (``snapshots/segments/``), then the compressed chain, the
+    checkpoint and the manifest in the snapshot folder.
     """
 
     path: str
@@ -220,9 +237,12 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
     )
     checkpoint_file = document_bytes(checkpoint.to_document())
     stem = snapshot_stem(checkpoint.ts_utc, checkpoint.entries)
-    # Copied line by line into the compressor: memory does not grow with the chain.
+    # Sealed segments are copied once (later snapshots name the same copy);
+    # the rest is copied line by line into the compressor: memory does not
+    # grow with the chain.
+    copies, base, copied = files.copy_sealed(mark.position)
     _chain_path, chain_sha256, raw_sha256 = files.write_chain_copy(
-        stem, deps.chain.iter_lines(0, mark.position)
+        stem, deps.chain.iter_lines(base, mark.position)
     )
     manifest = make_manifest_of(
         signer,
@@ -231,6 +251,7 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         chain_sha256=chain_sha256,
         raw_sha256=raw_sha256,
         checkpoint_file=checkpoint_file,
+        segments=copies,
     )
     manifest_file = document_bytes(manifest.to_document())
     written = files.write_snapshot(stem, None, checkpoint_file, manifest_file)
@@ -268,7 +289,7 @@ def take_snapshot(deps: SnapshotDeps) -> SnapshotResult:
         mark.head_hash,
         sealed.entry_hash,
         pruned,
-        tuple(str(name) for name in (checkpoint_copy, *written)),
+        tuple(str(name) for name in (checkpoint_copy, *copied, *written)),
     )
 
 
@@ -314,6 +335,9 @@ def prune_snapshots(
         path, manifest = by_name[name]
         files.remove_snapshot(path, [manifest.chain_file, manifest.checkpoint_file])
         removed.append(files.relative(path))
+    if removed:
+        left, _broken = read_manifests(files)
+        files.remove_unnamed_copies(name for _p, kept in left for name, _sha in kept.segments)
     return tuple(removed)
 
 
@@ -330,10 +354,16 @@ def load_snapshot(
     chain_gz = files.read(path.parent / manifest.chain_file, "snapshot chain")
     checkpoint_file = files.read(path.parent / manifest.checkpoint_file, "snapshot checkpoint")
     source = files.relative(path)
+    copies = files.read_segment_copies(path, [name for name, _sha in manifest.segments])
     verify_sealed_files(
-        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source
-    )
+        manifest, chain_gz=chain_gz, checkpoint_file=checkpoint_file, trust=trust, source=source,
+        segment_files=copies,
+    )  # fmt: skip
     raw_chain = files.decompress(chain_gz, str(path.parent / manifest.chain_file))
+    sealed = b"".join(
+        files.decompress_segment(data, name)
+        for data, (name, _sha) in zip(copies, manifest.segments, strict=True)
+    )
     return verify_snapshot(
         manifest,
         chain_gz=chain_gz,
@@ -341,4 +371,6 @@ def load_snapshot(
         checkpoint_file=checkpoint_file,
         trust=trust,
         source=source,
+        segment_files=copies,
+        sealed_raw=sealed,
     )

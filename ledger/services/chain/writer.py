@@ -139,6 +139,10 @@ class Writer:
         tx.append(
             sealed.line, entry_hash=sealed.entry_hash, ts_utc=sealed.ts_utc, event_type=event_type
         )
+        # A file chain seals its open segment at its limit; other stores have no such step.
+        seal_if_due = getattr(tx, "seal_if_due", None)
+        if seal_if_due is not None:
+            seal_if_due(chosen)
         if request is not None:
             request.sealed.add(sealed.entry_hash)
         return sealed

@@ -1,0 +1,136 @@
+"""Moving sealed segments out of the home (``ledger archive``): copy, manifest, remove.
+
+The order keeps every crash point safe: each segment's compressed file and
+manifest are copied into the archive folder (temporary name, fsync, rename);
+then the signed archive manifest is written there and into the home's
+``segments/`` (from here on the segments are archived); only then are the
+home's compressed files removed. The home keeps every segment's manifest and
+the checkpoint sealing it. Running the command again finishes a cut-short run:
+copies already there with the right hash are not made again.
+"""
+
+import contextlib
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from ledger.edges.fileio import atomic_write, fsync_dir
+from ledger.edges.files.segmentfiles import ARCHIVE_PREFIX, Segment, SegmentDir
+from ledger.errors import ChainIOError
+
+
+def archive_path(segments: SegmentDir, stamp: str) -> Path:
+    """Where the home keeps an archive manifest written at ``stamp``."""
+    return segments.directory / f"{ARCHIVE_PREFIX}{stamp}.json"
+
+
+def copy_out(segments: SegmentDir, chosen: tuple[Segment, ...], target: Path) -> None:
+    """Copy each chosen segment's file and manifest into ``target``, durably.
+
+    Raises:
+        ChainIOError: a file cannot be read or written (nothing in the home changed).
+    """
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for segment in chosen:
+            data = segments.directory / segment.name
+            copy = target / segment.name
+            if not (copy.exists() and _sha256_of(copy) == segment.compressed_sha256):
+                _copy(data, copy)
+            _copy(segments.manifest_path(segment.number), target / f"{segment.number:06d}.json")
+            if _sha256_of(copy) != segment.compressed_sha256:
+                raise ChainIOError(f"{copy} does not hash as segment {segment.number:06d} says")
+        fsync_dir(target)
+    except OSError as exc:
+        raise ChainIOError(f"cannot archive to {target}: {exc.strerror or exc}") from exc
+
+
+def write_manifests(segments: SegmentDir, target: Path, stamp: str, document: bytes) -> Path:
+    """The signed archive manifest, in the archive and then in the home.
+
+    Raises:
+        ChainIOError: a file cannot be written.
+    """
+    atomic_write(target / f"{ARCHIVE_PREFIX}{stamp}.json", document, 0o444)
+    home = archive_path(segments, stamp)
+    atomic_write(home, document, 0o444)
+    return home
+
+
+def remove_from_home(segments: SegmentDir, chosen: tuple[Segment, ...]) -> None:
+    """Remove the archived segments' compressed files from the home.
+
+    Raises:
+        ChainIOError: a file cannot be removed.
+    """
+    try:
+        for segment in chosen:
+            (segments.directory / segment.name).unlink(missing_ok=True)
+        fsync_dir(segments.directory)
+    except OSError as exc:
+        raise ChainIOError(f"cannot remove archived segments: {exc.strerror}") from exc
+
+
+def _copy(source: Path, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with source.open("rb") as reader, temporary.open("wb") as writer:
+            shutil.copyfileobj(reader, writer)
+            writer.flush()
+            os.fsync(writer.fileno())
+        temporary.chmod(0o444)
+        temporary.replace(target)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def archive_before(
+    segments: SegmentDir,
+    target: Path,
+    before: str,
+    make_manifest: Callable[[tuple[Segment, ...]], tuple[str, bytes]],
+    locked: Callable[[], AbstractContextManager[object]],
+) -> tuple[tuple[Segment, ...], Path | None]:
+    """Archive every sealed segment still in the home whose entries are all before ``before``.
+
+    Args:
+        segments: the home's segments.
+        target: the archive folder.
+        before: an RFC 3339 time; a segment goes when its newest entry is earlier.
+        make_manifest: the signed manifest's stamp and bytes for the chosen segments.
+        locked: holds the chain lock (no recover retires a segment meanwhile).
+
+    Returns:
+        The segments archived and the home's copy of the manifest (``None``: nothing to do).
+
+    Raises:
+        ChainIOError: a file cannot be read, copied, written or removed.
+    """
+    chosen = tuple(
+        segment
+        for segment in segments.listing()
+        if segment.last_ts < before and (segments.directory / segment.name).exists()
+    )
+    if not chosen:
+        return (), None
+    copy_out(segments, chosen, target)
+    stamp, document = make_manifest(chosen)
+    with locked():
+        held = {segment.number for segment in segments.listing()}
+        if any(segment.number not in held for segment in chosen):
+            raise ChainIOError("the segments changed while they were archived; run it again")
+        home = write_manifests(segments, target, stamp, document)
+        remove_from_home(segments, chosen)
+    return chosen, home
