@@ -8,7 +8,9 @@ import pytest
 
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import GENESIS, parse_line
-from ledger.edges.files import sealing
+from ledger.edges import fileio
+from ledger.edges.files import sealing, segmentfiles
+from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.keyfiles import KeyDir
 from ledger.runtime import Runtime
 from tests.helpers.segments import (
@@ -187,7 +189,7 @@ class TestInterruptedSeal:
         """A crash after the manifest, before events.jsonl is emptied: readers skip the copy,
         the next writer empties it, nothing is lost or counted twice."""
         seal_every(home, 3)
-        real = sealing.atomic_write
+        real = fileio.atomic_write
 
         def crash_on_emptying(path, data, *args, **kwargs):
             if path.name == "events.jsonl" and data == b"":
@@ -212,15 +214,15 @@ class TestInterruptedSeal:
         """A crash after the compressed copy, before the manifest: no segment yet; the next
         seal replaces the stray copy."""
         seal_every(home, 3)
-        real = sealing.SegmentDir.write_manifest
+        real = segmentfiles.SegmentDir.write_manifest
 
         def crash(self, segment):
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(sealing.SegmentDir, "write_manifest", crash)
+        monkeypatch.setattr(segmentfiles.SegmentDir, "write_manifest", crash)
         with pytest.raises(KeyboardInterrupt):
             append_records(home, 3)
-        monkeypatch.setattr(sealing.SegmentDir, "write_manifest", real)
+        monkeypatch.setattr(segmentfiles.SegmentDir, "write_manifest", real)
         assert not (home / "segments" / "000001.json").exists()
         assert _verify(run_inproc, home)["entries"] == 3
         append_records(home, 3, first=3)
@@ -273,6 +275,7 @@ class TestGroupCommit:
         seal_every(home, 3)
         runtime = Runtime(home, {})
         writer = Writer(runtime)
+        assert isinstance(runtime.chain, ChainFile)
         with group_commit(runtime.chain):
             for index in range(5):
                 writer.append_one("budget.record_call", record_payload(index))
@@ -334,7 +337,7 @@ class TestSnapshots:
         snapshotsegments.remove_unnamed(home / "snapshots", [], home_has=set())
         assert archived.exists()
         snapshotsegments.remove_unnamed(
-            home / "snapshots", [], home_has={manifest(home, 1)["compressed_sha256"]}
+            home / "snapshots", [], home_has={str(manifest(home, 1)["compressed_sha256"])}
         )
         assert not archived.exists()
 
@@ -367,7 +370,7 @@ class TestSealOutsideTheLock:
         """The lock is free while the sealed bytes are compressed: a writer that appends
         then finds its entry in the new open segment, once, linked to the sealed head."""
         seal_every(home, 3)
-        real = sealing.SegmentDir.write_data
+        real = segmentfiles.SegmentDir.write_data
         during: list[str] = []
         started: list[int] = []
 
@@ -379,7 +382,7 @@ class TestSealOutsideTheLock:
                 during.extend(append_records(home, 1, first=100, env=higher))
             return real(self, number, fd, size)
 
-        monkeypatch.setattr(sealing.SegmentDir, "write_data", compress_while_another_writes)
+        monkeypatch.setattr(segmentfiles.SegmentDir, "write_data", compress_while_another_writes)
         hashes = append_records(home, 3)
         assert manifest(home, 1)["entries"] == 3
         assert hashes_of(segment_lines(home, 1)) == hashes
@@ -422,7 +425,7 @@ class TestReaders:
     def test_a_segment_is_cut_into_ranges_on_its_frames(self, home, run_inproc, monkeypatch):
         """A sealed segment of many small frames is verified in several line-aligned ranges;
         an edit deep inside it is found at its line."""
-        from ledger.edges.files import chainverify, segmentfiles
+        from ledger.edges.files import chainverify
 
         monkeypatch.setattr(segmentfiles, "FRAME_BYTES", 700)  # about a line a frame
         seal_every(home, 12)
@@ -434,6 +437,7 @@ class TestReaders:
         monkeypatch.setattr(chainverify, "_MIN_RANGE_BYTES", 1)
         segment = segmentfiles.SegmentDir(home / "segments").listing()[0]
         chain = Runtime(home, {}).chain
+        assert isinstance(chain, ChainFile)
         ranges = chainverify.segment_ranges(chain, segment, 1)
         assert len(ranges) > 3
         lines = _whole(home)
