@@ -15,13 +15,13 @@ from typing import Any, NamedTuple
 from ledger.core.alerts import AlertRule, alert_settings
 from ledger.core.budgets import Budget, parse_budgets
 from ledger.core.console_config import ConsoleSettings, console_settings
-from ledger.core.prices import PriceError, Rates
+from ledger.core.observation import PROVIDER_RE
+from ledger.core.price_overrides import price_overrides
+from ledger.core.prices import Rates
 from ledger.core.proxy_config import ProxySettings, proxy_settings
-from ledger.core.rate_tables import rates_from
 from ledger.core.units import usd_to_micros
 from ledger.errors import ConfigError
 
-PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 AGGREGATE = "aggregate"
 _CRON_FIELD_RE = re.compile(r"^[A-Za-z0-9*/,-]+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -108,45 +108,6 @@ class Config(NamedTuple):
     alert_timeout_seconds: int = 10
     proxy: ProxySettings = ProxySettings()
     console: ConsoleSettings = ConsoleSettings()
-
-
-_PRICE_KEYS = frozenset(
-    {
-        "input_per_mtok",
-        "output_per_mtok",
-        "cache_read_per_mtok",
-        "cache_write_per_mtok",
-        "cache_write_1h_per_mtok",
-    }
-)
-_MODEL_MAX = 256
-
-
-def _price_overrides(value: Any, name: str) -> dict[str, Rates]:
-    """``[prices."<provider>/<model>"]`` tables (SPEC §7), USD per million tokens.
-
-    Raises:
-        ConfigError: a malformed key, an unknown rate, a missing input or
-            output rate, or a rate that is not a number ≥ 0; names the key.
-    """
-    if not isinstance(value, dict):
-        raise ConfigError(f'{name}: must be a table of "<provider>/<model>" tables')
-    overrides = {}
-    for key, table in value.items():
-        provider, _, model = str(key).partition("/")
-        where = f'{name}."{key}"'
-        if not PROVIDER_RE.fullmatch(provider) or not model or len(model) > _MODEL_MAX:
-            raise ConfigError(f'{where}: must be named "<provider>/<model>"')
-        if not isinstance(table, dict):
-            raise ConfigError(f"{where}: must be a table of rates")
-        for rate in table:
-            if rate not in _PRICE_KEYS:
-                raise ConfigError(f"{where}.{rate}: unknown key")
-        try:
-            overrides[key] = rates_from(table, prefix=f"{where}.", suffix="_per_mtok")
-        except PriceError as exc:
-            raise ConfigError(str(exc)) from exc
-    return overrides
 
 
 _FIELD_FOR = {
@@ -332,7 +293,7 @@ def _day_zone(name: str, key: str, zones: ZoneLookup | None) -> dt.tzinfo:
 def _json_overrides(environ: dict[str, str], values: dict[str, Any]) -> None:
     """The tables and arrays given as JSON in the environment: prices, alerts, budgets."""
     parsers: tuple[tuple[str, Callable[[Any], dict[str, Any]]], ...] = (
-        ("LEDGER_PRICES", lambda v: {"price_overrides": _price_overrides(v, "LEDGER_PRICES")}),
+        ("LEDGER_PRICES", lambda v: {"price_overrides": price_overrides(v, "LEDGER_PRICES")}),
         ("LEDGER_ALERTS", lambda v: alert_settings(v, "LEDGER_ALERTS")),
         ("LEDGER_BUDGETS", lambda v: {"budgets": parse_budgets(v, "LEDGER_BUDGETS")}),
     )
@@ -368,7 +329,7 @@ def from_mapping(
         if section in {"proxy", "console"}:
             continue
         if section == "prices":
-            values["price_overrides"] = _price_overrides(table, "prices")
+            values["price_overrides"] = price_overrides(table, "prices")
             continue
         if section == "budgets":
             values["budgets"] = parse_budgets(table, "budgets")

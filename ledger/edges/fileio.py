@@ -4,6 +4,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -269,3 +270,11 @@ def home_problem(home: Path, config_name: str) -> str | None:
     except OSError as exc:
         return f"ledger home {shown} cannot be read: {config_name}: {exc.strerror}"
     return None
+
+
+def remove_tree(directory: Path) -> None:
+    """Remove a folder of derived files: renamed aside first, so no reader sees it half gone."""
+    doomed = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        directory.replace(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)

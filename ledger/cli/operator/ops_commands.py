@@ -46,7 +46,7 @@ def reconcile_command(
     """
 
     def body() -> int:
-        from ledger.core.config import PROVIDER_RE
+        from ledger.core.observation import PROVIDER_RE
         from ledger.core.units import micros_to_usd
         from ledger.services.billing.reconcile import reconcile
 

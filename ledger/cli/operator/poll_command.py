@@ -37,7 +37,7 @@ def poll_command(
     """
 
     def body() -> int:
-        from ledger.core.config import PROVIDER_RE
+        from ledger.core.observation import PROVIDER_RE
         from ledger.core.timefmt import format_ts
         from ledger.core.units import micros_to_usd
         from ledger.services.billing.poll import poll

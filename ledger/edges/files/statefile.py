@@ -23,15 +23,13 @@ import contextlib
 import hashlib
 import hmac
 import json
-import os
-import shutil
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger.core.state import STATE_FORMAT
-from ledger.edges.fileio import atomic_write, read_regular
+from ledger.edges.fileio import atomic_write, read_regular, remove_tree
 from ledger.edges.files import keptstate, stateindex
 from ledger.edges.files.countertable import CountersLostError, CounterTable
 from ledger.edges.files.indexdb import IndexDb, Position, RefMatch
@@ -263,7 +261,7 @@ class StateFile:
         try:
             IndexDb(self.index_path, b"").remove()
             for name in _RETIRED:
-                _remove_tree(self.directory / name)
+                remove_tree(self.directory / name)
         except OSError as exc:
             raise ChainIOError(f"cannot remove the derived index: {exc.strerror}") from exc
         kept = keptstate.current()
@@ -359,7 +357,7 @@ class StateFile:
             self._write_records(records, refs, replace=True)
             self._dropped = False
             for name in _RETIRED:
-                _remove_tree(self.directory / name)
+                remove_tree(self.directory / name)
             return
         if kept is not None:
             held = [*records, *({"ref": h, "entry": n, "offset": o} for h, n, o in refs)]
@@ -395,10 +393,3 @@ class StateFile:
         except StateMismatchError as exc:
             self.delete()
             raise ChainIOError(f"{exc}: derived state dropped, rebuilt on next use") from exc
-
-
-def _remove_tree(directory: Path) -> None:
-    doomed = directory.with_name(f".{directory.name}.old-{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        directory.replace(doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
