@@ -78,6 +78,10 @@ class ByIdentity(Generic[V]):
         """What was kept for exactly these files, or ``None``."""
         return self._values.get(files)
 
+    def clear(self) -> None:
+        """Forget every value: the next read of each goes to the files."""
+        self._values.clear()
+
     def keep(self, value: V, *files: FileIdentity | None) -> None:
         """Remember ``value`` as read from ``files``, if all of them have settled."""
         if not all(found is None or settled(found) for found in files):

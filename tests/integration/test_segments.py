@@ -1,5 +1,6 @@
 """The chain in segments: sealed by signed checkpoints, one hash chain, read whole (SPEC §21)."""
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from ledger.core.chain import ChainVerifier
 from ledger.core.envelope import GENESIS, parse_line
+from ledger.core.timefmt import format_ts
 from ledger.edges import fileio
 from ledger.edges.files import sealing, segmentfiles
 from ledger.edges.files.chainfile import ChainFile
@@ -322,10 +324,12 @@ class TestSnapshots:
         """Old snapshots go; a copy the remaining ones name, or of a segment the home no
         longer holds, stays."""
         home = sealed_home
-        old = {"LEDGER_NOW": "2026-12-01T00:00:00Z"}
+        # A day after the entries were sealed, and three months after that.
+        sealed_at = dt.datetime.now(dt.UTC)
+        old = {"LEDGER_NOW": format_ts(sealed_at + dt.timedelta(days=1))}
         assert run_inproc(["--home", str(home), "snapshot"], old).code == 0
         copies = sorted((home / "snapshots" / "segments").glob("*.jsonl.zst"))
-        later = {"LEDGER_NOW": "2027-03-01T00:00:00Z"}
+        later = {"LEDGER_NOW": format_ts(sealed_at + dt.timedelta(days=91))}
         result = run_inproc(["--home", str(home), "snapshot"], later)
         assert result.code == 0, result
         assert len(list((home / "snapshots").glob("*.manifest.json"))) == 1  # the old one went
@@ -446,6 +450,26 @@ class TestReaders:
         assert _verify(run_inproc, home, "--full", "--jobs", "2")["entries"] == 13
         data = segment_bytes(home, 1)
         lines = data.splitlines(keepends=True)
+        lines[9] = lines[9].replace(b'"openai"', b'"openaj"', 1)
+        rewrite_segment(home, 1, b"".join(lines))
+        found = _verify(run_inproc, home, "--full", "--jobs", "2")
+        assert (found["ok"], found["line"]) == (False, 10), found
+
+    def test_verification_reads_a_manifest_edited_in_place(self, home, run_inproc, monkeypatch):
+        """A process that listed the segments before (the listing is remembered once the
+        folder settles) still verifies a segment and manifest rewritten in place as they now
+        are: the edit is found at its line, never read through the old frame table."""
+        from ledger.edges import fileio
+        from ledger.edges.files import chainverify
+
+        monkeypatch.setattr(fileio, "SETTLED_NS", -(10**18))  # every file counts as settled
+        monkeypatch.setattr(segmentfiles, "FRAME_BYTES", 700)
+        monkeypatch.setattr(chainverify, "_PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(chainverify, "_MIN_RANGE_BYTES", 1)
+        seal_every(home, 12)
+        append_records(home, 13)
+        assert _verify(run_inproc, home, "--full", "--jobs", "2")["entries"] == 13
+        lines = segment_bytes(home, 1).splitlines(keepends=True)
         lines[9] = lines[9].replace(b'"openai"', b'"openaj"', 1)
         rewrite_segment(home, 1, b"".join(lines))
         found = _verify(run_inproc, home, "--full", "--jobs", "2")

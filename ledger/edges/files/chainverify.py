@@ -20,10 +20,11 @@ from ledger.core.chain import ChainReport, ChainVerifier, stitch
 from ledger.core.checkpoint import checkpoint_signature_problem
 from ledger.core.envelope import GENESIS
 from ledger.edges.files.chainlines import ChainLines
-from ledger.edges.files.segmentfiles import Segment, SegmentDir, SegmentGapError
+from ledger.edges.files.segmentfiles import Segment, SegmentDir, SegmentGapError, forget_listings
 
 if TYPE_CHECKING:
     from ledger.core.trust import TrustStore
+    from ledger.edges.files.chainview import ChainView
 
 # Below this size one process verifies faster than starting a pool.
 _PARALLEL_MIN_BYTES = 4 << 20
@@ -64,7 +65,7 @@ def verify_file(
         ChainIOError: the chain cannot be read.
     """
     try:
-        view = chain.view()
+        view = _fresh_view(chain)
     except SegmentGapError as exc:
         return ChainReport(False, 0, exc.line - 1, exc.line, str(exc))
     try:
@@ -128,6 +129,12 @@ def verify_file(
             part = part._replace(ok=False, line=max(part.lines, 1), reason=problem)
         joined.append(part)
     return stitch(joined + reports)
+
+
+def _fresh_view(chain: ChainLines) -> "ChainView":
+    """The chain's segments as their manifests now are (a listing may be remembered)."""
+    forget_listings()
+    return chain.view()
 
 
 def _joined(parts: list[ChainReport]) -> ChainReport:

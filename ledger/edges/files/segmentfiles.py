@@ -345,3 +345,13 @@ def _check_sequence(segments: tuple[Segment, ...], directory: Path) -> None:
 
 
 _LISTINGS: ByIdentity[tuple[Segment, ...]] = ByIdentity()
+
+
+def forget_listings() -> None:
+    """Read every manifest afresh on the next listing.
+
+    A manifest is never rewritten, so a listing is remembered by its folder's
+    identity alone; verification forgets it, so that a manifest edited in
+    place is read as it now is.
+    """
+    _LISTINGS.clear()
