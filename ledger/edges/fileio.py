@@ -2,6 +2,7 @@
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -282,3 +283,42 @@ def remove_tree(directory: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         directory.replace(doomed)
         shutil.rmtree(doomed, ignore_errors=True)
+
+
+def sha256_of_file(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a MiB at a time.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def copy_read_only(source: Path, target: Path, expect_sha256: str | None = None) -> None:
+    """Copy ``source`` to a read-only ``target``, durably, never leaving half a copy.
+
+    The bytes go to a temporary name of this process, are fsync'd and (when
+    ``expect_sha256`` is given) checked, and only then renamed into place; the
+    caller syncs the folder.
+
+    Raises:
+        OSError: a file cannot be read or written.
+        ChainIOError: the copy does not hash as ``expect_sha256`` says.
+    """
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with source.open("rb") as reader, temporary.open("wb") as writer:
+            shutil.copyfileobj(reader, writer)
+            writer.flush()
+            os.fsync(writer.fileno())
+        if expect_sha256 is not None and sha256_of_file(temporary) != expect_sha256:
+            raise ChainIOError(f"{source} does not hash as its manifest says; not copied")
+        temporary.chmod(0o444)
+        temporary.replace(target)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()

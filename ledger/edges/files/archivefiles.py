@@ -9,15 +9,11 @@ the checkpoint sealing it. Running the command again finishes a cut-short run:
 copies already there with the right hash are not made again.
 """
 
-import contextlib
-import hashlib
-import os
-import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ledger.edges.fileio import atomic_write, fsync_dir
+from ledger.edges.fileio import atomic_write, copy_read_only, fsync_dir, sha256_of_file
 from ledger.edges.files.segmentfiles import ARCHIVE_PREFIX, Segment, SegmentDir
 from ledger.errors import ChainIOError
 
@@ -38,10 +34,12 @@ def copy_out(segments: SegmentDir, chosen: tuple[Segment, ...], target: Path) ->
         for segment in chosen:
             data = segments.directory / segment.name
             copy = target / segment.name
-            if not (copy.exists() and _sha256_of(copy) == segment.compressed_sha256):
-                _copy(data, copy)
-            _copy(segments.manifest_path(segment.number), target / f"{segment.number:06d}.json")
-            if _sha256_of(copy) != segment.compressed_sha256:
+            if not (copy.exists() and sha256_of_file(copy) == segment.compressed_sha256):
+                copy_read_only(data, copy)
+            copy_read_only(
+                segments.manifest_path(segment.number), target / f"{segment.number:06d}.json"
+            )
+            if sha256_of_file(copy) != segment.compressed_sha256:
                 raise ChainIOError(f"{copy} does not hash as segment {segment.number:06d} says")
         fsync_dir(target)
     except OSError as exc:
@@ -72,28 +70,6 @@ def remove_from_home(segments: SegmentDir, chosen: tuple[Segment, ...]) -> None:
         fsync_dir(segments.directory)
     except OSError as exc:
         raise ChainIOError(f"cannot remove archived segments: {exc.strerror}") from exc
-
-
-def _copy(source: Path, target: Path) -> None:
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with source.open("rb") as reader, temporary.open("wb") as writer:
-            shutil.copyfileobj(reader, writer)
-            writer.flush()
-            os.fsync(writer.fileno())
-        temporary.chmod(0o444)
-        temporary.replace(target)
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def archive_before(

@@ -9,13 +9,11 @@ never the only copy of a segment.
 """
 
 import contextlib
-import hashlib
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from ledger.edges.fileio import fsync_dir
+from ledger.edges.fileio import copy_read_only, fsync_dir
 from ledger.edges.files.segmentfiles import Segment, SegmentDir
 from ledger.errors import ChainIOError, InputDataError
 
@@ -59,29 +57,10 @@ def copy_sealed(
 
 def _copy(source: Path, target: Path, digest: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with source.open("rb") as reader, temporary.open("wb") as writer:
-            shutil.copyfileobj(reader, writer)
-            writer.flush()
-            os.fsync(writer.fileno())
-        if _sha256_of(temporary) != digest:
-            raise ChainIOError(f"{source} does not hash as its manifest says; not copied")
-        temporary.chmod(0o444)
-        temporary.replace(target)
+        copy_read_only(source, target, digest)
     except OSError as exc:
         raise ChainIOError(f"cannot copy {source} to {target}: {exc.strerror}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def decompress_segment(data: bytes, source: str) -> bytes:
