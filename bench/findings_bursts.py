@@ -8,7 +8,6 @@ the gateway let through, and what the fake billed for them, as % of the cap.
 """
 
 import base64
-import io
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pypdf
 from findings_sides import Fake, Side, body_of, record_payloads, usd, verdict_payloads
 
 from tests.fakes import billing
 from tests.gateway.helpers import ANTHROPIC_HEADERS, micros
+from tests.helpers.documents import blank_pdf_base64
 
 CAP_MICROS = 1_000_000
 BILL = {"x-test-scenario": "bill"}
@@ -56,23 +55,13 @@ def _claude(content: object, **extra: object) -> bytes:
     return json.dumps(body).encode()
 
 
-def pdf_base64(pages: int) -> str:
-    """A valid PDF of ``pages`` blank pages, base64."""
-    writer = pypdf.PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=612, height=792)
-    out = io.BytesIO()
-    writer.write(out)
-    return base64.b64encode(out.getvalue()).decode()
-
-
 def bursts() -> list[Burst]:
     gemini = {"system_instruction": {"parts": [{"text": "x" * 1_080_000}]},
               "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
               "generation_config": {"max_output_tokens": 1000}}  # fmt: skip
     fetch = _claude("read https://example.com",
                     tools=[{"type": "web_fetch_20250910", "name": "web_fetch"}])  # fmt: skip
-    pdf = pdf_base64(100)
+    pdf = blank_pdf_base64(100)
     document = {"type": "document", "source": {"type": "base64",
                 "media_type": "application/pdf", "data": pdf}}  # fmt: skip
     tool = {"name": "read", "description": "Read a file",

@@ -5,8 +5,6 @@ price snapshot of the installed genai-prices, so real model names are priced);
 each case reads the verdicts and records its own request added.
 """
 
-import base64
-import io
 import json
 import threading
 import time
@@ -18,9 +16,9 @@ from typing import Any
 import httpx
 from findings_sides import Fake, usd, verdict_payloads, wait_records
 from genai_prices import Usage
-from PIL import Image
 
 from tests.gateway.helpers import ANTHROPIC_HEADERS, OPENAI_HEADERS, micros
+from tests.helpers.documents import png_base64
 from tests.helpers.library_prices import library_micros
 
 GOOGLE = {"x-goog-api-key": "AIza-bench"}
@@ -134,12 +132,6 @@ def priced(
     return run
 
 
-def _png(width: int, height: int) -> str:
-    out = io.BytesIO()
-    Image.new("L", (width, height)).save(out, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
-
-
 AUDIO_OUT = {"prompt_tokens": 1200, "completion_tokens": 900, "total_tokens": 2100,
              "prompt_tokens_details": {"audio_tokens": 1000, "cached_tokens": 0},
              "completion_tokens_details": {"audio_tokens": 800, "reasoning_tokens": 0}}  # fmt: skip
@@ -176,7 +168,7 @@ def singles() -> list[Single]:
         "generationConfig": {"maxOutputTokens": 1000},
     }
     image = {"model": "gpt-4.1-nano", "max_completion_tokens": 100, "messages": [{"role": "user",
-             "content": [{"type": "image_url", "image_url": {"url": _png(4096, 4096)}}]}]}  # fmt: skip
+             "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + png_base64(4096, 4096, mode="L")}}]}]}  # fmt: skip
     return [
         Single("A5 lone surrogate \\ud83d in a message", "an estimate (200) or 400", surrogate),
         Single(

@@ -8,14 +8,11 @@ cap. Beside them: bad text is a 400 or an estimate, never a 500; Gemini's
 JSON-array stream passes chunk by chunk; a chat stream's usage is asked for.
 """
 
-import base64
-import io
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import pypdf
 import pytest
 
 from tests.gateway.helpers import (
@@ -28,6 +25,7 @@ from tests.gateway.helpers import (
     start_proxy,
     write_config,
 )
+from tests.helpers.documents import blank_pdf_base64
 
 pytestmark = pytest.mark.timeout(240)
 BILL = {"x-test-scenario": "bill"}
@@ -92,19 +90,10 @@ def test_a_web_fetch_burst_is_bounded_by_its_uses_and_the_window(home, upstream)
         assert json.loads(sent["body"])["tools"][0]["max_uses"] == 5
 
 
-def _pdf(pages: int) -> str:
-    writer = pypdf.PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=612, height=792)
-    out = io.BytesIO()
-    writer.write(out)
-    return base64.b64encode(out.getvalue()).decode()
-
-
 def test_a_pdf_burst_counts_pages_not_bytes(home, upstream):
     """Six 100-page PDFs at once: each billed ≥ 150,000 tokens; the spend stays under the cap."""
     document = {"type": "document", "source": {"type": "base64",
-                "media_type": "application/pdf", "data": _pdf(100)}}  # fmt: skip
+                "media_type": "application/pdf", "data": blank_pdf_base64(100)}}  # fmt: skip
     proxy = _proxy(home, upstream, "3")
     try:
         statuses = _burst(proxy, "/v1/messages", [_claude([document])] * 6,

@@ -6,36 +6,17 @@ spellings); the bill is the fake provider's (``tests.fakes.billing``), which
 follows each provider's documented rules at an honest worst case.
 """
 
-import base64
-import io
 import json
 
-import pypdf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PIL import Image
 
 from ledger.providers import Route, estimate_request
 from tests.fakes import billing
+from tests.helpers.documents import blank_pdf_base64, png_base64
 
-
-def _png(width: int, height: int) -> str:
-    out = io.BytesIO()
-    Image.new("RGB", (width, height)).save(out, format="PNG")
-    return base64.b64encode(out.getvalue()).decode()
-
-
-def _pdf(pages: int) -> str:
-    writer = pypdf.PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=612, height=792)
-    out = io.BytesIO()
-    writer.write(out)
-    return base64.b64encode(out.getvalue()).decode()
-
-
-IMAGES = [_png(*size) for size in ((1, 1), (300, 200), (1000, 1000), (2400, 900))]
-PDFS = [_pdf(pages) for pages in (1, 7)]
+IMAGES = [png_base64(*size) for size in ((1, 1), (300, 200), (1000, 1000), (2400, 900))]
+PDFS = [blank_pdf_base64(pages) for pages in (1, 7)]
 TEXT = st.text(max_size=200)
 SCHEMA = st.dictionaries(st.text(max_size=10), st.sampled_from(["string", "integer"]), max_size=4)
 

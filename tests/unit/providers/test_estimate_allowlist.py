@@ -1,15 +1,12 @@
 """Golden cases of the allowlist estimate: PDFs by pages, images by size, tools, both spellings."""
 
-import base64
-import io
 import json
 
-import pypdf
 import pytest
-from PIL import Image
 
 from ledger.providers import RequestRefused, Route, anthropic, estimate_request, gemini, openai
 from ledger.providers.limits import body_bytes, limited_body, read_output_limit
+from tests.helpers.documents import blank_pdf_base64, png_base64
 
 MESSAGES = Route("anthropic", "messages")
 HI = {"type": "text", "text": "hi"}
@@ -19,21 +16,6 @@ RESPONSES = Route("openai", "responses")
 
 def generate(model: str = "gemini-2.5-flash") -> Route:
     return Route("google", "generate_content", model=model)
-
-
-def pdf(pages: int) -> str:
-    writer = pypdf.PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=612, height=792)
-    out = io.BytesIO()
-    writer.write(out)
-    return base64.b64encode(out.getvalue()).decode()
-
-
-def png(width: int, height: int) -> str:
-    out = io.BytesIO()
-    Image.new("RGB", (width, height)).save(out, format="PNG")
-    return base64.b64encode(out.getvalue()).decode()
 
 
 def claude(content: list[object], **extra: object) -> bytes:
@@ -49,7 +31,7 @@ def gemini_body(parts: list[object], **extra: object) -> bytes:
 class TestPdfByPages:
     def test_a_hundred_page_pdf_counts_by_its_pages_everywhere(self):
         """16 KB of PDF, 100 pages: Claude bills ≥ 150,000 tokens; the estimate is above."""
-        data = pdf(100)
+        data = blank_pdf_base64(100)
         assert len(data) < 30_000
         document = {"type": "document", "source": {"type": "base64",
                     "media_type": "application/pdf", "data": data}}  # fmt: skip
@@ -80,7 +62,7 @@ class TestImagesBySize:
     )
     def test_anthropic_bills_width_times_height_over_750_after_its_resize(self, size, expected):
         image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                 "data": png(*size)}}  # fmt: skip
+                 "data": png_base64(*size)}}  # fmt: skip
         text_only = estimate_request(MESSAGES, claude([])).input_tokens
         assert estimate_request(MESSAGES, claude([image])).input_tokens - text_only == expected
 
@@ -175,13 +157,13 @@ class TestBothGeminiSpellings:
         system = "S" * 10_000
         camel = {"systemInstruction": {"parts": [{"text": system}]},
                  "contents": [{"role": "user", "parts": [{"text": "hi"},
-                     {"inlineData": {"mimeType": "image/png", "data": png(1000, 1000)}}]}],
+                     {"inlineData": {"mimeType": "image/png", "data": png_base64(1000, 1000)}}]}],
                  "cachedContent": "cachedContents/1",
                  "generationConfig": {"maxOutputTokens": 50, "candidateCount": 2,
                                       "thinkingConfig": {"thinkingBudget": 40}}}  # fmt: skip
         snake = {"system_instruction": {"parts": [{"text": system}]},
                  "contents": [{"role": "user", "parts": [{"text": "hi"},
-                     {"inline_data": {"mime_type": "image/png", "data": png(1000, 1000)}}]}],
+                     {"inline_data": {"mime_type": "image/png", "data": png_base64(1000, 1000)}}]}],
                  "cached_content": "cachedContents/1",
                  "generation_config": {"max_output_tokens": 50, "candidate_count": 2,
                                        "thinking_config": {"thinking_budget": 40}}}  # fmt: skip
