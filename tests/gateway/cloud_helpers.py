@@ -1,9 +1,12 @@
 """The fake clouds as a process, a home whose gateway serves them, and that gateway."""
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.conftest import REPO, clean_env
 from tests.fakes import clouds
-from tests.gateway.helpers import NOW, Proxy, start_proxy
+from tests.gateway.helpers import NOW, Proxy, records, start_proxy
 
 
 class Clouds:
@@ -91,3 +94,54 @@ def start_cloud_gateway(home: Path, tmp_path: Path, fake: Clouds, **env: str) ->
         AZURE_OPENAI_API_KEY=clouds.AZURE_KEY, **env,
     )  # fmt: skip
     return start_proxy(home, "--listen", "127.0.0.1:0", env=environ)
+
+
+VERTEX_PATH = (
+    "/vertex/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
+    "claude-sonnet-4-5@20250929:rawPredict"
+)
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+MESSAGES = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+
+
+@dataclass
+class Served:
+    """One home, its gateway key and gateway, and the fake clouds, shared by a module's tests."""
+
+    home: Path
+    secret: str
+    gateway: Proxy
+    fake: Clouds
+
+    def calls(self) -> list[dict[str, Any]]:
+        return self.fake.calls()[self._calls :]
+
+    def records(self) -> list[dict[str, Any]]:
+        return records(self.home)[self._records :]
+
+    def verified(self) -> int:
+        return int(self.fake.get("/_control/auth")["verified"]) - self._verified
+
+    def mark(self) -> None:
+        """Count only what comes after this (each test's own calls and records)."""
+        self._calls, self._records = len(self.fake.calls()), len(records(self.home))
+        self._verified = int(self.fake.get("/_control/auth")["verified"])
+        assert self.fake.get("/_control/auth")["refused"] == 0
+
+
+@contextlib.contextmanager
+def served_clouds(base: Path) -> Iterator[Served]:
+    """A home in ``base`` with its gateway key, its gateway and the fake clouds, stopped after."""
+    home = base / "home"
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "--home", str(home), "init", "--billing", "none"],
+        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fake = Clouds()
+    secret = cloud_home(home, fake)
+    gateway = start_cloud_gateway(home, base, fake)
+    yield Served(home, secret, gateway, fake)
+    assert gateway.stop() == 0, gateway.lines
+    fake.stop()

@@ -6,17 +6,17 @@ import httpx
 import pytest
 
 from tests.fakes import clouds
-from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
+from tests.gateway.cloud_helpers import (
+    MESSAGES,
+    MODEL,
+    VERTEX_PATH,
+    Clouds,
+    cloud_home,
+    start_cloud_gateway,
+)
 from tests.gateway.helpers import Proxy
 
 pytestmark = pytest.mark.timeout(120)
-VERTEX_PATH = (
-    "/vertex/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
-    "claude-sonnet-4-5@20250929:rawPredict"
-)
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-MESSAGES = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200,
-            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
 
 
 def _post(gateway: Proxy, path: str, body: object, secret: str) -> httpx.Response:

@@ -1,9 +1,6 @@
 """The /bedrock, /vertex and /azure routes of the real gateway, against the fake clouds."""
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from typing import Any
@@ -13,60 +10,25 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from ledger.providers.bedrock import ConverseReader
-from tests.conftest import clean_env
-from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
-from tests.gateway.helpers import NOW, Proxy, records
+from tests.gateway.cloud_helpers import (
+    MESSAGES,
+    MODEL,
+    VERTEX_PATH,
+    Clouds,
+    Served,
+    cloud_home,
+    served_clouds,
+    start_cloud_gateway,
+)
+from tests.gateway.helpers import Proxy
 
 pytestmark = pytest.mark.timeout(120)
-VERTEX_PATH = (
-    "/vertex/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
-    "claude-sonnet-4-5@20250929:rawPredict"
-)
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-MESSAGES = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200,
-            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
-
-
-@dataclass
-class Served:
-    """One home, its gateway key and gateway, and the fake clouds, shared by a module's tests."""
-
-    home: Path
-    secret: str
-    gateway: Proxy
-    fake: Clouds
-
-    def calls(self) -> list[dict[str, Any]]:
-        return self.fake.calls()[self._calls :]
-
-    def records(self) -> list[dict[str, Any]]:
-        return records(self.home)[self._records :]
-
-    def verified(self) -> int:
-        return int(self.fake.get("/_control/auth")["verified"]) - self._verified
-
-    def mark(self) -> None:
-        """Count only what comes after this (each test's own calls and records)."""
-        self._calls, self._records = len(self.fake.calls()), len(records(self.home))
-        self._verified = int(self.fake.get("/_control/auth")["verified"])
-        assert self.fake.get("/_control/auth")["refused"] == 0
 
 
 @pytest.fixture(scope="module")
 def served_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    base = tmp_path_factory.mktemp("clouds")
-    home = base / "home"
-    done = subprocess.run(
-        [sys.executable, "-m", "ledger", "--home", str(home), "init", "--billing", "none"],
-        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    fake = Clouds()
-    secret = cloud_home(home, fake)
-    gateway = start_cloud_gateway(home, base, fake)
-    yield Served(home, secret, gateway, fake)
-    assert gateway.stop() == 0, gateway.lines
-    fake.stop()
+    with served_clouds(tmp_path_factory.mktemp("clouds")) as served:
+        yield served
 
 
 @pytest.fixture

@@ -1,45 +1,24 @@
 """The SDK settings the cloud pages give, as written there, through the gateway to the fake clouds."""
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from anthropic import AnthropicVertex
 from openai import AzureOpenAI, NotFoundError, OpenAI
 
-from tests.conftest import clean_env
-from tests.gateway.cloud_helpers import Clouds, cloud_home, start_cloud_gateway
-from tests.gateway.helpers import NOW, Proxy, records
+from tests.gateway.cloud_helpers import (
+    Served,
+    served_clouds,
+)
+from tests.gateway.helpers import records
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@dataclass
-class Served:
-    home: Path
-    secret: str
-    gateway: Proxy
-    fake: Clouds
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    base = tmp_path_factory.mktemp("cloud-sdks")
-    home = base / "home"
-    done = subprocess.run(
-        [sys.executable, "-m", "ledger", "--home", str(home), "init", "--billing", "none"],
-        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    fake = Clouds()
-    secret = cloud_home(home, fake)
-    gateway = start_cloud_gateway(home, base, fake)
-    yield Served(home, secret, gateway, fake)
-    assert gateway.stop() == 0, gateway.lines
-    fake.stop()
+    with served_clouds(tmp_path_factory.mktemp("cloud-sdks")) as running:
+        yield running
 
 
 def _recorded(served: Served, provider: str) -> list[str]:
