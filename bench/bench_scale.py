@@ -76,9 +76,22 @@ def _json(home: Path, *args: str) -> dict[str, object]:
     return parsed
 
 
-def build(workdir: Path, entries: int) -> tuple[Path, str, float]:
-    """A home of ``entries`` entries; the ref of a verdict sealed last; seconds to build."""
+def build(workdir: Path, entries: int, seal_every: int | None) -> tuple[Path, str, float, int]:
+    """A home of ``entries`` entries; the ref of a verdict sealed last; seconds; bytes.
+
+    ``seal_every``: the chain sealed in segments of that many entries, as the
+    product seals them (``None``: the default, one open segment up to 1M).
+    """
     home = workdir / f"home-{entries}"
+    if (home / "events.jsonl").exists():  # kept by an earlier run (--keep): used as it is
+        verdict = _json(home, "verdict", "0.01")
+        chain = sum(p.stat().st_size for p in (home / "segments").glob("*.zst"))
+        return (
+            home,
+            str(verdict["verdict_ref"]),
+            0.0,
+            chain + (home / "events.jsonl").stat().st_size,
+        )
     argv = [
         sys.executable,
         "-m",
@@ -93,9 +106,11 @@ def build(workdir: Path, entries: int) -> tuple[Path, str, float]:
     ]
     subprocess.run(argv, env=_env(), capture_output=True, check=True)
     began = time.perf_counter()
-    append_entries(home, entries, _env(), step=dt.timedelta(days=_DAYS) / entries)
+    size = append_entries(
+        home, entries, _env(), step=dt.timedelta(days=_DAYS) / entries, seal_every=seal_every
+    )
     verdict = _json(home, "verdict", "0.01")
-    return home, str(verdict["verdict_ref"]), time.perf_counter() - began
+    return home, str(verdict["verdict_ref"]), time.perf_counter() - began, size
 
 
 # Not a row: the verdicts sealed before the rows that follow it.
@@ -130,8 +145,13 @@ def operations(ref: str) -> list[tuple[str, tuple[str, ...], float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--keep", help="build the homes here and keep them")
+    parser.add_argument(
+        "--keep", help="build the homes here and keep them (a home kept there is used again)"
+    )
     parser.add_argument("--rows", help="only these rows, comma-separated (default: every row)")
+    parser.add_argument(
+        "--seal-every", type=int, help="seal the chain in segments of this many entries"
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     wanted_rows = set(args.rows.split(",")) if args.rows else None
@@ -142,9 +162,10 @@ def main() -> None:
         workdir = Path(args.keep or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for size in sizes:
-            home, ref, built = build(workdir, size)
-            print(f"  built {size:,} entries in {built:.0f} s "
-                  f"({(home / 'events.jsonl').stat().st_size / 1e6:.0f} MB)", flush=True)  # fmt: skip
+            home, ref, built, chain_bytes = build(workdir, size, args.seal_every)
+            on_disk = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+            print(f"  built {size:,} entries in {built:.0f} s ({chain_bytes / 1e6:.0f} MB "
+                  f"of chain, {on_disk / 1e6:.0f} MB on disk)", flush=True)  # fmt: skip
             for row, argv, _goal in operations(ref):
                 if wanted_rows is not None and row not in wanted_rows:
                     continue

@@ -16,6 +16,7 @@ from pathlib import Path
 from ledger.core.canonical import canonical_bytes
 from ledger.core.envelope import render_line, unsigned_entry
 from ledger.core.timefmt import format_ts
+from ledger.edges.files.chainfile import ChainFile
 from ledger.runtime import Runtime
 from ledger.services.chain.writer import Writer
 from tests.helpers.chains import EVENT, record_payload
@@ -34,6 +35,7 @@ def append_entries(
     step: dt.timedelta = dt.timedelta(milliseconds=1),
     *,
     signed: bool = True,
+    seal_every: int | None = None,
 ) -> int:
     """Append ``count`` entries, ``step`` apart, to the home's empty chain; returns its bytes.
 
@@ -41,6 +43,10 @@ def append_entries(
     store's ``strict_after``: initialise the home later than ``START``), which
     builds and verifies many times faster: for tests of how the chain's length
     is handled rather than of signatures.
+
+    ``seal_every`` seals the open segment with the product's own sealing each
+    time it holds that many entries (the home's ``chain.segment_entries`` is set
+    to it), so a long chain is built as the product would have left it.
     """
     signer = Writer(Runtime(home, env)).signer() if signed else None
     payload = {**record_payload(0), "utc_day": _DAY_MARK}
@@ -49,7 +55,8 @@ def append_entries(
     prev = "GENESIS"
     lines: list[bytes] = []
     size = 0
-    with (home / "events.jsonl").open("ab") as handle:
+    handle = (home / "events.jsonl").open("ab")
+    try:
         for index in range(count):
             moment = format_ts(START + index * step).encode()
             if index == 0:  # "GENESIS" is shorter than a hash: this one is canonicalized
@@ -66,10 +73,33 @@ def append_entries(
             else:
                 lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
             prev = hashlib.sha256(preimage).hexdigest()
-            if len(lines) >= _WRITE_EVERY:
+            segment_full = bool(seal_every) and (index + 1) % (seal_every or 1) == 0
+            if len(lines) >= _WRITE_EVERY or segment_full:
                 size += handle.write(b"".join(lines))
                 lines = []
+            if segment_full and index + 1 < count:
+                handle.close()  # the seal replaces the open file
+                _seal(home, env, seal_every or 0)
+                handle = (home / "events.jsonl").open("ab")
         size += handle.write(b"".join(lines))
         handle.flush()
         os.fsync(handle.fileno())
+    finally:
+        handle.close()
     return size
+
+
+def _seal(home: Path, env: dict[str, str], every: int) -> None:
+    """Seal the open segment as a writer would, once it holds ``every`` entries."""
+    from tests.helpers.segments import seal_every as set_segment_entries
+
+    config = (home / "ledger.toml").read_text()
+    if f"segment_entries = {every}\n" not in config:
+        set_segment_entries(home, every)
+    runtime = Runtime(home, env)
+    signer = Writer(runtime).signer()
+    chain = runtime.chain
+    assert isinstance(chain, ChainFile)
+    with chain.transaction() as transaction:
+        transaction.seal_if_due(signer)
+    assert (home / "events.jsonl").stat().st_size == 0, "the open segment was not sealed"
