@@ -174,6 +174,10 @@ def main() -> None:
                         _json(home, *argv)
                     continue
                 figures.setdefault(row, {})[size] = _run(home, *argv)
+            on_disk = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+            print(f"  after the rows: {on_disk / 1e6:.0f} MB on disk, "
+                  f"{on_disk / max(chain_bytes, 1):.2f}x the chain's own bytes "
+                  "(goal with the default retention: <= 2x)", flush=True)  # fmt: skip
             if not args.keep:
                 shutil.rmtree(home)
     first = sizes[0]
