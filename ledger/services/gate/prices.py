@@ -84,6 +84,33 @@ class _Found(NamedTuple):
     files: tuple[tuple[str, bytes | None], ...]
 
 
+# Provider files parsed before, by their exact bytes: a long-lived process
+# looks up a model's context window and fees on every call, and parsing the
+# provider's file again each time was a measurable part of the gateway's cost.
+# Keyed by the bytes themselves, so a changed snapshot is parsed afresh.
+_PARSED: "OrderedDict[tuple[str, bytes], ProviderPrices]" = OrderedDict()
+_PARSED_KEPT = 16
+
+
+def _parsed(provider: str, raw: bytes) -> ProviderPrices:
+    """``parse_provider_file``, once per provider file's bytes.
+
+    Raises:
+        PriceError: the file is malformed.
+    """
+    key = (provider, raw)
+    with _QUOTES_LOCK:
+        kept = _PARSED.get(key)
+    if kept is not None:
+        return kept
+    parsed = parse_provider_file(raw, provider)
+    with _QUOTES_LOCK:
+        _PARSED[key] = parsed
+        while len(_PARSED) > _PARSED_KEPT:
+            _PARSED.popitem(last=False)
+    return parsed
+
+
 def _loader(deps: PriceDeps, read: dict[str, bytes | None]) -> Any:
     cache: dict[str, ProviderPrices | None] = {}
 
@@ -91,7 +118,7 @@ def _loader(deps: PriceDeps, read: dict[str, bytes | None]) -> Any:
         if provider not in cache:
             raw = deps.price_file(provider)
             read[provider] = raw
-            cache[provider] = None if raw is None else parse_provider_file(raw, provider)
+            cache[provider] = None if raw is None else _parsed(provider, raw)
         return cache[provider]
 
     return load

@@ -91,3 +91,31 @@ def test_a_removed_snapshot_is_an_unknown_price(matches: list[str]):
     found, why = prices.find_price(home, "anthropic", "claude-cached-1")
     assert found is None
     assert "no price snapshot for provider anthropic" in why
+
+
+def _windowed(window: int) -> bytes:
+    document = json.loads(_snapshot("15"))
+    document["models"][1]["context_window"] = window
+    return json.dumps(document).encode()
+
+
+def test_a_provider_file_is_parsed_once_and_again_when_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    parsed: list[str] = []
+    real = vars(prices)["parse_provider_file"]
+
+    def counting(raw: bytes, provider: str) -> Any:
+        parsed.append(provider)
+        return real(raw, provider)
+
+    monkeypatch.setattr(prices, "parse_provider_file", counting)
+    monkeypatch.setattr(prices, "_PARSED", type(prices._PARSED)())
+    home = _Home()
+    home.files["anthropic"] = _windowed(100_000)
+    for _ in range(20):
+        assert prices.model_context_window(home, "anthropic", "claude-cached-1") == 100_000
+    assert parsed == ["anthropic"]
+    home.files["anthropic"] = _windowed(200_000)
+    assert prices.model_context_window(home, "anthropic", "claude-cached-1") == 200_000
+    assert parsed == ["anthropic", "anthropic"]
