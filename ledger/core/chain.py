@@ -43,6 +43,7 @@ class ChainVerifier:
         expected_prev: str | None = GENESIS,
         first_line: int = 1,
         on_entry: Callable[[ParsedEntry], None] | None = None,
+        vouched: Callable[[bytes], bool] | None = None,
     ) -> None:
         """Start verifying.
 
@@ -55,7 +56,12 @@ class ChainVerifier:
             first_line: the line number of the first line fed.
             on_entry: called with each entry that verifies, in order (to fold
                 derived state while verifying).
+            vouched: whether the caller itself sealed exactly this line (its
+                bytes without the newline): its link and its key's validity are
+                checked, its Ed25519 signature is not checked again. For
+                followers of their own chain only.
         """
+        self._vouched = vouched
         self._on_entry = on_entry
         self._trust = trust
         self._strict = strict
@@ -101,9 +107,9 @@ class ChainVerifier:
             if not line.strip():
                 return self._fail("empty line")
             return self._fail(f"malformed entry: {exc}")
-        return self._check(parsed)
+        return self._check(parsed, line)
 
-    def _check(self, parsed: ParsedEntry) -> bool:
+    def _check(self, parsed: ParsedEntry, line: bytes) -> bool:
         prev = parsed.prev_hash
         if self._entries == 0:
             self._first_prev = prev
@@ -112,7 +118,8 @@ class ChainVerifier:
                 return self._fail(self._link_reason())
         elif prev != self._head:
             return self._fail("prev_hash does not match the previous entry")
-        problem = self._trust.signature_problem(parsed, strict=self._strict)
+        vouched = self._vouched is not None and self._vouched(line)
+        problem = self._trust.signature_problem(parsed, strict=self._strict, vouched=vouched)
         if problem is not None:
             return self._fail(problem)
         if self._entries == 0 and prev == GENESIS:

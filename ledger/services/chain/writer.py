@@ -9,6 +9,7 @@ from ledger.core.timefmt import clock_in_range, format_ts
 from ledger.core.trust import TrustStore
 from ledger.errors import ClockRangeError, KeyFileError
 from ledger.services.chain.requests import current_request
+from ledger.services.chain.sealed_here import remember
 from ledger.services.ports import ChainStore, ChainTx, Clock
 
 
@@ -139,6 +140,7 @@ class Writer:
         tx.append(
             sealed.line, entry_hash=sealed.entry_hash, ts_utc=sealed.ts_utc, event_type=event_type
         )
+        remember(sealed.line)
         # A file chain seals its open segment at its limit; other stores have no such step.
         seal_if_due = getattr(tx, "seal_if_due", None)
         if seal_if_due is not None:

@@ -1,12 +1,22 @@
 """ledger.core.chain: verifying lines (JSON, link, signature) and stitching ranges."""
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.core.chain import ChainVerifier, stitch, verify_lines
 from ledger.core.envelope import GENESIS
-from tests.helpers.chains import build_chain, entry_hash, foreign_line, lines_of, signer, trust_for
+from tests.helpers.chains import (
+    build_chain,
+    entry_hash,
+    foreign_line,
+    full_entry,
+    lines_of,
+    signer,
+    trust_for,
+)
 
 KEY = signer(1)
 STRANGER = signer(2)
@@ -221,3 +231,41 @@ def test_chain_of_any_length_verifies(count):
     """Chains of 1, 2 and 30 entries verify with the right count."""
     report = verify_lines(lines_of(build_chain(count, KEY)), TRUST)
     assert (report.ok, report.entries) == (True, count)
+
+
+def _with_signature_of(line: bytes, other: bytes) -> bytes:
+    """``line`` carrying ``other``'s signature: the same entry, a signature that does not verify."""
+    mine, theirs = full_entry(line), full_entry(other)
+    mine["signature"] = theirs["signature"]
+    return json.dumps(mine, separators=(",", ":")).encode() + b"\n"
+
+
+class TestVouchedLines:
+    """Lines the caller sealed itself: link and key checked, the Ed25519 check skipped."""
+
+    def test_a_vouched_line_is_not_checked_for_its_signature(self):
+        forged = [*LINES[:3], _with_signature_of(LINES[3], LINES[4]), *LINES[4:]]
+        assert not verify_lines(forged, TRUST).ok
+        verifier = ChainVerifier(TRUST, vouched=lambda line: line == forged[3].rstrip(b"\n"))
+        assert all(verifier.feed(raw) for raw in forged)
+        assert verifier.report().entries == len(LINES)
+
+    def test_only_the_vouched_bytes_skip_the_check(self):
+        forged = [*LINES[:3], _with_signature_of(LINES[3], LINES[4]), *LINES[4:]]
+        verifier = ChainVerifier(TRUST, vouched=lambda line: line == LINES[3].rstrip(b"\n"))
+        for raw in forged:
+            if not verifier.feed(raw):
+                break
+        assert (verifier.report().line, verifier.report().reason) == (
+            4,
+            "signature does not verify",
+        )
+
+    def test_a_vouched_line_still_needs_a_trusted_key_and_its_link(self):
+        strangers = lines_of(build_chain(3, STRANGER))
+        verifier = ChainVerifier(TRUST, vouched=lambda _line: True)
+        assert not verifier.feed(strangers[0])
+        assert verifier.report().reason == f"unknown signing key {STRANGER.key_id}"
+        relinked = ChainVerifier(TRUST, vouched=lambda _line: True)
+        assert not relinked.feed(LINES[1])
+        assert relinked.report().reason == "first entry's prev_hash is not GENESIS"
