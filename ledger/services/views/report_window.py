@@ -60,7 +60,7 @@ class _Verified:
     """Signatures the rollups already checked (see ``walk_window``)."""
 
     @staticmethod
-    def signature_problem(_parsed: object, *, strict: bool = False) -> None:
+    def signature_problem(_parsed: object, *, strict: bool = False, vouched: bool = False) -> None:
         """Nothing to check again."""
 
 
