@@ -85,7 +85,10 @@ def build(workdir: Path, entries: int, seal_every: int | None) -> tuple[Path, st
     home = workdir / f"home-{entries}"
     if (home / "events.jsonl").exists():  # kept by an earlier run (--keep): used as it is
         verdict = _json(home, "verdict", "0.01")
-        chain = sum(p.stat().st_size for p in (home / "segments").glob("*.zst"))
+        # The chain's own bytes: each sealed segment's as its manifest gives them, uncompressed.
+        chain = sum(
+            int(json.loads(p.read_text())["size"]) for p in (home / "segments").glob("*.json")
+        )
         return (
             home,
             str(verdict["verdict_ref"]),
