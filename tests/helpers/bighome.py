@@ -20,6 +20,7 @@ from ledger.edges.files.chainfile import ChainFile
 from ledger.runtime import Runtime
 from ledger.services.chain.writer import Writer
 from tests.helpers.chains import EVENT, record_payload
+from tests.helpers.segments import seal_every as set_segment_entries
 
 START = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
 _TS_MARK = "1999-12-31T23:59:59.999999Z"
@@ -48,6 +49,9 @@ def append_entries(
     time it holds that many entries (the home's ``chain.segment_entries`` is set
     to it), so a long chain is built as the product would have left it.
     """
+    every = seal_every or 0
+    if every:
+        set_segment_entries(home, every)
     signer = Writer(Runtime(home, env)).signer() if signed else None
     payload = {**record_payload(0), "utc_day": _DAY_MARK}
     template = canonical_bytes(unsigned_entry(EVENT, payload, _TS_MARK, _PREV_MARK))
@@ -73,13 +77,13 @@ def append_entries(
             else:
                 lines.append(render_line(preimage, signer.sign_b64(preimage), signer.key_id))
             prev = hashlib.sha256(preimage).hexdigest()
-            segment_full = bool(seal_every) and (index + 1) % (seal_every or 1) == 0
+            segment_full = every > 0 and (index + 1) % every == 0
             if len(lines) >= _WRITE_EVERY or segment_full:
                 size += handle.write(b"".join(lines))
                 lines = []
             if segment_full and index + 1 < count:
                 handle.close()  # the seal replaces the open file
-                _seal(home, env, seal_every or 0)
+                _seal(home, env)
                 handle = (home / "events.jsonl").open("ab")
         size += handle.write(b"".join(lines))
         handle.flush()
@@ -89,13 +93,8 @@ def append_entries(
     return size
 
 
-def _seal(home: Path, env: dict[str, str], every: int) -> None:
-    """Seal the open segment as a writer would, once it holds ``every`` entries."""
-    from tests.helpers.segments import seal_every as set_segment_entries
-
-    config = (home / "ledger.toml").read_text()
-    if f"segment_entries = {every}\n" not in config:
-        set_segment_entries(home, every)
+def _seal(home: Path, env: dict[str, str]) -> None:
+    """Seal the open segment as a writer would (it holds ``chain.segment_entries``)."""
     runtime = Runtime(home, env)
     signer = Writer(runtime).signer()
     chain = runtime.chain
