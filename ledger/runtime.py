@@ -245,9 +245,9 @@ class Runtime(HomeFiles):
     @cached_property
     def pg_chain(self) -> "PgChainStore":
         """The fleet's chain itself, without the spool in front of it."""
-        from ledger.edges.postgres.store import PgChainStore
+        from ledger.edges.postgres.store import PgChainStore, limits_of
 
-        return PgChainStore(self.database)
+        return PgChainStore(self.database, limits_of(self.host_config))
 
     @cached_property
     def spool(self) -> "SpoolDir":

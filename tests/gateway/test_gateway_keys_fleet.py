@@ -152,13 +152,13 @@ def test_a_version_2_schema_is_refused_until_init_adds_the_keys_table(
     )
     refused = keys(home, "issue", "ci")
     assert refused.code != 0
-    assert "schema version 2, older than this ledger needs (4)" in refused.stderr
+    assert "schema version 2, older than this ledger needs (5)" in refused.stderr
     assert "run `ledger init` on one host to upgrade it" in refused.stderr
     upgraded = run_process(["--home", str(home), "init"], clean_env(LEDGER_NOW=NOW))
     assert upgraded.code == 0, upgraded.stderr
     assert upgraded.json()["created_schema"] is False
     versions = pg_server.sql(f'SELECT version FROM "{schema}".schema_version ORDER BY version')
-    assert versions == [(2,), (4,)]
+    assert versions == [(2,), (5,)]
     issued = keys(home, "issue", "ci")
     assert issued.code == 0, issued.stderr
     assert [key["name"] for key in keys(home, "list").json()["keys"]] == ["ci"]

@@ -211,7 +211,7 @@ def _grant_roles(server: PgServer, schema: str) -> None:
             f'GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".derived_state,'
             f' "{schema}".idempotency_keys, "{schema}".trust_store TO ledger_app'
         ),
-        f'GRANT SELECT, INSERT ON "{schema}".checkpoints TO ledger_app',
+        f'GRANT SELECT, INSERT ON "{schema}".checkpoints, "{schema}".segments TO ledger_app',
         f'GRANT USAGE ON SEQUENCE "{schema}".checkpoints_id_seq TO ledger_app',
         f'GRANT SELECT ON "{schema}".fleet_secret TO ledger_app',
         f'GRANT SELECT, INSERT, UPDATE ON "{schema}".gateway_keys TO ledger_app',

@@ -50,7 +50,7 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 ):
     homes = fleet(3)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(4,)]
+    assert pg_server.sql(f'SELECT version FROM "{schema}".schema_version') == [(5,)]
     trust = json.loads(bytes(pg_server.sql(f'SELECT document FROM "{schema}".trust_store')[0][0]))
     assert len(trust["keys"]) == 3
     again = run_inproc(["--home", str(homes[0]), "init"], {})
@@ -69,14 +69,14 @@ def test_init_creates_the_schema_once_and_enrols_each_host(
 def test_a_newer_schema_is_refused_with_a_clear_error(fleet, run_inproc, pg_store_env, pg_server):
     (home,) = fleet(1)
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (5)')
+    pg_server.sql(f'INSERT INTO "{schema}".schema_version (version) VALUES (6)')
     from ledger.edges.postgres.connection import close_all
 
     close_all()
     result = host(run_inproc, home)("verdict", "1")
     assert result.code == 1
     assert result.json()["uncertainty_reason"] == "counter_inconsistent"
-    assert "schema version 5, newer than this ledger knows (4)" in result.json()["diagnostic"]
+    assert "schema version 6, newer than this ledger knows (5)" in result.json()["diagnostic"]
     again = run_inproc(["--home", str(home), "init"], {})
     assert again.code == 74
     assert "newer than this ledger knows" in again.stderr

@@ -315,12 +315,12 @@ def test_a_version_1_schema_is_refused_until_init_upgrades_it(pg_server, pg_stor
     )
     halted = cli(home, "verdict", "1")
     assert halted.code == 1
-    assert "schema version 1, older than this ledger needs (4)" in halted.json()["diagnostic"]
+    assert "schema version 1, older than this ledger needs (5)" in halted.json()["diagnostic"]
     upgraded = cli(home, "init")
     assert upgraded.code == 0, upgraded.stderr
     assert upgraded.json()["created_schema"] is False
     versions = pg_server.sql(f'SELECT version FROM "{schema}".schema_version ORDER BY version')
-    assert versions == [(1,), (4,)]
+    assert versions == [(1,), (5,)]
     assert cli(home, "verdict", "1").code == 0
     with psycopg.connect(pg_server.url) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="refused"):

@@ -62,6 +62,12 @@ def _state_size(runtime: "Runtime") -> int | None:
     return None if stored is None else stored.size
 
 
+def _home_chain(runtime: "Runtime") -> object:
+    """The home's chain as it is: a fleet's rows are read without sealing anything spooled."""
+    chain = runtime.chain
+    return runtime.pg_chain if runtime.uses_database else chain
+
+
 def _use_archive(store: object, archive: Path | None) -> bool:
     """Read archived segments from ``archive`` too; ``False`` when it is no folder."""
     segments = getattr(store, "segments", None)
@@ -95,7 +101,7 @@ def run_verify(
     from ledger.edges.files.keyfiles import load_public_key_file
     from ledger.runtime import build_runtime
     from ledger.services.chain.verify import (
-        head_bound,
+        committed_bound,
         held_against_state,
         resume_point,
         verify_store,
@@ -116,7 +122,7 @@ def run_verify(
     else:
         # Either store; one with no entries yet verifies as OK 0 entries unless a
         # checkpoint or the derived state shows that entries existed.
-        store = runtime.chain  # type: ignore[assignment]
+        store = _home_chain(runtime)  # type: ignore[assignment]
         if not _use_archive(store, archive):
             return EXIT_USAGE
         trust = runtime.keys.load_trust() if trust_store is None else TrustStore()
@@ -138,7 +144,7 @@ def run_verify(
     show_progress = not as_json and sys.stderr.isatty()
     # The home's chain is read without its lock, up to the head read now: a
     # line appended meanwhile is neither waited for nor taken for a torn tail.
-    end = head_bound(store) if log is None else None
+    end = committed_bound(store) if log is None else None
     # Only the home's own chain, under the home's own rules, resumes where its
     # newest checkpoint's verification ended: other keys or rules judge anew.
     home_rules = log is None and trust_store is None and not keys and checkpoint is None
@@ -148,6 +154,7 @@ def run_verify(
     outcome = verify_store(
         store, trust, cp, strict=strict, allow_markers=allow_markers,
         progress=_progress if show_progress else None, end=end, resume=resume, workers=jobs,
+        past_seals=home_rules and not full and not strict and not allow_markers,
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")
@@ -160,7 +167,8 @@ def run_verify(
         )  # fmt: skip
     if outcome.ok:
         if log is None and outcome.entries:
-            _sync_merkle_index(runtime, full=resume is None)
+            # After sealed segments were taken as verified, the index catches up only.
+            _sync_merkle_index(runtime, full=resume is None and outcome.resumed_at is None)
         if not as_json:
             sys.stdout.write(f"OK {outcome.entries} entries\n")
         return 0

@@ -1,4 +1,4 @@
-"""The tables of a fleet's store (SPEC §8), version 4, and the steps from versions 1 to 3.
+"""The tables of a fleet's store (SPEC §8), version 5, and the steps from versions 1 to 4.
 
 ``chain`` holds one row per entry, in chain order: the exact line bytes, the
 entry's hash, and the byte offset after the line (``end_pos``), so positions
@@ -29,6 +29,12 @@ revocation on one host refuses it at every gateway. As in the home's key
 file, only the SHA-256 of each secret is kept, never the secret. Version 4
 adds its ``role`` column: a console key's role (``admin``, ``viewer``), NULL
 for a gateway key, so console keys are kept in the fleet's store too.
+
+``segments`` (version 5) holds the chain's sealed segments (SPEC §21): a
+range of rows ``first_seq`` to ``last_seq`` and the signed checkpoint of its
+last row that seals it, written in the same transaction as the append that
+filled it. Its rows are appended only, as ``chain``'s are; ``recover_chain()``
+moves the seals of rows it moves to evidence there too.
 """
 
 _VERSION_1 = (
@@ -214,8 +220,60 @@ CREATE TABLE gateway_keys (
 _VERSION_4 = ("ALTER TABLE gateway_keys ADD COLUMN role text CHECK (role IN ('admin', 'viewer'))",)
 
 
+_VERSION_5 = (
+    """
+CREATE TABLE segments (
+    number bigint PRIMARY KEY CHECK (number >= 1),
+    first_seq bigint NOT NULL CHECK (first_seq >= 1),
+    last_seq bigint NOT NULL UNIQUE CHECK (last_seq >= first_seq),
+    end_pos bigint NOT NULL,
+    head_hash text NOT NULL,
+    checkpoint bytea NOT NULL,
+    sealed_at timestamptz NOT NULL DEFAULT now()
+)
+""",
+    """
+CREATE TRIGGER segments_append_only BEFORE UPDATE OR DELETE ON segments
+    FOR EACH ROW EXECUTE FUNCTION refuse_change()
+""",
+    """
+CREATE TRIGGER segments_not_truncated BEFORE TRUNCATE ON segments
+    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change()
+""",
+    # Version 2's function, which now also retires the seals of the rows it moves.
+    """
+CREATE OR REPLACE FUNCTION recover_chain(p_keep bigint, p_reason text) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    moved bigint;
+BEGIN
+    PERFORM set_config('ledger.recovering', 'on', true);
+    INSERT INTO evidence (seq, line, reason)
+        SELECT seq, line, p_reason FROM chain WHERE seq > p_keep ORDER BY seq;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    DELETE FROM chain WHERE seq > p_keep;
+    INSERT INTO evidence (seq, line, reason)
+        SELECT entries, document, 'a checkpoint of entries no longer in the chain'
+        FROM checkpoints c WHERE NOT EXISTS (
+            SELECT 1 FROM chain WHERE seq = c.entries AND entry_hash = c.head_hash
+        ) ORDER BY id;
+    DELETE FROM checkpoints c WHERE NOT EXISTS (
+        SELECT 1 FROM chain WHERE seq = c.entries AND entry_hash = c.head_hash
+    );
+    INSERT INTO evidence (seq, line, reason)
+        SELECT last_seq, checkpoint, 'the seal of a segment no longer in the chain'
+        FROM segments WHERE last_seq > p_keep ORDER BY number;
+    DELETE FROM segments WHERE last_seq > p_keep;
+    DELETE FROM chain_tampered;
+    PERFORM set_config('ledger.recovering', '', true);
+    RETURN moved;
+END $$
+""",
+)
+
+
 def schema_statements(
-    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 4
+    schema: str, *, create_schema: bool, from_version: int = 0, to_version: int = 5
 ) -> list[str]:
     """The statements bringing ``schema`` (a checked identifier) from one version to another.
 
@@ -241,4 +299,9 @@ def schema_statements(
         statements += [statement.strip() for statement in _VERSION_3]
     if from_version < 4 <= to_version:  # noqa: PLR2004 - the schema's versions
         statements += [statement.strip() for statement in _VERSION_4]
+    if from_version < 5 <= to_version:  # noqa: PLR2004 - the schema's versions
+        statements += [statement.strip() for statement in _VERSION_5]
+        statements.append(
+            f'ALTER FUNCTION recover_chain(bigint, text) SET search_path = "{schema}", pg_temp'
+        )
     return statements

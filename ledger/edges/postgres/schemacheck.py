@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from ledger.edges.postgres.handle import PgHandle
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class StoreSchemaError(ChainIOError):

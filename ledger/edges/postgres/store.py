@@ -17,15 +17,18 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
+from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.notify import chain_channel
 from ledger.edges.postgres.reads import HEAD_SQL
+from ledger.edges.postgres.segments import OpenRange
 from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
+    from ledger.core.signing import Signer
     from ledger.core.trust import TrustStore
+    from ledger.edges.files.sealing import SegmentLimits
 
 
 class ChainTamperedError(ChainIOError):
@@ -59,9 +62,12 @@ def _read_head(db: PgDatabase) -> PgHead | None:
     if rows is None:
         rows = db.execute(HEAD_SQL)
     seq, end_pos, line, first_changed, changes, state_hash, state_size, state_body = rows[0][:8]
-    checkpoint_entries, checkpoint_document = rows[0][8:]
+    checkpoint_entries, checkpoint_document, segment, sealed_seq, open_ts = rows[0][8:13]
     kept = cache if cache is not None else db.memo()
     if kept is not None:
+        kept["segment"] = OpenRange(
+            int(segment or 0), int(sealed_seq or 0), None if open_ts is None else str(open_ts)
+        )
         kept["state"] = None if state_body is None else (state_hash, state_size, state_body)
         kept["checkpoint"] = (
             None
@@ -93,9 +99,12 @@ def _read_head(db: PgDatabase) -> PgHead | None:
 class PgChainTx:
     """The chain while its advisory lock is held (or a read-only snapshot of it)."""
 
-    def __init__(self, db: PgDatabase, *, writable: bool) -> None:
+    def __init__(
+        self, db: PgDatabase, *, writable: bool, limits: "SegmentLimits | None" = None
+    ) -> None:
         self._db = db
         self._writable = writable
+        self._limits = limits
         self._head: PgHead | None = None
         self._head_read = False
 
@@ -148,12 +157,34 @@ class PgChainTx:
         if cache is not None:
             cache["head"] = self._head
 
+    def seal_if_due(self, signer: "Signer") -> None:
+        """Seal the open range in this transaction when it reached its limit (``segments``).
+
+        The writer calls it after each append, under the lock; it reads nothing
+        the head's round trip did not already read, unless it seals.
+        """
+        from ledger.edges.postgres import segments
+
+        head = self._head
+        if self._limits is None or not self._writable or head is None:
+            return
+        kept = self._db.group_cache()
+        if kept is None:
+            kept = self._db.memo()
+        open_now = segments.open_range(self._db, kept)
+        if segments.seal_due(open_now, head.seq, head.ts_utc, self._limits):
+            segments.seal(
+                self._db, open_now, (head.seq, head.size, head.entry_hash, head.ts_utc), signer,
+                kept,
+            )  # fmt: skip
+
 
 class PgChainStore:
     """The chain as rows of ``<schema>.chain``."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, limits: "SegmentLimits | None" = None) -> None:
         self.db = db
+        self.limits = limits  # when writers seal the open range (``None``: never)
         self.path = db.display  # what messages name
         self._tx: PgChainTx | None = None
 
@@ -167,7 +198,7 @@ class PgChainStore:
         """
         with self.db.transaction():
             self.db.lock_chain()
-            tx = PgChainTx(self.db, writable=True)
+            tx = PgChainTx(self.db, writable=True, limits=self.limits)
             outer, self._tx = self._tx, tx
             try:
                 yield tx
@@ -223,31 +254,45 @@ class PgChainStore:
         progress: Callable[[int, int], None] | None = None,
         end: int | None = None,
     ) -> "ChainReport":
-        """Verify every row up to position ``end``, streamed through a server-side cursor.
+        """Verify every row up to position ``end``, then hold each sealed segment to its seal.
 
-        A missing row (a gap in ``seq``) is reported at its line: the row after
-        it no longer links.
+        Read in one snapshot without the advisory lock (``verifyrows``): no
+        writer waits for it. A missing row (a gap in ``seq``) is reported at
+        its line: the row after it no longer links. Inside this process's
+        write transaction its uncommitted rows are verified too, in this
+        process alone (another connection would not see them).
         """
-        from ledger.core.chain import ChainVerifier
+        from ledger.edges.postgres.verifyrows import verify_rows
 
-        del workers  # one stream; the database is the bottleneck, not the cores
-        verifier = ChainVerifier(
-            trust, strict=strict, allow_markers=allow_markers, expected_prev=GENESIS
-        )
-        total = 0
-        if progress is not None:
-            total = int(self.db.execute("SELECT coalesce(max(end_pos), 0) FROM chain")[0][0])
+        if self._tx is not None:
+            workers = 1
         with self.db.transaction(read_only=self._tx is None):
-            done = 0
-            for raw in self.iter_lines(0, end):
-                done += len(raw)
-                if not verifier.feed(raw):
-                    break
-                if progress is not None and done % (1 << 20) < len(raw):
-                    progress(done, total)
-        if progress is not None:
-            progress(total, total)
-        return verifier.report()
+            return verify_rows(
+                self.db, trust, strict=strict, allow_markers=allow_markers, workers=workers,
+                progress=progress, end=end,
+            )  # fmt: skip
+
+    def verify_unsealed(
+        self,
+        trust: "TrustStore",
+        *,
+        strict: bool = False,
+        allow_markers: bool = False,
+        end: int | None = None,
+    ) -> "ChainReport | None":
+        """Verify only the rows after the newest seal (``verifyrows.verify_unsealed``)."""
+        from ledger.edges.postgres.verifyrows import verify_unsealed
+
+        with self.db.transaction(read_only=self._tx is None):
+            return verify_unsealed(
+                self.db, trust, strict=strict, allow_markers=allow_markers, end=end
+            )
+
+    def committed_end(self) -> int:
+        """Where the committed chain ends, read without the advisory lock."""
+        from ledger.edges.postgres.verifyrows import committed_end
+
+        return committed_end(self.db)
 
     def hash_of_entry(self, number: int, *, allow_markers: bool = False) -> str | None:
         """The hash of the ``number``-th row's line (computed from its bytes)."""
@@ -299,6 +344,13 @@ class PgChainStore:
         if self._tx is not None:
             self._tx.forget_head()
         return moved
+
+
+def limits_of(config: Any) -> "SegmentLimits":
+    """When this host's writers seal the open range (``chain.segment_entries``, ``_days``)."""
+    from ledger.edges.files.sealing import SegmentLimits
+
+    return SegmentLimits(int(config.segment_entries), int(config.segment_days) or None)
 
 
 def rows_to_jsonl(rows: Iterator[tuple[int, bytes]], write: Callable[[bytes], Any]) -> int:

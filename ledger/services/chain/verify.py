@@ -2,7 +2,7 @@
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -76,6 +76,7 @@ def verify_store(
     end: int | None = None,
     resume: Resume | None = None,
     workers: int | None = None,
+    past_seals: bool = False,
 ) -> VerifyOutcome:
     """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
 
@@ -83,10 +84,21 @@ def verify_store(
     it are read, in one pass in constant memory; the outcome then carries the
     tree root and a mark at the head. Without it the store verifies every
     entry (in parallel where it can: ``workers`` processes, else the core count).
+    With ``past_seals``, a store that can vouch for its sealed segments itself
+    (``verify_unsealed``: a database whose append-only guards hold) reads only
+    the entries after the newest seal; when it cannot, the usual path runs.
 
     Raises:
         ChainIOError: the chain cannot be read.
     """
+    unsealed = getattr(store, "verify_unsealed", None) if past_seals else None
+    if unsealed is not None:
+        report = unsealed(trust, strict=strict, allow_markers=allow_markers, end=end)
+        if report is not None:
+            held = _held(store, report, checkpoint, trust, allow_markers)
+            # The report's first entry line is the first one read, after the sealed ones.
+            sealed = (report.first_entry_line or 1) - 1
+            return held if not held.ok else replace(held, resumed_at=sealed)
     if resume is not None and (end is None or end >= resume.mark.position):
         return verify_streamed(
             store, trust, checkpoint, resume, strict=strict, allow_markers=allow_markers, end=end
@@ -98,6 +110,17 @@ def verify_store(
         )  # fmt: skip
     else:  # no entries yet: the checkpoint, if any, says whether some were lost
         report = ChainReport(ok=True, entries=0, lines=0)
+    return _held(store, report, checkpoint, trust, allow_markers)
+
+
+def _held(
+    store: ChainStore,
+    report: ChainReport,
+    checkpoint: Checkpoint | None,
+    trust: TrustStore,
+    allow_markers: bool,
+) -> VerifyOutcome:
+    """The outcome of a verified ``report``, held against ``checkpoint``."""
     if not report.ok:
         return VerifyOutcome(False, report.entries, report.line, report.reason)
     if checkpoint is not None:
@@ -173,6 +196,22 @@ def head_bound(store: ChainStore) -> int | None:
     except ChainIOError:
         return None
     return head.size if head is not None else 0
+
+
+def committed_bound(store: ChainStore) -> int | None:
+    """Where the chain ends now, read without the lock when the store can (``head_bound``).
+
+    A database's rows commit whole, so its committed end is never a torn
+    line and reading it makes no writer wait; a file's head is read under
+    its lock a moment.
+    """
+    committed = getattr(store, "committed_end", None)
+    if committed is not None:
+        try:
+            return int(committed())
+        except ChainIOError:
+            return None
+    return head_bound(store)
 
 
 def held_against_state(outcome: VerifyOutcome, state_size: int | None) -> VerifyOutcome:
