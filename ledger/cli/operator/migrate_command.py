@@ -45,7 +45,12 @@ def store_migrate(
     def body() -> int:
         from ledger.core.config_template import store_section
         from ledger.edges.fileio import read_regular
-        from ledger.edges.postgres.migrate import copy_home, keep_as_evidence, verify_lines
+        from ledger.edges.postgres.migrate import (
+            boundaries_of,
+            copy_home,
+            keep_as_evidence,
+            verify_lines,
+        )
         from ledger.runtime import CHAIN_FILE, Runtime
 
         home = _runtime()
@@ -71,6 +76,7 @@ def store_migrate(
             copied = copy_home(
                 lines, report, read_regular(home.keys.trust_path), checkpoints,
                 home.gateway_keys.load(), target.pg_chain, target.fleet_secret, trust,
+                boundaries_of(home.chain),
             )  # fmt: skip
             text = home.config_path.read_text(encoding="utf-8") if home.config_path.exists() else ""
             home.write_file(home.config_path, (text + store_section(to, schema)).encode("utf-8"))
@@ -95,6 +101,7 @@ def _document(report: Any, copied: Any, target: Any, evidence: Any) -> dict[str,
         "head_hash": report.head_hash,
         "checkpoints": copied.checkpoints,
         "gateway_keys": copied.gateway_keys,
+        "segments": copied.segments,
         "resumed": copied.already,
         "evidence": str(evidence),
         "fleet_secret": str(target.fleet_secret.path),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledger.core.chain import ChainReport, ChainVerifier
+from ledger.core.checkpoint import Checkpoint
 from ledger.core.envelope import GENESIS
 from ledger.core.gateway_keys import GatewayKey
 from ledger.core.trust import TrustStore
@@ -21,6 +22,7 @@ from ledger.edges.files.checkpointfiles import load_checkpoint
 from ledger.edges.postgres.checkpoints import PgCheckpoints
 from ledger.edges.postgres.fleetsecret import FleetSecret
 from ledger.edges.postgres.gatewaykeys import PgGatewayKeys
+from ledger.edges.postgres.segments import insert_sealed
 from ledger.edges.postgres.store import PgChainStore
 from ledger.errors import EXIT_DATA, ChainIOError, LedgerError
 
@@ -41,6 +43,24 @@ class Copied(NamedTuple):
     checkpoints: int
     gateway_keys: int
     already: bool  # the store held this chain already (an interrupted migration)
+    segments: int = 0
+
+
+class Boundary(NamedTuple):
+    """A file home's sealed segment, as the rows it becomes: its lines and its seal."""
+
+    first_line: int
+    lines: int
+    end: int  # the position after its last line
+    checkpoint: Checkpoint
+
+
+def boundaries_of(chain: object) -> list[Boundary]:
+    """The sealed segments of a home's file chain, in order (none for a chain without any)."""
+    segments = getattr(chain, "segments", None)
+    if segments is None:
+        return []
+    return [Boundary(s.first_line, s.lines, s.end, s.checkpoint) for s in segments.listing()]
 
 
 def verify_lines(lines: Iterable[bytes], trust: TrustStore) -> ChainReport:
@@ -61,8 +81,13 @@ def copy_home(
     chain: PgChainStore,
     secret: FleetSecret,
     trust: TrustStore,
+    boundaries: list[Boundary] | None = None,
 ) -> Copied:
     """Copy everything in one transaction of the store, verified before it commits.
+
+    The file's sealed segments stay segments: each becomes a range of rows
+    sealed by the same signed checkpoint (``boundaries``), so a verification
+    after the move holds each range to the seal it had in the file.
 
     Raises:
         StoreHoldsAnotherChainError: the store holds another chain, or another
@@ -94,6 +119,11 @@ def copy_home(
             checkpoints.write(load_checkpoint(path))
         if gateway_keys:
             PgGatewayKeys(db, secret).change(lambda _keys: list(gateway_keys))
+        sealed = [
+            (b.first_line, b.first_line + b.lines - 1, b.end, b.checkpoint.head_hash, b.checkpoint)
+            for b in boundaries or []
+        ]
+        insert_sealed(db, sealed)
         copied = chain.verify(trust)
         if not copied.ok or (copied.entries, copied.head_hash) != (
             report.entries,
@@ -104,8 +134,9 @@ def copy_home(
                 f"({copied.reason or copied.head_hash}); nothing was committed"
             )
     return Copied(
-        report.entries, report.head_hash, len(checkpoint_paths), len(gateway_keys), already=False
-    )
+        report.entries, report.head_hash, len(checkpoint_paths), len(gateway_keys),
+        already=False, segments=len(sealed),
+    )  # fmt: skip
 
 
 def keep_as_evidence(chain_path: Path, home: Path) -> Path:

@@ -67,8 +67,12 @@ def verify_rows(
     flags = (trust, strict, allow_markers)
     if workers > 1 and last_seq >= _PARALLEL_MIN_ROWS:
         reports = _in_parallel(db, flags, _cuts(last_seq, workers), limit, workers, progress)
-    else:
-        reports = [_verify_range(db, flags, 0, last_seq, limit)]
+    else:  # in this process, range after range (progress after each)
+        reports = []
+        for after, up_to in _cuts(last_seq, 1):
+            reports.append(_verify_range(db, flags, after, up_to, limit))
+            if progress is not None:
+                progress(min(limit, _end_of(db, up_to)), limit)
     if progress is not None:
         progress(limit, limit)
     report = stitch(reports)
@@ -137,6 +141,13 @@ def _hash(raw: bytes) -> str | None:
         return parse_line(raw.rstrip(b"\n")).entry_hash
     except EnvelopeFormatError:
         return None
+
+
+def _end_of(db: "PgDatabase", seq: int) -> int:
+    found = db.execute(
+        "SELECT end_pos FROM chain WHERE seq <= %s ORDER BY seq DESC LIMIT 1", (seq,)
+    )
+    return int(found[0][0]) if found else 0
 
 
 def _cuts(last_seq: int, workers: int) -> list[tuple[int, int]]:
