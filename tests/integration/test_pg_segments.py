@@ -260,3 +260,47 @@ def test_an_older_schema_is_refused_until_one_hosts_init_upgrades_it(
     assert _segments(pg_server, schema)
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="appended only"):
         pg_server.sql(f'DELETE FROM "{schema}".segments')
+
+
+def test_a_seal_the_role_may_not_write_leaves_the_append_standing(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    from tests.integration.test_pg_faults import _grant_roles
+    from tests.pg import copy_fleet_secret
+
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    admin = _host(tmp_path / "admin", run_inproc, pg_store_env, seal_at=None)
+    _grant_roles(pg_server, schema)
+    pg_server.sql(f'REVOKE INSERT ON "{schema}".segments FROM ledger_app')
+    app_env = {**pg_store_env, "LEDGER_STORE_URL": pg_server.url_for("ledger_app")}
+    copy_fleet_secret(admin, tmp_path / "app" / "host")
+    home = _host(tmp_path / "app", run_inproc, app_env)
+    _append(home, 5, app_env)  # each append stands; no seal is written
+    rows = len(_rows(pg_server, schema))
+    assert rows >= 5
+    assert _segments(pg_server, schema) == []
+    pg_server.sql(f'GRANT INSERT ON "{schema}".segments TO ledger_app')
+    _append(home, 1, app_env)  # the next append seals everything open so far
+    assert [(first, last) for _n, first, last, _h, _c in _segments(pg_server, schema)] == [
+        (1, rows + 1)
+    ]
+
+
+def test_recover_retires_the_seals_of_rows_it_moves_away(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    home = _host(tmp_path, run_inproc, pg_store_env)
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    _append(home, 8, pg_store_env)
+    sealed = _segments(pg_server, schema)
+    _edit_row(pg_server, schema, sealed[0][2] + 1)  # the first row after the first seal
+    recovered = _run(run_inproc, home, "recover")
+    assert recovered.code == 0, recovered.stderr
+    kept = _segments(pg_server, schema)
+    assert kept[0] == sealed[0]
+    assert all(last <= len(_rows(pg_server, schema)) for _n, _f, last, _h, _c in kept)
+    reasons = pg_server.sql(f'SELECT reason FROM "{schema}".evidence')
+    assert ("the seal of a segment no longer in the chain",) in reasons
+    assert _run(run_inproc, home, "verify-chain", "--full").code == 0
+    _append(home, 4, pg_store_env)  # sealing goes on after the kept seal
+    assert _run(run_inproc, home, "verify-chain").code == 0

@@ -29,7 +29,7 @@ from ledger.core.checkpoint import Checkpoint, CheckpointError, make_checkpoint
 from ledger.core.envelope import EnvelopeFormatError, parse_line
 from ledger.core.snapshot import checkpoint_from_bytes
 from ledger.core.timefmt import parse_ts
-from ledger.errors import ChainIOError, LedgerError
+from ledger.errors import ChainIOError, LedgerError, StoreUnreachableError
 
 if TYPE_CHECKING:
     from ledger.core.signing import Signer
@@ -142,10 +142,11 @@ def seal(
     head: tuple[int, int, str, str],
     signer: "Signer",
     kept: dict[str, Any] | None,
-) -> SealedRange:
+) -> SealedRange | None:
     """Seal the open range up to ``head`` (seq, end_pos, hash, ts) in the open transaction.
 
-    The chain's id is the first row's hash, computed from its bytes.
+    The chain's id is the first row's hash, computed from its bytes. ``None``:
+    the seal was refused (the append stands; the next one tries again).
 
     Raises:
         ChainIOError: the first row is not an entry, or the insert failed.
@@ -160,11 +161,22 @@ def seal(
     document = canonical_bytes(checkpoint.to_document()) + b"\n"
     sealed = SealedRange(open_now.number + 1, open_now.last_seq + 1, seq, end_pos, entry_hash,
                          document)  # fmt: skip
-    db.execute(
-        "INSERT INTO segments (number, first_seq, last_seq, end_pos, head_hash, checkpoint)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        tuple(sealed),
-    )
+    # A seal that fails (a role not yet granted INSERT on ``segments`` after an
+    # upgrade) costs the append nothing: the rows stay, unsealed, and the next
+    # append tries again. Only the seal's own statement is rolled back.
+    db.execute("SAVEPOINT ledger_seal")
+    try:
+        db.execute(
+            "INSERT INTO segments (number, first_seq, last_seq, end_pos, head_hash, checkpoint)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            tuple(sealed),
+        )
+    except StoreUnreachableError:
+        raise
+    except ChainIOError:
+        db.execute("ROLLBACK TO SAVEPOINT ledger_seal")
+        return None
+    db.execute("RELEASE SAVEPOINT ledger_seal")
     if kept is not None:
         kept["segment"] = OpenRange(sealed.number, seq, None)
     return sealed
