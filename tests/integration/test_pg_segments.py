@@ -304,3 +304,24 @@ def test_recover_retires_the_seals_of_rows_it_moves_away(
     assert _run(run_inproc, home, "verify-chain", "--full").code == 0
     _append(home, 4, pg_store_env)  # sealing goes on after the kept seal
     assert _run(run_inproc, home, "verify-chain").code == 0
+
+
+def test_past_a_checkpoint_the_prefix_is_skipped_only_while_its_guards_hold(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    home = _host(tmp_path, run_inproc, pg_store_env)
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    _append(home, 5, pg_store_env)
+    assert _run(run_inproc, home, "checkpoint").code == 0
+    _append(home, 2, pg_store_env)
+    # Edited before the checkpoint (not a sealed head: a seal would name it),
+    # every guard back on and no note left: the incremental verification does
+    # not read the vouched rows (only --full does).
+    _edit_row(pg_server, schema, 2)
+    assert _run(run_inproc, home, "verify-chain").code == 0
+    full = _run(run_inproc, home, "verify-chain", "--full")
+    assert full.stderr.startswith("BROKEN line 2:"), full.stderr
+    # With a guard down, the prefix is read again, and the edit found at its line.
+    _edit_row(pg_server, schema, 4, keep_guard_down=True)
+    broken = _run(run_inproc, home, "verify-chain")
+    assert broken.stderr.startswith("BROKEN line 2:"), broken.stderr

@@ -26,6 +26,7 @@ from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
+    from ledger.core.checkpoint import Checkpoint
     from ledger.core.signing import Signer
     from ledger.core.trust import TrustStore
     from ledger.edges.files.sealing import SegmentLimits
@@ -272,20 +273,21 @@ class PgChainStore:
                 progress=progress, end=end,
             )  # fmt: skip
 
-    def verify_unsealed(
+    def verify_after_checkpoint(
         self,
         trust: "TrustStore",
+        checkpoint: "Checkpoint",
         *,
         strict: bool = False,
         allow_markers: bool = False,
         end: int | None = None,
     ) -> "ChainReport | None":
-        """Verify only the rows after the newest seal (``verifyrows.verify_unsealed``)."""
-        from ledger.edges.postgres.verifyrows import verify_unsealed
+        """Verify only the rows after a verified checkpoint (``verifyrows``); ``None``: all."""
+        from ledger.edges.postgres.verifyrows import verify_after_checkpoint
 
         with self.db.transaction(read_only=self._tx is None):
-            return verify_unsealed(
-                self.db, trust, strict=strict, allow_markers=allow_markers, end=end
+            return verify_after_checkpoint(
+                self.db, trust, checkpoint, strict=strict, allow_markers=allow_markers, end=end
             )
 
     def committed_end(self) -> int:

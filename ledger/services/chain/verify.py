@@ -76,7 +76,7 @@ def verify_store(
     end: int | None = None,
     resume: Resume | None = None,
     workers: int | None = None,
-    past_seals: bool = False,
+    vouched: bool = False,
 ) -> VerifyOutcome:
     """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
 
@@ -84,21 +84,22 @@ def verify_store(
     it are read, in one pass in constant memory; the outcome then carries the
     tree root and a mark at the head. Without it the store verifies every
     entry (in parallel where it can: ``workers`` processes, else the core count).
-    With ``past_seals``, a store that can vouch for its sealed segments itself
-    (``verify_unsealed``: a database whose append-only guards hold) reads only
-    the entries after the newest seal; when it cannot, the usual path runs.
+    With ``vouched``, a store that can itself vouch that the entries up to the
+    (verified, signed) ``checkpoint`` are unchanged (``verify_after_checkpoint``:
+    a database whose append-only guards hold) reads only the entries after it,
+    without hashing the prefix as a mark needs; when it cannot, the usual path runs.
 
     Raises:
         ChainIOError: the chain cannot be read.
     """
-    unsealed = getattr(store, "verify_unsealed", None) if past_seals else None
-    if unsealed is not None:
-        report = unsealed(trust, strict=strict, allow_markers=allow_markers, end=end)
+    after = getattr(store, "verify_after_checkpoint", None) if vouched else None
+    if after is not None and checkpoint is not None:
+        report = after(trust, checkpoint, strict=strict, allow_markers=allow_markers, end=end)
         if report is not None:
             held = _held(store, report, checkpoint, trust, allow_markers)
-            # The report's first entry line is the first one read, after the sealed ones.
-            sealed = (report.first_entry_line or 1) - 1
-            return held if not held.ok else replace(held, resumed_at=sealed)
+            # The report's first entry line is the first one read, after the vouched ones.
+            done = (report.first_entry_line or 1) - 1
+            return held if not held.ok else replace(held, resumed_at=done)
     if resume is not None and (end is None or end >= resume.mark.position):
         return verify_streamed(
             store, trust, checkpoint, resume, strict=strict, allow_markers=allow_markers, end=end
