@@ -325,3 +325,30 @@ def test_past_a_checkpoint_the_prefix_is_skipped_only_while_its_guards_hold(
     _edit_row(pg_server, schema, 4, keep_guard_down=True)
     broken = _run(run_inproc, home, "verify-chain")
     assert broken.stderr.startswith("BROKEN line 2:"), broken.stderr
+
+
+def test_a_batch_of_verdicts_seals_as_single_appends_do(
+    tmp_path, run_inproc, pg_store_env, pg_server
+):
+    from ledger.batching import BatchRunner
+    from ledger.services.gate.gate import check_verdict
+
+    home = _host(tmp_path, run_inproc, pg_store_env)
+    schema = pg_store_env["LEDGER_STORE_SCHEMA"]
+    logged: list[str] = []
+    runner = BatchRunner(home, {"LEDGER_NOW": NOW, **CAP_ENV, **pg_store_env}, logged.append)
+
+    def batch(runtime: Runtime) -> list[object]:
+        return [check_verdict(runtime, 10_000) for _ in range(8)]
+
+    outcomes = runner.run(batch, lambda: None)
+    assert logged == []
+    assert all(outcome.verdict_ref is not None for outcome in outcomes)  # type: ignore[attr-defined]
+    rows = _rows(pg_server, schema)
+    sealed = _segments(pg_server, schema)
+    assert [(first, last) for _n, first, last, _h, _c in sealed] == [
+        (1 + 3 * i, 3 + 3 * i) for i in range(len(rows) // 3)
+    ]
+    for _n, _first, last, head, _c in sealed:
+        assert head == entry_hash(rows[last - 1])
+    assert _run(run_inproc, home, "verify-chain", "--full").stdout == f"OK {len(rows)} entries\n"

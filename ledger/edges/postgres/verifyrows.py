@@ -198,6 +198,10 @@ def _in_parallel(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    # This transaction waits idle while the workers read: the session's guard
+    # against clients idle in a transaction must not end it (and the snapshot
+    # the workers import) before they are done.
+    db.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
     snapshot = str(db.execute("SELECT pg_export_snapshot()")[0][0])
     jobs = [(db.url, db.listen_options(), snapshot, flags, after, up_to, limit)
             for after, up_to in cuts]  # fmt: skip
