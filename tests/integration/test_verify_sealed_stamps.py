@@ -11,6 +11,7 @@ matches, and is read and verified again.
 import json
 import os
 import shutil
+import struct
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,11 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from ledger.core.verified_mark import SealedStamp
 from ledger.edges.files.segmentfiles import Segment, SegmentDir
 from ledger.runtime import Runtime
 from ledger.services.chain.verify import resume_point
+from ledger.services.ports import ChainStore
 from tests.helpers.segments import append_records, seal_every, segment_bytes
 
 MARK = Path("state") / "verified-mark.json"
@@ -62,17 +65,26 @@ def _edited(home: Path, number: int) -> bytes:
     """Segment ``number`` compressed again with one amount changed: the same size as before.
 
     Only the file's ctime then tells the edit (its manifest, inode and size
-    unchanged, its mtime set back by the caller).
+    unchanged, its mtime set back by the caller). A zstd skippable frame (which
+    every reader passes over) pads the new file to the old one's size.
     """
-    data = segment_bytes(home, number)
-    first, _, rest = data.partition(b"\n")
+    lines = segment_bytes(home, number).splitlines(keepends=True)
     size = _segment(home, number).stat().st_size
-    for digit in b"23456789":
-        changed = first.replace(b'"actual_micros":1', b'"actual_micros":' + bytes([digit]), 1)
-        for level in range(1, 20):
-            packed = zstandard.ZstdCompressor(level=level).compress(changed + b"\n" + rest)
-            if len(packed) == size:
-                return packed
+    for index, line in enumerate(lines):
+        for digit in b"0123456789":
+            changed = line.replace(b'"actual_micros":10', b'"actual_micros":1' + bytes([digit]))
+            if changed == line:
+                continue
+            data = b"".join([*lines[:index], changed, *lines[index + 1 :]])
+            for level in range(1, 20):
+                for checksum in (False, True):
+                    options = zstandard.ZstdCompressor(level=level, write_checksum=checksum)
+                    packed = options.compress(data)
+                    if len(packed) == size:
+                        return packed
+                    if len(packed) <= size - 8:
+                        pad = size - len(packed) - 8
+                        return packed + struct.pack("<II", 0x184D2A50, pad) + bytes(pad)
     raise AssertionError("no edit of the same compressed size")
 
 
@@ -183,3 +195,29 @@ def test_a_mark_of_the_old_format_is_checked_anew_and_replaced(
     assert reads[1] >= 1  # from line 1
     assert run_inproc(["--home", str(checkpointed), "checkpoint"]).code == 0
     assert json.loads(mark.read_text())["format"] == "ledger-verified-mark/2"
+
+
+def test_a_pass_during_which_a_segment_changed_keeps_no_mark(
+    checkpointed: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from dataclasses import replace
+
+    from ledger.services.chain import streaming
+
+    runtime = Runtime(checkpointed, {})
+    trust = runtime.keys.load_trust()
+    assert streaming.stream_verify(runtime.chain, trust).mark is not None
+    real = streaming.stamps_of
+    calls: list[int] = []
+
+    def moved(store: ChainStore, end: int | None) -> tuple[SealedStamp, ...]:
+        stamps = real(store, end)
+        calls.append(len(calls))
+        if len(calls) == 1:
+            return stamps
+        return (replace(stamps[0], ctime_ns=stamps[0].ctime_ns + 1), *stamps[1:])
+
+    monkeypatch.setattr(streaming, "stamps_of", moved)
+    passed = streaming.stream_verify(runtime.chain, trust)
+    assert passed.report.ok
+    assert passed.mark is None

@@ -64,8 +64,9 @@ def stamps_of(store: ChainStore, end: int | None) -> tuple[SealedStamp, ...]:
 class Resume:
     """A mark whose prefix was found unchanged, and the hash of its tail (to go on).
 
+    ``stamps`` are every sealed segment's, taken before the prefix was read;
     ``digest`` covers the prefix's bytes from ``hashed_from`` (the end of the
-    last of ``stamps``, the sealed segments now inside the prefix) to the mark.
+    last of them inside the prefix) to the mark.
     """
 
     def __init__(
@@ -89,13 +90,14 @@ def prefix_unchanged(store: ChainStore, mark: VerifiedMark) -> Resume | None:
     constant memory and hashed (no parsing, no signature checks). ``None``
     when a stamp or a byte differs, the chain is shorter, or it cannot be read.
     A segment sealed since the mark is stamped now, before its bytes are
-    read, and the returned hash starts after it.
+    read, and the returned hash starts after the last one inside the prefix.
     """
-    now = stamps_of(store, mark.position)
+    now = stamps_of(store, None)
     if now[: len(mark.sealed)] != mark.sealed:
         return None
     start = mark.hashed_from
-    tail_from = now[-1].end if now else 0
+    inside = [stamp for stamp in now if stamp.end <= mark.position]
+    tail_from = inside[-1].end if inside else 0
     digest = hashlib.sha256()
     tail = hashlib.sha256()
     read = start
@@ -161,9 +163,12 @@ class _Pass:
         self.markable = True
         self.digest = hashlib.sha256()
         if resume is not None:
-            # The prefix's segments must still be as the resume found them, and
+            # A segment holding bytes of the prefix must be as the resume found
+            # it before reading them (this pass does not read them again), and
             # the tail's hash goes on only when it starts where this pass's does.
-            self.markable = stamps[: len(resume.stamps)] == resume.stamps
+            starts = (0, *(stamp.end for stamp in stamps))
+            held = sum(1 for start in starts[: len(stamps)] if start < resume.mark.position)
+            self.markable = stamps[:held] == resume.stamps[:held]
             if self.hashed_from <= resume.mark.position:
                 self.markable = self.markable and resume.hashed_from == self.hashed_from
                 self.digest = resume.digest.copy()
