@@ -15,9 +15,11 @@ The rows are SPEC's goals: per-call figures (verdict, status, usage) within
 The rows ending in ``then`` run again after 20 new verdicts, from the marks,
 rollups and checkpoints the first runs left.
 
-Run it against another checkout by putting that checkout first on PYTHONPATH::
+Run it against another checkout by putting that checkout first on PYTHONPATH,
+from a folder outside any checkout (``python -m`` puts the current folder
+before PYTHONPATH, so run from a checkout it measures that one)::
 
-    PYTHONPATH=$PWD python bench/bench_scale.py --sizes 10000,100000,1000000
+    cd /tmp && PYTHONPATH=/path/to/checkout python /path/to/bench/bench_scale.py
 """
 
 import argparse
@@ -87,7 +89,7 @@ def build(workdir: Path, entries: int, seal_every: int | None) -> tuple[Path, st
         verdict = _json(home, "verdict", "0.01")
         # The chain's own bytes: each sealed segment's as its manifest gives them, uncompressed.
         chain = sum(
-            int(json.loads(p.read_text())["size"]) for p in (home / "segments").glob("*.json")
+            int(json.loads(p.read_text())["size"]) for p in (home / "segments").glob("[0-9]*.json")
         )
         return (
             home,

@@ -17,6 +17,26 @@ checking signatures, in constant memory) and resumes only when both are
 unchanged, so a byte edited inside the verified prefix, or a key revoked
 since, sends the verification back to line 1. ``verify-chain --full`` (and the
 daemon's periodic verification) checks every entry's signature again anyway.
+
+Sealed segments (format 2) are not hashed again: the mark stamps each sealed
+segment inside the prefix by its file's identity — device, inode, size,
+``mtime_ns``, ``ctime_ns`` and the SHA-256 of its manifest — taken before its
+bytes were read and found unchanged after, and ``prefix_sha256`` covers only
+the bytes after the last stamped segment (``hashed_from`` on). A segment whose
+stamp differs now is read and verified again. Why a stamp is enough for an
+incremental check: writing to a file changes its ``mtime`` and its ``ctime``;
+``os.utime`` can set the ``mtime`` back but itself sets the ``ctime`` to now,
+and no call from user space sets a ``ctime`` back; replacing the file (a
+rename over it, a copy and a move) gives it another inode. Only someone who
+can set the system clock back (root) or write the disk's blocks beneath the
+file system could keep a stamp while changing bytes — and someone who can
+write the home can rewrite this unsigned mark as well, today's prefix hash
+included. An incremental run is the operator's quick check of what was added;
+``verify-chain --full`` is the auditor's, and trusts no stamp and no mark.
+
+A mark of format 1 (a hash over the whole prefix, no stamps) is still read:
+it is never believed, so the next verification starts at line 1 as if there
+were none, and writes a mark of format 2.
 """
 
 from dataclasses import dataclass
@@ -25,7 +45,56 @@ from typing import Any
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.merkle import RootBuilder
 
-MARK_FORMAT = "ledger-verified-mark/1"
+MARK_FORMAT = "ledger-verified-mark/2"
+
+
+@dataclass(frozen=True, slots=True)
+class SealedStamp:
+    """A sealed segment's file identity when its bytes verified (see the module's docstring)."""
+
+    number: int
+    end: int  # the whole chain's position just after the segment
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    manifest_sha256: str
+
+    def to_document(self) -> dict[str, Any]:
+        """The JSON form inside the mark.
+
+        Device, inode and times are decimal strings: they exceed the integers
+        canonical JSON carries exactly (2⁵³).
+        """
+        return {
+            "number": self.number,
+            "end": self.end,
+            "device": str(self.device),
+            "inode": str(self.inode),
+            "size": self.size,
+            "mtime_ns": str(self.mtime_ns),
+            "ctime_ns": str(self.ctime_ns),
+            "manifest_sha256": self.manifest_sha256,
+        }
+
+
+def stamp_from_document(document: Any) -> SealedStamp:
+    """A stamp read back.
+
+    Raises:
+        KeyError, TypeError, ValueError: the document is not a stamp.
+    """
+    return SealedStamp(
+        number=int(document["number"]),
+        end=int(document["end"]),
+        device=int(document["device"]),
+        inode=int(document["inode"]),
+        size=int(document["size"]),
+        mtime_ns=int(document["mtime_ns"]),
+        ctime_ns=int(document["ctime_ns"]),
+        manifest_sha256=str(document["manifest_sha256"]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +109,14 @@ class VerifiedMark:
     head_hash: str
     head_ts: str
     frontier: tuple[str, ...]
-    prefix_sha256: str
+    prefix_sha256: str  # of the bytes from ``hashed_from`` to ``position``
     trust_sha256: str
+    sealed: tuple[SealedStamp, ...] = ()  # segments 1, 2, … up to ``hashed_from``
+
+    @property
+    def hashed_from(self) -> int:
+        """Where the bytes ``prefix_sha256`` covers begin: after the last stamped segment."""
+        return self.sealed[-1].end if self.sealed else 0
 
     def to_document(self) -> dict[str, Any]:
         """The JSON form stored beside the checkpoints."""
@@ -57,6 +132,7 @@ class VerifiedMark:
             "frontier": list(self.frontier),
             "prefix_sha256": self.prefix_sha256,
             "trust_sha256": self.trust_sha256,
+            "sealed": [stamp.to_document() for stamp in self.sealed],
         }
 
     def root_builder(self) -> RootBuilder:
@@ -69,7 +145,11 @@ class VerifiedMark:
 
 
 def mark_from_document(document: Any) -> VerifiedMark | None:
-    """A mark read back, or ``None`` when the document is not one (it is only a cache)."""
+    """A mark read back, or ``None`` when the document is not one (it is only a cache).
+
+    A mark of an older format is ``None`` too: it is only a cache, so the next
+    verification checks from line 1 and keeps a mark of this format.
+    """
     try:
         if document["format"] != MARK_FORMAT:
             return None
@@ -84,11 +164,18 @@ def mark_from_document(document: Any) -> VerifiedMark | None:
             frontier=tuple(str(node) for node in document["frontier"]),
             prefix_sha256=str(document["prefix_sha256"]),
             trust_sha256=str(document["trust_sha256"]),
+            sealed=tuple(stamp_from_document(stamp) for stamp in document["sealed"]),
         )
         mark.root_builder()
     except (KeyError, TypeError, ValueError):
         return None
     if mark.entries < 1 or mark.lines < mark.entries or not 0 <= mark.line_start < mark.position:
+        return None
+    numbers = [stamp.number for stamp in mark.sealed]
+    ends = [stamp.end for stamp in mark.sealed]
+    if numbers != list(range(1, len(numbers) + 1)) or ends != sorted(ends):
+        return None
+    if mark.hashed_from > mark.position:
         return None
     return mark
 

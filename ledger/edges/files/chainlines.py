@@ -7,13 +7,17 @@ only this, so it reads the chain without depending on the writer's module.
 """
 
 import errno
+import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from ledger.core.checkpoint import CheckpointError
+from ledger.core.verified_mark import SealedStamp
 from ledger.edges.fileio import open_regular
 from ledger.edges.files.chainview import ChainView, open_view, view_lines
-from ledger.edges.files.segmentfiles import SegmentDir
+from ledger.edges.files.segmentfiles import SegmentDir, segment_from_document
 from ledger.errors import ChainIOError
 
 
@@ -66,3 +70,42 @@ class ChainLines:
             yield from view_lines(view, self.segments, start, end)
         finally:
             view.close()
+
+    def sealed_stamps(self, end: int | None = None) -> tuple[SealedStamp, ...]:
+        """Stamps of the sealed segments 1, 2, … that end at or before ``end`` (all: ``None``).
+
+        A stamp is the segment file's identity (``os.stat``: device, inode,
+        size, ``mtime_ns``, ``ctime_ns``) and its manifest's SHA-256, read
+        afresh. The stamps stop at the first segment that cannot be stamped: its
+        data cannot be found (archived, no archive given), or its manifest now
+        says something else than the listing the chain is read through.
+
+        Raises:
+            ChainIOError: the segments cannot be listed.
+        """
+        if self.segments is None:
+            return ()
+        stamps: list[SealedStamp] = []
+        for segment in self.segments.listing():
+            if end is not None and segment.end > end:
+                break
+            manifest = self.segments.manifest_path(segment.number)
+            try:
+                info = os.stat(self.segments.data_path(segment))  # noqa: PTH116
+                document = manifest.read_bytes()
+                if segment_from_document(json.loads(document), str(manifest)) != segment:
+                    break
+            except (OSError, ValueError, ChainIOError, CheckpointError):
+                break
+            stamp = SealedStamp(
+                number=segment.number,
+                end=segment.end,
+                device=info.st_dev,
+                inode=info.st_ino,
+                size=info.st_size,
+                mtime_ns=info.st_mtime_ns,
+                ctime_ns=info.st_ctime_ns,
+                manifest_sha256=hashlib.sha256(document).hexdigest(),
+            )
+            stamps.append(stamp)
+        return tuple(stamps)

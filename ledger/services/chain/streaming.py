@@ -9,16 +9,25 @@ A pass may start at a ``VerifiedMark`` (the end of a prefix a signed
 checkpoint vouches for, whose bytes hash as they did) instead of the first
 line: then it checks only the entries after it, and its report counts the
 whole chain. Each pass hashes the bytes it verified, for the next mark.
+
+A store that can stamp its sealed segments (``SealedStamps``: the file store)
+lets a pass skip hashing them: the mark keeps their stamps, taken before the
+pass read anything and found the same after it, and hashes only the bytes
+after the last one (``ledger.core.verified_mark`` says why a stamp is enough
+for an incremental check, and what only ``--full`` rules out). A stamp that
+differs now makes the mark unusable, so the segment is read and verified
+again; a pass whose stamps changed while it ran keeps no mark.
 """
 
 import hashlib
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from ledger.core.chain import ChainReport, ChainVerifier
 from ledger.core.envelope import GENESIS, EnvelopeFormatError, ParsedEntry, parse_line
 from ledger.core.merkle import RootBuilder, leaf_hash
 from ledger.core.trust import TrustStore, trust_fingerprint
-from ledger.core.verified_mark import VerifiedMark
+from ledger.core.verified_mark import SealedStamp, VerifiedMark
 from ledger.errors import ChainIOError
 from ledger.services.ports import ChainStore
 
@@ -33,32 +42,76 @@ class StreamedChain:
     hash_at: str | None
 
 
-class Resume:
-    """A mark whose prefix was found unchanged, and the prefix's hash so far (to go on)."""
+@runtime_checkable
+class SealedStamps(Protocol):
+    """A store whose sealed segments can be stamped by file identity (the file store)."""
 
-    def __init__(self, mark: VerifiedMark, digest: "hashlib._Hash") -> None:
+    def sealed_stamps(self, end: int | None = None) -> tuple[SealedStamp, ...]:
+        """Stamps of segments 1, 2, … that end at or before ``end``, up to the first unstampable."""
+        ...
+
+
+def stamps_of(store: ChainStore, end: int | None) -> tuple[SealedStamp, ...]:
+    """The store's stamps of its sealed segments ending by ``end``; none for other stores."""
+    if not isinstance(store, SealedStamps):
+        return ()
+    try:
+        return store.sealed_stamps(end)
+    except ChainIOError:
+        return ()
+
+
+class Resume:
+    """A mark whose prefix was found unchanged, and the hash of its tail (to go on).
+
+    ``stamps`` are every sealed segment's, taken before the prefix was read;
+    ``digest`` covers the prefix's bytes from ``hashed_from`` (the end of the
+    last of them inside the prefix) to the mark.
+    """
+
+    def __init__(
+        self,
+        mark: VerifiedMark,
+        digest: "hashlib._Hash",
+        hashed_from: int = 0,
+        stamps: tuple[SealedStamp, ...] = (),
+    ) -> None:
         self.mark = mark
         self.digest = digest
+        self.hashed_from = hashed_from
+        self.stamps = stamps
 
 
 def prefix_unchanged(store: ChainStore, mark: VerifiedMark) -> Resume | None:
-    """The mark with its prefix's running hash, when the prefix's bytes are as verified.
+    """The mark with its tail's running hash, when the prefix is as verified.
 
-    Reads the prefix once in constant memory, hashing it (no parsing, no
-    signature checks); ``None`` when a byte differs, the chain is shorter, or it
-    cannot be read.
+    Every sealed segment the mark stamps must have the same stamp now (none of
+    its bytes is read); the bytes after the last of them are read once in
+    constant memory and hashed (no parsing, no signature checks). ``None``
+    when a stamp or a byte differs, the chain is shorter, or it cannot be read.
+    A segment sealed since the mark is stamped now, before its bytes are
+    read, and the returned hash starts after the last one inside the prefix.
     """
+    now = stamps_of(store, None)
+    if now[: len(mark.sealed)] != mark.sealed:
+        return None
+    start = mark.hashed_from
+    inside = [stamp for stamp in now if stamp.end <= mark.position]
+    tail_from = inside[-1].end if inside else 0
     digest = hashlib.sha256()
-    read = 0
+    tail = hashlib.sha256()
+    read = start
     try:
-        for raw in store.iter_lines(0, mark.position):
+        for raw in store.iter_lines(start, mark.position):
             digest.update(raw)
+            if read >= tail_from:
+                tail.update(raw)
             read += len(raw)
     except ChainIOError:
         return None
     if read != mark.position or digest.hexdigest() != mark.prefix_sha256:
         return None
-    return Resume(mark, digest)
+    return Resume(mark, tail, tail_from, now)
 
 
 def mark_holds(store: ChainStore, mark: VerifiedMark) -> bool:
@@ -95,12 +148,31 @@ def _first_hash(store: ChainStore) -> str | None:
 
 
 class _Pass:
-    """The running state of one pass: positions, the tree, the prefix hash, a hash asked for."""
+    """The running state of one pass: positions, the tree, the prefix hash, a hash asked for.
 
-    def __init__(self, resume: Resume | None, hash_at_count: int | None) -> None:
+    Only lines from ``hashed_from`` (the end of the last stamped segment) are
+    hashed; ``markable`` is ``False`` when the hash cannot cover exactly that.
+    """
+
+    def __init__(
+        self, resume: Resume | None, hash_at_count: int | None, stamps: tuple[SealedStamp, ...]
+    ) -> None:
         mark = resume.mark if resume is not None else None
+        self.stamps = stamps
+        self.hashed_from = stamps[-1].end if stamps else 0
+        self.markable = True
+        self.digest = hashlib.sha256()
+        if resume is not None:
+            # A segment holding bytes of the prefix must be as the resume found
+            # it before reading them (this pass does not read them again), and
+            # the tail's hash goes on only when it starts where this pass's does.
+            starts = (0, *(stamp.end for stamp in stamps))
+            held = sum(1 for start in starts[: len(stamps)] if start < resume.mark.position)
+            self.markable = stamps[:held] == resume.stamps[:held]
+            if self.hashed_from <= resume.mark.position:
+                self.markable = self.markable and resume.hashed_from == self.hashed_from
+                self.digest = resume.digest.copy()
         self.builder = mark.root_builder() if mark is not None else RootBuilder()
-        self.digest = resume.digest.copy() if resume is not None else hashlib.sha256()
         self.line_start = mark.line_start if mark is not None else 0
         self.position = mark.position if mark is not None else 0
         self.head_start = self.line_start
@@ -140,7 +212,9 @@ def stream_verify(
     Raises:
         ChainIOError: the chain cannot be read.
     """
-    state = _Pass(resume, hash_at_count)
+    # Stamped before any byte is read: a segment changed while it is read
+    # differs from its stamp afterwards, and the pass keeps no mark.
+    state = _Pass(resume, hash_at_count, stamps_of(store, end))
     mark = resume.mark if resume is not None else None
     verifier = ChainVerifier(
         trust,
@@ -159,7 +233,10 @@ def stream_verify(
         except ValueError as exc:  # a ts_utc of the right shape but no calendar time
             failed = ((mark.lines if mark else 0) + verifier.report().lines, str(exc))
             break
-        state.digest.update(raw)
+        if state.line_start >= state.hashed_from:
+            state.digest.update(raw)
+    if state.stamps and stamps_of(store, state.head_end) != state.stamps:
+        state.markable = False
     return _result(verifier.report(), state, mark, failed, trust_fingerprint(trust))
 
 
@@ -184,7 +261,8 @@ def _result(
     )
     if not new.ok or genesis is None or head is None or head_ts is None:
         return StreamedChain(report, None, None, state.hash_at)
-    if state.position != state.head_end:  # skipped markers after the head: no mark
+    if state.position != state.head_end or not state.markable:
+        # Markers skipped after the head, or stamps that changed meanwhile: no mark.
         return StreamedChain(report, state.builder.root().hex(), None, state.hash_at)
     mark = VerifiedMark(
         chain_id=genesis,
@@ -197,5 +275,6 @@ def _result(
         frontier=tuple(node.hex() for node in state.builder.frontier()),
         prefix_sha256=state.digest.hexdigest(),
         trust_sha256=trust_sha256,
+        sealed=state.stamps,
     )
     return StreamedChain(report, state.builder.root().hex(), mark, state.hash_at)

@@ -53,8 +53,9 @@ def resume_point(
 
     It may start at ``mark`` when the checkpoint is signed by a key that
     counts, the mark ends exactly where the checkpoint vouches for (count,
-    head, tree root) under the same trust store, and the prefix's bytes hash
-    as they did when they verified (``ledger.core.verified_mark``).
+    head, tree root) under the same trust store, its sealed segments keep the
+    stamps they had and the bytes after them hash as they did when they
+    verified (``ledger.core.verified_mark``).
     """
     if mark is None or checkpoint is None:
         return None
