@@ -10,10 +10,7 @@ from ledger.core.trust import TrustedKey, TrustStore, trust_from_document
 from ledger.errors import EXIT_HALT, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from ledger.core.checkpoint import Checkpoint
     from ledger.runtime import Runtime
-    from ledger.services.chain.streaming import Resume
-    from ledger.services.ports import ChainStore
 
 
 def _parse_key_option(value: str) -> tuple[str | None, Path]:
@@ -65,21 +62,6 @@ def _state_size(runtime: "Runtime") -> int | None:
     return None if stored is None else stored.size
 
 
-def _resume(
-    runtime: "Runtime", store: "ChainStore", trust: TrustStore, cp: "Checkpoint | None"
-) -> "Resume | None":
-    """Where the home's verified mark lets a verification resume (``None``: line 1).
-
-    A database vouches for its checkpointed prefix itself
-    (``verify_after_checkpoint``): no prefix is hashed for a mark there.
-    """
-    from ledger.services.chain.verify import resume_point
-
-    if hasattr(store, "verify_after_checkpoint"):
-        return None
-    return resume_point(store, trust, cp, runtime.verified_mark())
-
-
 def _home_chain(runtime: "Runtime") -> object:
     """The home's chain as it is: a fleet's rows are read without sealing anything spooled."""
     chain = runtime.chain
@@ -121,6 +103,7 @@ def run_verify(
     from ledger.services.chain.verify import (
         committed_bound,
         held_against_state,
+        resume_point,
         verify_store,
     )
 
@@ -165,12 +148,12 @@ def run_verify(
     # Only the home's own chain, under the home's own rules, resumes where its
     # newest checkpoint's verification ended: other keys or rules judge anew.
     home_rules = log is None and trust_store is None and not keys and checkpoint is None
-    incremental = home_rules and not full and not strict and not allow_markers
-    resume = _resume(runtime, store, trust, cp) if incremental else None
+    resume = None
+    if home_rules and not full and not strict and not allow_markers:
+        resume = resume_point(store, trust, cp, runtime.verified_mark())
     outcome = verify_store(
         store, trust, cp, strict=strict, allow_markers=allow_markers,
         progress=_progress if show_progress else None, end=end, resume=resume, workers=jobs,
-        vouched=incremental,
     )  # fmt: skip
     if show_progress:
         sys.stderr.write("\r")
@@ -183,8 +166,7 @@ def run_verify(
         )  # fmt: skip
     if outcome.ok:
         if log is None and outcome.entries:
-            # After a vouched prefix was taken as verified, the index catches up only.
-            _sync_merkle_index(runtime, full=resume is None and outcome.resumed_at is None)
+            _sync_merkle_index(runtime, full=resume is None)
         if not as_json:
             sys.stdout.write(f"OK {outcome.entries} entries\n")
         return 0

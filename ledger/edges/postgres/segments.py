@@ -14,11 +14,12 @@ A seal's checkpoint is kept in ``segments`` only, not among the checkpoints
 that ``ledger checkpoint`` writes (those also vouch for a verified tree root,
 which a seal written under the lock does not compute).
 
-Rows of ``segments`` are appended only (the same trigger as ``chain``'s). A
-verification may skip re-reading a sealed range only while that is still
-enforced (``guards_intact``): every append-only trigger of ``chain`` and
-``segments`` present and enabled, and no change noted in ``chain_tampered``.
-``verify-chain --full`` reads every row anyway.
+Rows of ``segments`` are appended only (the same trigger as ``chain``'s).
+A seal never lets a verification skip its rows: the writer that sealed them
+appended the last one, it did not verify the others' signatures (and an
+owner's edit past the triggers leaves no trace a reader could check). What a
+seal gives a verification is its boundary: each range must end at the entry
+its signed checkpoint names, and a seal past the last row means rows were cut.
 """
 
 import datetime as dt
@@ -35,16 +36,6 @@ if TYPE_CHECKING:
     from ledger.core.signing import Signer
     from ledger.edges.files.sealing import SegmentLimits
     from ledger.edges.postgres.db import PgDatabase
-
-# What a skipped sealed range relies on: each must exist and fire (origin or always).
-GUARDS = (
-    ("chain", "chain_append_only"),
-    ("chain", "chain_not_truncated"),
-    ("chain", "chain_changed"),
-    ("chain", "chain_truncated"),
-    ("segments", "segments_append_only"),
-    ("segments", "segments_not_truncated"),
-)
 
 NEWEST_SQL = "SELECT number, last_seq FROM segments ORDER BY number DESC LIMIT 1"
 LISTING_SQL = (
@@ -86,24 +77,6 @@ def listing(db: "PgDatabase") -> list[SealedRange]:
         SealedRange(int(n), int(first), int(last), int(end), str(head), bytes(doc))
         for n, first, last, end, head, doc in db.execute(LISTING_SQL)
     ]
-
-
-def guards_intact(db: "PgDatabase") -> bool:
-    """Whether the append-only triggers are all there and enabled, and no change was noted.
-
-    ``tgenabled`` is ``O`` (fires) or ``A`` (fires always); ``D`` is disabled
-    and ``R`` fires only on a replica. Anything else means a sealed range may
-    have been edited since it was sealed: the caller reads it all again.
-    """
-    rows = db.execute(
-        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
-        " WHERE c.relnamespace = to_regnamespace(%s) AND t.tgenabled IN ('O', 'A')",
-        (db.schema,),
-    )
-    found = {(str(table), str(name)) for table, name in rows}
-    if not all(guard in found for guard in GUARDS):
-        return False
-    return not db.execute("SELECT EXISTS (SELECT 1 FROM chain_tampered)")[0][0]
 
 
 def open_range(db: "PgDatabase", kept: dict[str, Any] | None) -> OpenRange:

@@ -26,7 +26,6 @@ from ledger.errors import ChainIOError
 
 if TYPE_CHECKING:
     from ledger.core.chain import ChainReport
-    from ledger.core.checkpoint import Checkpoint
     from ledger.core.signing import Signer
     from ledger.core.trust import TrustStore
     from ledger.edges.files.sealing import SegmentLimits
@@ -272,23 +271,6 @@ class PgChainStore:
                 self.db, trust, strict=strict, allow_markers=allow_markers, workers=workers,
                 progress=progress, end=end,
             )  # fmt: skip
-
-    def verify_after_checkpoint(
-        self,
-        trust: "TrustStore",
-        checkpoint: "Checkpoint",
-        *,
-        strict: bool = False,
-        allow_markers: bool = False,
-        end: int | None = None,
-    ) -> "ChainReport | None":
-        """Verify only the rows after a verified checkpoint (``verifyrows``); ``None``: all."""
-        from ledger.edges.postgres.verifyrows import verify_after_checkpoint
-
-        with self.db.transaction(read_only=self._tx is None):
-            return verify_after_checkpoint(
-                self.db, trust, checkpoint, strict=strict, allow_markers=allow_markers, end=end
-            )
 
     def committed_end(self) -> int:
         """Where the committed chain ends, read without the advisory lock."""

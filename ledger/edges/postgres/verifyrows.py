@@ -14,13 +14,9 @@ every cut. Then each sealed segment is held to its seal: its last row must be
 the entry its signed checkpoint names, and a seal whose rows are gone (a cut at
 a boundary) is reported at the first missing line.
 
-``verify_after_checkpoint`` (``verify-chain`` without ``--full``) reads only
-the rows after the newest verified checkpoint, verified from its head, while
-the append-only guards hold (``segments.guards_intact``): the prefix is not
-read again, not even hashed. Otherwise it answers ``None`` and the caller
-reads everything. A seal alone never lets a verification skip rows: the
-writer that sealed them appended the last of them, it did not verify the
-others' signatures; ``ledger checkpoint`` did.
+Without ``--full``, ``verify-chain`` resumes at the home's verified mark as on
+one host: the prefix's bytes are hashed again (byte-exact, whatever a
+trigger allowed), its signatures are not checked again.
 """
 
 import os
@@ -33,8 +29,6 @@ from ledger.core.envelope import GENESIS, EnvelopeFormatError, parse_line
 from ledger.edges.postgres import segments as seg
 
 if TYPE_CHECKING:
-    from ledger.core.checkpoint import Checkpoint
-    from ledger.core.envelope import ParsedEntry
     from ledger.core.trust import TrustStore
     from ledger.edges.postgres.db import PgDatabase
 
@@ -84,72 +78,6 @@ def verify_rows(
     if not report.ok:
         return report
     return _held_to_seals(db, trust, report, last_seq, limit)
-
-
-def verify_after_checkpoint(
-    db: "PgDatabase",
-    trust: "TrustStore",
-    checkpoint: "Checkpoint",
-    *,
-    strict: bool = False,
-    allow_markers: bool = False,
-    end: int | None = None,
-) -> ChainReport | None:
-    """Verify only the rows after a verified checkpoint, from its head; ``None``: read them all.
-
-    The rows up to ``checkpoint`` (one ``ledger checkpoint`` signed after
-    verifying them) are taken as verified, without reading them, when: the
-    append-only guards hold (``segments.guards_intact``: no row could have
-    been changed or removed since), the checkpoint is signed by a key that
-    counts, its row still holds the entry it names and the chain still begins
-    with the entry it names. Any doubt answers ``None``: the caller reads
-    every row. The seals are then held as ``verify_rows`` holds them.
-    """
-    if checkpoint_signature_problem(checkpoint, trust) is not None:
-        return None
-    if not seg.guards_intact(db):
-        return None
-    start = checkpoint.entries
-    ends = db.execute(
-        "SELECT seq, end_pos, line FROM chain WHERE seq IN (1, %s) ORDER BY seq", (start,)
-    )
-    found = {int(seq): (int(pos), bytes(line)) for seq, pos, line in ends}
-    if 1 not in found or start not in found or _hash(found[1][1]) != checkpoint.chain_id:
-        return None
-    position, line = found[start]
-    head = _parsed(line)
-    if head is None or head.entry_hash != checkpoint.head_hash:
-        return None
-    limit = committed_end(db) if end is None else end
-    if position > limit:
-        return None
-    verifier = ChainVerifier(
-        trust, strict=strict, allow_markers=allow_markers, expected_prev=head.entry_hash,
-        first_line=start + 1,
-    )  # fmt: skip
-    for (raw,) in db.stream(
-        "SELECT line FROM chain WHERE seq > %s AND end_pos <= %s ORDER BY seq", (start, limit)
-    ):
-        if not verifier.feed(bytes(raw)):
-            break
-    new = verifier.report()
-    # ``first_entry_line`` is the first line read: the ones before it were vouched for.
-    report = ChainReport(
-        new.ok, start + new.entries, start + new.lines, new.line, new.reason, GENESIS,
-        checkpoint.chain_id, new.head_hash if new.entries else head.entry_hash,
-        new.head_ts if new.entries else head.ts_utc, start + 1,
-    )  # fmt: skip
-    if not report.ok:
-        return report
-    last = db.execute("SELECT coalesce(max(seq), 0) FROM chain")
-    return _held_to_seals(db, trust, report, int(last[0][0]), limit)
-
-
-def _parsed(raw: bytes) -> "ParsedEntry | None":
-    try:
-        return parse_line(raw.rstrip(b"\n"))
-    except EnvelopeFormatError:
-        return None
 
 
 def _hash(raw: bytes) -> str | None:

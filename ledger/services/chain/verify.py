@@ -2,7 +2,7 @@
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -77,7 +77,6 @@ def verify_store(
     end: int | None = None,
     resume: Resume | None = None,
     workers: int | None = None,
-    vouched: bool = False,
 ) -> VerifyOutcome:
     """Verify every entry (up to position ``end``), then hold the chain against ``checkpoint``.
 
@@ -85,22 +84,10 @@ def verify_store(
     it are read, in one pass in constant memory; the outcome then carries the
     tree root and a mark at the head. Without it the store verifies every
     entry (in parallel where it can: ``workers`` processes, else the core count).
-    With ``vouched``, a store that can itself vouch that the entries up to the
-    (verified, signed) ``checkpoint`` are unchanged (``verify_after_checkpoint``:
-    a database whose append-only guards hold) reads only the entries after it,
-    without hashing the prefix as a mark needs; when it cannot, the usual path runs.
 
     Raises:
         ChainIOError: the chain cannot be read.
     """
-    after = getattr(store, "verify_after_checkpoint", None) if vouched else None
-    if after is not None and checkpoint is not None:
-        report = after(trust, checkpoint, strict=strict, allow_markers=allow_markers, end=end)
-        if report is not None:
-            held = _held(store, report, checkpoint, trust, allow_markers)
-            # The report's first entry line is the first one read, after the vouched ones.
-            done = (report.first_entry_line or 1) - 1
-            return held if not held.ok else replace(held, resumed_at=done)
     if resume is not None and (end is None or end >= resume.mark.position):
         return verify_streamed(
             store, trust, checkpoint, resume, strict=strict, allow_markers=allow_markers, end=end
@@ -112,17 +99,6 @@ def verify_store(
         )  # fmt: skip
     else:  # no entries yet: the checkpoint, if any, says whether some were lost
         report = ChainReport(ok=True, entries=0, lines=0)
-    return _held(store, report, checkpoint, trust, allow_markers)
-
-
-def _held(
-    store: ChainStore,
-    report: ChainReport,
-    checkpoint: Checkpoint | None,
-    trust: TrustStore,
-    allow_markers: bool,
-) -> VerifyOutcome:
-    """The outcome of a verified ``report``, held against ``checkpoint``."""
     if not report.ok:
         return VerifyOutcome(False, report.entries, report.line, report.reason)
     if checkpoint is not None:
