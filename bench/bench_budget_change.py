@@ -1,0 +1,143 @@
+"""What adding a budget costs the next verdict on a long chain, and where that time goes.
+
+Builds a home of ``--entries`` records spread over eight days of one month
+(``tests.helpers.bighome``: the product's own sealing bytes and key), builds
+its derived state with one verdict, times the median of five normal verdicts,
+then adds a ``[[budgets]]`` table (``--period``, default a month, so the new
+budget counts every entry) and times the next verdict while others are issued
+back to back beside it (goal, SPEC §21: within 2x of the median, none refused).
+With ``--profile`` the verdict after the change runs again on a fresh copy
+under cProfile and the functions that took longest are printed, to show what
+counting the new budget's current period spends its time on.
+
+Every figure is wall time of a whole ``python -m ledger verdict`` process, so
+the median includes the interpreter's start; the load is printed beside it::
+
+    PYTHONPATH=$PWD nice -n 10 python bench/bench_budget_change.py --entries 100000
+"""
+
+import argparse
+import datetime as dt
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.bighome import append_entries  # noqa: E402
+
+_DAYS = 8
+# The chain ends 2026-11-30 08:00 (``bighome`` starts on the 22nd); an hour later
+# a day's, a week's and a month's budget all count entries of the chain.
+_NOW = "2026-11-30T09:00:00Z"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env["LEDGER_NOW"] = _NOW
+    return env
+
+
+def _ledger(home: Path, *args: str, prefix: tuple[str, ...] = ()) -> tuple[int, float, str]:
+    began = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, *prefix, "-m", "ledger", "--home", str(home), *args],
+        capture_output=True, text=True, env=_env(), check=False,
+    )  # fmt: skip
+    return proc.returncode, time.perf_counter() - began, proc.stderr.strip()
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def build(workdir: Path, entries: int) -> Path:
+    home = workdir / "home"
+    code, _, err = _ledger(home, "init", "--daily-cap-usd", "1000000")
+    if code != 0:
+        raise SystemExit(f"init failed: {err}")
+    append_entries(home, entries, _env(), step=dt.timedelta(days=_DAYS) / entries)
+    code, took, err = _ledger(home, "verdict", "0.01")
+    if code != 0:
+        raise SystemExit(f"first verdict failed: {err}")
+    print(f"  derived state built from line 1 by the first verdict: {took:.1f} s ({_load()})")
+    return home
+
+
+def _add_budget(home: Path, period: str) -> None:
+    config = home / "ledger.toml"
+    config.write_text(
+        config.read_text() + f'\n[[budgets]]\nname = "new"\nusd = 500\nperiod = "{period}"\n'
+    )
+
+
+def change(home: Path, period: str) -> None:
+    normal = [_ledger(home, "verdict", "0.01")[1] for _ in range(5)]
+    median = statistics.median(normal)
+    print(f"  normal verdict: median {median * 1000:.0f} ms of 5 ({_load()})")
+    _add_budget(home, period)
+    began = time.perf_counter()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "--home", str(home), "verdict", "0.01"],
+        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    others, refused = [], 0
+    while first.poll() is None:
+        code, took, _err = _ledger(home, "verdict", "0.01")
+        others.append(took)
+        refused += code != 0
+    took = time.perf_counter() - began
+    code = first.wait()
+    err = (first.stderr.read() if first.stderr else "").strip()
+    verdict = "OK" if code == 0 and took <= 2 * median else "ABOVE GOAL"
+    print(f"  a {period} budget added: next verdict {took * 1000:.0f} ms = {took / median:.1f}x "
+          f"the median (goal <= 2x: {verdict}){'' if code == 0 else ' ' + err}; meanwhile "
+          f"{len(others)} verdicts, refused {refused}, slowest {max(others, default=0):.2f} s "
+          f"({_load()})")  # fmt: skip
+
+
+def profile(home: Path, period: str, top: int) -> None:
+    _add_budget(home, period)
+    out = home.parent / "verdict.prof"
+    code, took, err = _ledger(home, "verdict", "0.01", prefix=("-m", "cProfile", "-o", str(out)))
+    if code != 0:
+        raise SystemExit(f"profiled verdict failed: {err}")
+    print(f"  profiled verdict after the change: {took:.2f} s; its costliest functions:")
+    stats = pstats.Stats(str(out))
+    rows = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)  # type: ignore[attr-defined]
+    for (path, line, name), (_cc, _nc, _tt, cumulative, _callers) in rows[:top]:
+        print(f"    {cumulative:7.2f} s  {Path(path).name}:{line}({name})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--period", default="month", help="the period of the budget added")
+    parser.add_argument("--profile", action="store_true", help="also profile the verdict")
+    parser.add_argument("--top", type=int, default=25, help="functions the profile shows")
+    args = parser.parse_args()
+    print(f"== adding a budget on a {args.entries:,}-entry home (ledger from "
+          f"{os.environ.get('PYTHONPATH', 'the installed package')}) ==")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-budget-change-") as tmp:
+        workdir = Path(tmp)
+        home = build(workdir, args.entries)
+        for name in ("change", "profile") if args.profile else ("change",):
+            copy = workdir / name / "home"
+            shutil.copytree(home, copy, symlinks=True)
+            if name == "profile":
+                profile(copy, args.period, args.top)
+            else:
+                change(copy, args.period)
+            shutil.rmtree(copy.parent)
+
+
+if __name__ == "__main__":
+    main()
