@@ -7,8 +7,8 @@ a key rotation's next verdict folds nothing, while a revocation still makes the
 next one verify the chain again.
 """
 
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -57,6 +57,7 @@ def _fresh_figures(home: Path, tmp: Path) -> str:
 
 def _built(tmp: Path, entries: int = ENTRIES, lock_timeout: int | None = None) -> Path:
     home = tmp / "home"
+    tmp.mkdir(parents=True, exist_ok=True)
     init = subprocess.run(
         [sys.executable, "-m", "ledger", "--home", str(home), "init", "--daily-cap-usd", "1000"],
         env=clean_env(), capture_output=True, text=True, check=False,
@@ -66,7 +67,9 @@ def _built(tmp: Path, entries: int = ENTRIES, lock_timeout: int | None = None) -
     if lock_timeout is not None:
         config = home / "ledger.toml"
         text = config.read_text()
-        text = re.sub(r"(?m)^lock_timeout_seconds = .*$", f"lock_timeout_seconds = {lock_timeout}", text)
+        text = re.sub(
+            r"(?m)^lock_timeout_seconds = .*$", f"lock_timeout_seconds = {lock_timeout}", text
+        )
         assert f"lock_timeout_seconds = {lock_timeout}" in text
         config.write_text(text)
     assert _verdict(home).returncode == 0  # the live state, folded once
@@ -158,3 +161,48 @@ def test_a_rebuild_killed_anywhere_leaves_the_figures_of_a_fresh_fold(
     rebuilt = _ledger(home, "rebuild-state")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert _figures(home) == _fresh_figures(home, tmp_path)
+
+
+SHORT, LONG = 2_000, 50_000
+# Far below what holding the long chain's refs and rows costs (a fold holding
+# them, or a check of the live index holding its rows, grows 15 to 29 MiB from the
+# short home to the long one), above the noise of a process's start-up and
+# of SQLite's page caches (bounded).
+CONSTANT_KIB = 8 * 1024
+
+# Rebuilds the state of the home it is given, beside the live one. The
+# report's rollups, which ``rebuild-state`` folds afterwards, are measured by
+# their own benchmarks.
+_REBUILD = """
+import os, sys
+from pathlib import Path
+from ledger.edges.files.asidestate import aside_of
+from ledger.runtime import Runtime
+from ledger.services.billing.reconcile import rebuild_state
+runtime = Runtime(Path(sys.argv[1]), dict(os.environ))
+rebuild_state(runtime, aside_of(runtime.states))
+"""
+
+# Runs the rebuild as its only child and prints that child's peak memory
+# (KiB): a child of this small process, so it inherits no larger peak.
+_MEASURE = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:]).returncode
+print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _rebuild_peak_kib(home: Path) -> int:
+    measured = subprocess.run(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-c", _REBUILD, str(home)],
+        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    code, peak = measured.stdout.split()
+    assert code == "0", measured.stderr
+    return int(peak)
+
+
+def test_a_rebuild_s_memory_is_flat_in_the_chain_length(tmp_path: Path) -> None:
+    short = _rebuild_peak_kib(_built(tmp_path / "short", SHORT))
+    long = _rebuild_peak_kib(_built(tmp_path / "long", LONG))
+    assert long - short <= CONSTANT_KIB, (short, long)

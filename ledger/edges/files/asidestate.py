@@ -76,6 +76,8 @@ class AsideState(StateFile):
         Raises:
             ChainIOError: the index cannot be written.
         """
+        if replace:
+            self._unmapped()
         self.save_keys(records, replace=replace, refs=refs)
 
     def swap_in(self) -> None:
@@ -100,6 +102,23 @@ class AsideState(StateFile):
         except OSError as exc:
             raise ChainIOError(f"cannot swap the rebuilt state in: {exc.strerror}") from exc
         self.clear()
+
+    def _unmapped(self) -> None:
+        """Write the index through the page cache, not mapped.
+
+        A fold writes every page of it once; pages mapped would count in the
+        memory held, growing with the chain.
+
+        Raises:
+            ChainIOError: the index cannot be opened.
+        """
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            shared = connect(os.fspath(self.index_path))
+            with shared.lock:
+                shared.connection.execute("PRAGMA mmap_size = 0")
+        except (OSError, sqlite3.Error) as exc:
+            raise ChainIOError(f"cannot open the rebuilt index: {exc}") from exc
 
     @staticmethod
     def _settle(index_path: str) -> None:
