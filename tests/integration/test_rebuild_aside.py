@@ -206,3 +206,31 @@ def test_a_rebuild_s_memory_is_flat_in_the_chain_length(tmp_path: Path) -> None:
     short = _rebuild_peak_kib(_built(tmp_path / "short", SHORT))
     long = _rebuild_peak_kib(_built(tmp_path / "long", LONG))
     assert long - short <= CONSTANT_KIB, (short, long)
+
+
+def test_a_state_kept_in_memory_by_a_resident_process_gives_way_to_the_rebuilt_one(
+    tmp_path: Path,
+) -> None:
+    """``ledger serve`` and the resident gate keep their newest state in memory (``keptstate``)."""
+    from ledger.edges.files.keptstate import KeptStates, keeping
+    from ledger.edges.files.statefile import StateFile
+
+    home = _built(tmp_path, 3_000)
+    states = Runtime(home, clean_env(LEDGER_NOW=NOW)).states
+    assert isinstance(states, StateFile)
+    stored = states.load()
+    assert stored is not None
+    kept = KeptStates()
+    with keeping(kept):
+        # A save held in memory, not written yet when the rebuild swaps its state in.
+        states.save_state(stored.head_hash, stored.size, {**stored.data, "held": True})
+    rebuilt = _ledger(home, "rebuild-state")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    kept.write()  # the resident's periodic write: the file changed under it, so not written
+    with keeping(kept):
+        after = states.load()
+    assert after is not None
+    assert "held" not in after.data
+    assert after.size > stored.size  # the rebuild's own entry folded in
+    assert _verdict(home).returncode == 0
+    assert _figures(home) == _fresh_figures(home, tmp_path)
