@@ -101,6 +101,10 @@ class AsideState(StateFile):
             fsync_dir(self.live.directory)
         except OSError as exc:
             raise ChainIOError(f"cannot swap the rebuilt state in: {exc.strerror}") from exc
+        with contextlib.suppress(sqlite3.Error):
+            # Opened in place once, as a writer leaves it (its log beside it),
+            # so the first reader after the swap changes no file of the home.
+            connect(os.fspath(self.live.index_path))
         self.clear()
 
     def _unmapped(self) -> None:
@@ -131,11 +135,15 @@ class AsideState(StateFile):
             shared = connect(index_path)
             with shared.lock:
                 shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                shared.connection.execute("PRAGMA journal_mode = DELETE")
         except sqlite3.Error as exc:
             raise ChainIOError(f"cannot settle the rebuilt index: {exc}") from exc
         finally:
+            # The last connection closed removes the emptied log; the file stays
+            # in WAL mode, so a reader opening it in place changes no byte.
             forget(index_path)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(index_path + "-wal").st_size:  # noqa: PTH116 - a path string
+                raise ChainIOError("the rebuilt index's log could not be folded into it")
 
 
 def aside_of(live: Any) -> AsideState | None:
