@@ -50,6 +50,7 @@ def _rotated(run_inproc: Any, home: Path) -> str:
 def test_the_verdict_after_a_rotation_folds_only_the_rotation(
     run_inproc: Any, home: Path, folds: list[tuple[int, int]]
 ) -> None:
+    """The state verified under the old trust store is carried over: only the tail is folded."""
     _rotated(run_inproc, home)
     rotation = (home / "events.jsonl").read_bytes().splitlines(keepends=True)[-1]
     folds.clear()
@@ -65,6 +66,7 @@ def test_the_verdict_after_a_rotation_folds_only_the_rotation(
 def test_the_verdict_after_a_revocation_verifies_the_whole_chain_again(
     run_inproc: Any, home: Path, folds: list[tuple[int, int]]
 ) -> None:
+    """A key revoked entirely makes past entries fail: the state is verified afresh, and halts."""
     old_key_id = _rotated(run_inproc, home)
     revoked = run_inproc(
         ["--home", str(home), "keys", "revoke", old_key_id, "--reason", "lost"],
