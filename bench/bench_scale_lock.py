@@ -11,7 +11,10 @@ builds its derived state with one verdict, then measures, each on a fresh copy:
 - **budget change**: the median of five verdicts, then a ``[[budgets]]`` day
   budget added to ``ledger.toml`` and the next verdict timed (goal: within 2x
   of the median);
-- **key rotation**: ``ledger keys rotate``, then the next verdict timed.
+- **key rotation**: ``ledger keys rotate``, then the next verdict timed;
+- **rebuild**: ``ledger rebuild-state`` (its time and peak memory) while
+  one-shot verdicts are issued back to back; refused verdicts are counted
+  (goal: none).
 
 Run it against another checkout by putting that checkout first on PYTHONPATH
 (the commands run as ``python -m ledger``)::
@@ -142,12 +145,43 @@ def key_rotation(home: Path) -> None:
           f"({took / normal:.2f}x the median {normal:.2f} s){'' if code == 0 else ' ' + err}")  # fmt: skip
 
 
+# Runs one command as its only child and prints that child's peak memory (KiB).
+_MEASURE = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def rebuild(home: Path) -> None:
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "ledger", "--home", str(home),
+         "rebuild-state"],
+        env=_env(), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    times, refused = [], []
+    while proc.poll() is None:
+        code, took, err = _ledger(home, "verdict", "0.01")
+        times.append(took)
+        if code != 0:
+            refused.append(err.splitlines()[-1] if err else f"exit {code}")
+    took = time.perf_counter() - began
+    code_text, peak = (proc.stdout.read() if proc.stdout else "0 0").split()
+    print(f"  rebuild-state: {took:.1f} s, peak {int(peak) / 1024:.0f} MiB (exit {code_text}); "
+          f"meanwhile {len(times)} verdicts, refused {len(refused)}, slowest "
+          f"{max(times, default=0):.2f} s")  # fmt: skip
+    for line in refused[:3]:
+        print(f"      refused: {line}")
+    print("      verdict times: " + " ".join(f"{t:.2f}" for t in times[:12]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--limit", type=float, default=600.0, help="seconds for the daemon row")
     parser.add_argument(
-        "--rows", default="daemon,budgets,keys", help="rows to run, comma-separated"
+        "--rows", default="daemon,budgets,keys,rebuild", help="rows to run, comma-separated"
     )
     parser.add_argument("--budget-period", default="day", help="the budget the budgets row adds")
     parser.add_argument(
@@ -163,7 +197,7 @@ def main() -> None:
         home = build(workdir, args.entries)
         for name, row in (("daemon", lambda h: daemon_start(h, args.limit)),
                           ("budgets", lambda h: budget_change(h, args.budget_period)),
-                          ("keys", key_rotation)):  # fmt: skip
+                          ("keys", key_rotation), ("rebuild", rebuild)):  # fmt: skip
             if name not in args.rows.split(","):
                 continue
             copy = workdir / name

@@ -95,11 +95,13 @@ def rebuild_state_command() -> None:
     """
 
     def body() -> int:
+        from ledger.edges.files.asidestate import aside_of
         from ledger.services.billing.reconcile import rebuild_state
         from ledger.services.views.rollups import rebuild
 
         runtime = _runtime(_home())
-        outcome = rebuild_state(runtime)
+        # Built beside the live state, which serves verdicts until the swap.
+        outcome = rebuild_state(runtime, aside_of(runtime.states))
         # The report's rollups are derived state too: folded again from the chain.
         rollups = rebuild(runtime)
         print_json(

@@ -30,6 +30,10 @@ CREATE TABLE IF NOT EXISTS counters (k BLOB PRIMARY KEY, next BLOB, seq INTEGER 
 """
 
 
+# How much of the file lookups map (all of it, in practice).
+MMAP_BYTES = 1 << 30
+
+
 class _Shared:
     """One connection per database file and process, used under its own lock."""
 
@@ -73,7 +77,7 @@ def connect(path: str) -> _Shared:
             connection.execute("PRAGMA synchronous = NORMAL")
             # Lookups read the file through the page cache, not a read() per page:
             # flat at a million rows as at ten thousand.
-            connection.execute("PRAGMA mmap_size = 1073741824")
+            connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             connection.executescript(_SCHEMA)
         except sqlite3.Error:
             connection.close()

@@ -12,6 +12,7 @@ from ledger.errors import EXIT_HALT, EXIT_OK, EXIT_USAGE, LedgerError
 from ledger.services.billing.poll import PollDeps, billing_lock
 from ledger.services.chain.counter import Counter
 from ledger.services.chain.findings import describe_finding, stored_finding
+from ledger.services.chain.rebuild_aside import AsideStore, catch_up, fold_aside, save_aside
 from ledger.services.chain.state import fold_sealed, load_counter, save_counter
 from ledger.services.chain.writer import Writer
 from ledger.services.gate.deps import GateDeps
@@ -143,42 +144,88 @@ class RebuildOutcome:
     entry_hash: str
 
 
-def rebuild_state(deps: GateDeps) -> RebuildOutcome:
+def rebuild_state(deps: GateDeps, aside: "AsideStore | None" = None) -> RebuildOutcome:
     """Rebuild derived state from the verified chain and record that it was done.
+
+    With ``aside`` (a file home) the chain is folded into it without the chain
+    lock, and only the entries appended meanwhile are folded under the lock,
+    where the new state takes the live one's place (``rebuild_aside``): verdicts
+    are decided from the live state until then. Without it the state is folded
+    under the lock.
 
     Raises:
         LedgerError: the chain does not verify, or a full verification found it
-            broken (run ``ledger recover`` first).
+            broken (run ``ledger recover``).
         ChainIOError, LockTimeoutError: the chain cannot be read or locked.
     """
     writer = Writer(deps)
     writer.signer()  # fail before the lock when there is no usable key
-    with deps.chain.transaction() as tx:
-        stored = stored_finding(deps.states)
-        if stored is not None:
-            # Only recover clears what a full verification found (it checks the chain first).
-            raise LedgerError(f"cannot rebuild derived state: {describe_finding(stored)}")
-        previous = _previous_state(deps, tx)
-        deps.states.delete()
-        counter = load_counter(tx, deps)
-        if counter.problem is not None:
-            raise LedgerError(f"cannot rebuild derived state: {counter.problem}")
-        head = counter.head
-        payload: dict[str, Any] = {
-            "entries": counter.data["meta"]["entries"],
-            "head_hash": head.entry_hash if head else None,
-            "previous_state": previous,
-        }
-        priced = _price_unpriced(deps, counter.data["usd"])
-        if priced:
-            payload["priced"] = priced
-        sealed = writer.append(tx, "ledger.state_rebuilt", payload)
-        fold_sealed(counter, sealed, tx.head())
+    if aside is None:
+        with deps.chain.transaction() as tx:
+            _refuse_found(deps)
+            previous = _previous_state(deps, tx)
+            deps.states.delete()
+            counter = load_counter(tx, deps)
+            if counter.problem is not None:
+                raise LedgerError(f"cannot rebuild derived state: {counter.problem}")
+            return _seal_rebuilt(deps, writer, tx, counter, previous, [], 0, deps.states)
+    with aside.holding():
+        _refuse_found(deps)
+        # Every row of the live index is checked here, not under the lock: only
+        # this rebuild replaces it, and it is judged as it was found.
+        index_sound = _index_sound(deps)
+        folded = fold_aside(deps, aside)
+        folded_size = folded.head.size if folded.head is not None else 0
+        priced = _price_unpriced(deps, folded.data["usd"], 0, folded_size)
+        with deps.chain.transaction() as tx:
+            _refuse_found(deps)
+            previous = _previous_state(deps, tx, check=False) if index_sound else "mismatched"
+            counter = catch_up(tx, deps, aside)
+            return _seal_rebuilt(deps, writer, tx, counter, previous, priced, folded_size, aside)
+
+
+def _seal_rebuilt(
+    deps: GateDeps,
+    writer: Writer,
+    tx: Any,
+    counter: Counter,
+    previous: str,
+    priced_before: list[dict[str, Any]],
+    priced_to: int,
+    states: Any,
+) -> RebuildOutcome:
+    """Seal ``ledger.state_rebuilt`` and save the counter (swapped in when built aside)."""
+    head = counter.head
+    payload: dict[str, Any] = {
+        "entries": counter.data["meta"]["entries"],
+        "head_hash": head.entry_hash if head else None,
+        "previous_state": previous,
+    }
+    unpriced = counter.data["usd"].get("unpriced") or {}
+    # Priced before the lock as far as the fold aside went; the tail here.
+    priced = [p for p in priced_before if p["entry_hash"] in unpriced]
+    priced += _price_unpriced(deps, counter.data["usd"], priced_to)
+    if priced:
+        payload["priced"] = priced
+    sealed = writer.append(tx, "ledger.state_rebuilt", payload)
+    fold_sealed(counter, sealed, tx.head())
+    if states is deps.states:
         save_counter(counter, deps.states)
+    else:
+        save_aside(counter, states)
     return RebuildOutcome(payload["entries"], payload["head_hash"], previous, sealed.entry_hash)
 
 
-def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]:
+def _refuse_found(deps: GateDeps) -> None:
+    stored = stored_finding(deps.states)
+    if stored is not None:
+        # Only recover clears what a full verification found (it checks the chain first).
+        raise LedgerError(f"cannot rebuild derived state: {describe_finding(stored)}")
+
+
+def _price_unpriced(
+    deps: GateDeps, usd: dict[str, Any], start: int = 0, end: int | None = None
+) -> list[dict[str, Any]]:
     """Prices for recorded calls that had none and whose model is priced now (SPEC §7).
 
     Their costs are sealed in the ``ledger.state_rebuilt`` envelope, so the
@@ -193,7 +240,7 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
         return []
     prices = cast("PriceDeps", deps)
     priced = []
-    for raw in deps.chain.iter_lines():
+    for raw in deps.chain.iter_lines(start, end):
         try:
             entry = parse_line(raw.rstrip(b"\n"))
         except (ValueError, LedgerError):
@@ -224,19 +271,26 @@ def _price_unpriced(deps: GateDeps, usd: dict[str, Any]) -> list[dict[str, Any]]
     return priced
 
 
-def _previous_state(deps: GateDeps, tx: Any) -> str:
+def _index_sound(deps: GateDeps) -> bool:
+    """Whether every row and link of the live derived index checks (O(rows), no lock held)."""
+    check_index = getattr(deps.states, "check_index", None)
+    if check_index is not None:
+        try:
+            check_index()
+        except LedgerError:
+            return False
+    return True
+
+
+def _previous_state(deps: GateDeps, tx: Any, *, check: bool = True) -> str:
     try:
         stored = deps.states.load()
     except LedgerError:
         return "mismatched"
     if stored is None:
         return "missing"
-    check_index = getattr(deps.states, "check_index", None)
-    if check_index is not None:
-        try:
-            check_index()  # every row and link of the derived index
-        except LedgerError:
-            return "mismatched"
+    if check and not _index_sound(deps):
+        return "mismatched"  # a row or link of the derived index
     head = tx.head()
     if head is not None and stored.size == head.size and stored.head_hash == head.entry_hash:
         return "matching"

@@ -49,11 +49,15 @@ if TYPE_CHECKING:
     from ledger.core.trust import TrustStore
 
     KeepPointFn = Callable[[int, int, str, dict[str, Any]], object]
+    SpillFn = Callable[[list[dict[str, Any]], PackedRefs], None]
 
 
 # Entries folded between two points of the derived state kept for ``explain``
 # (``ledger.edges.files.statepoints``): what explaining any verdict folds at most.
 POINT_EVERY = 10_000
+# Entries whose index records a fold into a state built aside holds before
+# writing them out (``spill``): its memory stays flat whatever the chain's length.
+SPILL_EVERY = 5_000
 
 
 def _fold_range(
@@ -71,6 +75,7 @@ def _fold_range(
     zone: dt.tzinfo = dt.UTC,
     budgets: tuple[Budget, ...] = (),
     keep: "KeepPointFn | None" = None,
+    spill: "SpillFn | None" = None,
 ) -> str | None:
     from ledger.core.chain import ChainVerifier  # only a lagging or missing state needs it
 
@@ -91,6 +96,10 @@ def _fold_range(
                 keys, refs, parsed.event_type, parsed.payload, parsed.entry_hash, number,
                 parsed.ts_utc, offset[0],
             )  # fmt: skip
+            if spill is not None and refs is not None and len(refs) >= SPILL_EVERY:
+                spill(keys, refs)
+                keys.clear()
+                refs.clear()
 
     verifier = ChainVerifier(
         trust, expected_prev=expected_prev, first_line=first_line, on_entry=fold
@@ -269,12 +278,25 @@ def _rebuilt(
     hashes: dict[int, str] = {}
     keys: list[dict[str, Any]] = []
     refs = PackedRefs()
+    # A state built aside (``rebuild-state``) takes the fold's index records as
+    # they come, so they are never all held at once; the first batch replaces its index.
+    aside = getattr(deps.states, "spill", None)
+    spilled = [False]
+    spill: SpillFn | None = None
+    if aside is not None:
+        write = aside
+
+        def spill(batch: list[dict[str, Any]], batch_refs: PackedRefs) -> None:
+            write(batch, batch_refs, replace=not spilled[0])
+            spilled[0] = True
+
     if head is not None:
         problem = _fold_range(
             store, data, trust(), 0, head.size, GENESIS,
             remember=(checkpoint.entries, hashes) if checkpoint else None, keys=keys,
             refs=refs, schema_for=schema_lookup(deps), zone=zone, budgets=budgets,
             keep=_point_keeper(deps, {"trust": fingerprint, "day_zone": zone_name}),
+            spill=spill,
         )  # fmt: skip
         if problem:
             return Counter(data, head, problem)
@@ -287,7 +309,9 @@ def _rebuilt(
     data["meta"]["day_zone"] = zone_name
     if finding is not None:
         data["meta"][FINDING_KEY] = finding
-    return Counter(data, head, None, dirty=True, new_keys=keys, new_refs=refs, rebuilt=True)
+    # Once a batch was spilled the index was replaced then: the rest is added to it.
+    rebuilt = not spilled[0]
+    return Counter(data, head, None, dirty=True, new_keys=keys, new_refs=refs, rebuilt=rebuilt)
 
 
 def _point_keeper(deps: CounterDeps, meta: dict[str, Any]) -> "KeepPointFn | None":

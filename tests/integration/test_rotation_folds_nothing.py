@@ -1,0 +1,80 @@
+"""A key rotation's next verdict refolds nothing; a revocation's verifies the chain again (SPEC §21).
+
+A rotation only adds a key and ends the old one's validity from the rotation
+on: every entry already verified still verifies, so the state verified under
+the old trust store is carried over to the new one, and the next verdict
+folds only the rotation's own entry. A revocation can make
+past entries stop verifying, so the state is not carried over: the next
+verdict verifies the whole chain under the revoked trust store, and halts.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger.services.chain.state as state_module
+
+DAY = "2026-03-02T10:00:00Z"
+
+
+def _verdict(run_inproc: Any, home: Path) -> Any:
+    return run_inproc(
+        ["--home", str(home), "verdict", "0.01", "--provider", "openai"], env={"LEDGER_NOW": DAY}
+    )
+
+
+@pytest.fixture
+def folds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The ranges of the chain each load verified and folded, from now on."""
+    seen: list[tuple[int, int]] = []
+    original = state_module._fold_range
+
+    def counting(store: Any, data: Any, trust: Any, start: int, end: int, *a: Any, **k: Any) -> Any:
+        seen.append((start, end))
+        return original(store, data, trust, start, end, *a, **k)
+
+    monkeypatch.setattr(state_module, "_fold_range", counting)
+    return seen
+
+
+def _rotated(run_inproc: Any, home: Path) -> str:
+    for _ in range(3):
+        assert _verdict(run_inproc, home).code == 0
+    rotated = run_inproc(["--home", str(home), "keys", "rotate"], env={"LEDGER_NOW": DAY})
+    assert rotated.code == 0, rotated.stderr
+    old_key_id: str = rotated.json()["old_key_id"]
+    return old_key_id
+
+
+def test_the_verdict_after_a_rotation_folds_only_the_rotation(
+    run_inproc: Any, home: Path, folds: list[tuple[int, int]]
+) -> None:
+    """The state verified under the old trust store is carried over: only the tail is folded."""
+    _rotated(run_inproc, home)
+    rotation = (home / "events.jsonl").read_bytes().splitlines(keepends=True)[-1]
+    folds.clear()
+    assert _verdict(run_inproc, home).code == 0
+    # The one entry sealed since the state was saved: the rotation's own.
+    assert len(folds) == 1
+    start, end = folds[0]
+    assert start > 0
+    assert end - start == len(rotation)
+    assert run_inproc(["--home", str(home), "verify-chain"]).code == 0
+
+
+def test_the_verdict_after_a_revocation_verifies_the_whole_chain_again(
+    run_inproc: Any, home: Path, folds: list[tuple[int, int]]
+) -> None:
+    """A key revoked entirely makes past entries fail: the state is verified afresh, and halts."""
+    old_key_id = _rotated(run_inproc, home)
+    revoked = run_inproc(
+        ["--home", str(home), "keys", "revoke", old_key_id, "--reason", "lost"],
+        env={"LEDGER_NOW": DAY},
+    )
+    assert revoked.code == 0, revoked.stderr
+    folds.clear()
+    halted = _verdict(run_inproc, home)
+    assert halted.code != 0  # entries signed by a key revoked entirely no longer verify
+    assert folds
+    assert folds[0][0] == 0  # from line 1
