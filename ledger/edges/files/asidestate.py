@@ -18,6 +18,7 @@ see the state file's identity change (``keptstate``) and the index file's
 
 import contextlib
 import os
+import shutil
 import sqlite3
 from contextlib import AbstractContextManager
 from typing import Any
@@ -67,6 +68,11 @@ class AsideState(StateFile):
         forget(os.fspath(self.index_path))
         try:
             remove_tree(self.directory)
+            # A run killed while it removed an earlier aside folder left it
+            # renamed (``remove_tree``); under the rebuild lock nobody else is
+            # removing one, so whatever is left is a dead run's.
+            for left in self.live.directory.glob(f".{_ASIDE}.old-*"):
+                shutil.rmtree(left, ignore_errors=True)
         except OSError as exc:
             raise ChainIOError(f"cannot clear {self.directory}: {exc.strerror}") from exc
 
