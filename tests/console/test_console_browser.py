@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.console.helpers import Stack, start_stack, stop_stack
+from tests.helpers.browser_env import browser_env
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import TimeoutException  # noqa: E402
@@ -48,7 +49,9 @@ def browser() -> Iterator[Any]:
                  "--window-size=1280,900"):  # fmt: skip
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(driver_path), options=options)
+    driver = webdriver.Chrome(
+        service=webdriver.ChromeService(driver_path, env=browser_env()), options=options
+    )
     try:
         yield driver
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, clean_env
+from tests.helpers.browser_env import browser_env
 
 CHROMIUM = next(
     (found for name in ("chromium", "chromium-browser", "google-chrome")
@@ -82,7 +83,7 @@ def layout(site: Path, page: str) -> dict[str, list[str]]:
     proc = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000",
          "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()],
-        capture_output=True, text=True, check=False, timeout=120,
+        env=browser_env(), capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     found = re.search(r'<pre id="layout">(.*?)</pre>', proc.stdout, re.DOTALL)
     assert found is not None, proc.stderr[-2000:]
