@@ -17,7 +17,6 @@ the median includes the interpreter's start; the load is printed beside it::
 """
 
 import argparse
-import datetime as dt
 import os
 import pstats
 import shutil
@@ -31,9 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.helpers.bighome import append_entries  # noqa: E402
+import bench_scale_lock  # noqa: E402
 
-_DAYS = 8
 # The chain ends 2026-11-30 08:00 (``bighome`` starts on the 22nd); an hour later
 # a day's, a week's and a month's budget all count entries of the chain.
 _NOW = "2026-11-30T09:00:00Z"
@@ -60,15 +58,9 @@ def _load() -> str:
 
 
 def build(workdir: Path, entries: int) -> Path:
-    home = workdir / "home"
-    code, _, err = _ledger(home, "init", "--daily-cap-usd", "1000000")
-    if code != 0:
-        raise SystemExit(f"init failed: {err}")
-    append_entries(home, entries, _env(), step=dt.timedelta(days=_DAYS) / entries)
-    code, took, err = _ledger(home, "verdict", "0.01")
-    if code != 0:
-        raise SystemExit(f"first verdict failed: {err}")
-    print(f"  derived state built from line 1 by the first verdict: {took:.1f} s ({_load()})")
+    """The lock bench's home (the same entries over the same days), read at this bench's clock."""
+    home = bench_scale_lock.build(workdir, entries, _env())
+    print(f"  ({_load()})")
     return home
 
 

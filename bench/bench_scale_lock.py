@@ -63,16 +63,18 @@ def _ledger(home: Path, *args: str, env: dict[str, str] | None = None) -> tuple[
     return proc.returncode, time.perf_counter() - began, proc.stderr.strip()
 
 
-def build(workdir: Path, entries: int) -> Path:
+def build(workdir: Path, entries: int, env: dict[str, str] | None = None) -> Path:
+    """A home of ``entries`` over ``_DAYS`` days; ``env``: the commands' own (else ``_env()``)."""
+    env = env or _env()
     home = workdir / "home"
-    code, _, err = _ledger(home, "init", "--daily-cap-usd", "1000000")
+    code, _, err = _ledger(home, "init", "--daily-cap-usd", "1000000", env=env)
     if code != 0:
         raise SystemExit(f"init failed: {err}")
     began = time.perf_counter()
-    size = append_entries(home, entries, _env(), step=dt.timedelta(days=_DAYS) / entries)
+    size = append_entries(home, entries, env, step=dt.timedelta(days=_DAYS) / entries)
     print(f"  chain: {entries:,} entries, {size / 1e6:.1f} MB, built in "
           f"{time.perf_counter() - began:.1f} s")  # fmt: skip
-    code, took, err = _ledger(home, "verdict", "0.01")
+    code, took, err = _ledger(home, "verdict", "0.01", env=env)
     if code != 0:
         raise SystemExit(f"first verdict failed: {err}")
     print(f"  first verdict (builds the derived state from line 1): {took:.1f} s")
