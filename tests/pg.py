@@ -109,6 +109,20 @@ class PgServer:
         return f"postgresql://{user}@/postgres?host={self.root}"
 
 
+def store_of_release(url: str, schema: str, version: int) -> None:
+    """A fleet's store as an earlier release left it: its schema created up to ``version``."""
+    import psycopg
+
+    from ledger.edges.postgres.schema import schema_statements
+
+    with psycopg.connect(url) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'SET search_path = "{schema}"')
+        for statement in schema_statements(schema, create_schema=False, to_version=version):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+
+
 def copy_fleet_secret(source: Path, target: Path) -> None:
     """What an operator does before a new host's ``init``: copy the fleet's secret to it."""
     secret = source / "keys" / "fleet.secret"

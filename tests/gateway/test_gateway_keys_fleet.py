@@ -24,7 +24,7 @@ from tests.gateway.helpers import (
     write_config,
 )
 from tests.integration.test_pg_faults import init_host
-from tests.pg import copy_fleet_secret
+from tests.pg import copy_fleet_secret, store_of_release
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -134,17 +134,8 @@ def test_another_hosts_gateway_takes_the_key_and_refuses_it_once_revoked(
 def test_a_version_2_schema_is_refused_until_init_adds_the_keys_table(
     pg_server, pg_store_env, tmp_path
 ):
-    import psycopg
-
-    from ledger.edges.postgres.schema import schema_statements
-
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    with psycopg.connect(pg_server.url) as conn:  # a fleet made by the previous release
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        conn.execute(f'SET search_path = "{schema}"')
-        for statement in schema_statements(schema, create_schema=False, to_version=2):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version (version) VALUES (2)")
+    store_of_release(pg_server.url, schema, 2)  # a fleet made by the previous release
     home = tmp_path / "host"
     home.mkdir()
     (home / "ledger.toml").write_text(

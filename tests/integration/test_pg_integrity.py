@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.integration.test_pg_faults import cli, init_host
-from tests.pg import copy_fleet_secret
+from tests.pg import copy_fleet_secret, store_of_release
 
 
 def write_root(path: Path) -> Path:
@@ -299,15 +299,8 @@ def test_a_host_that_lost_the_secret_halts_but_still_records_spend(
 def test_a_version_1_schema_is_refused_until_init_upgrades_it(pg_server, pg_store_env, tmp_path):
     import psycopg
 
-    from ledger.edges.postgres.schema import schema_statements
-
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    with psycopg.connect(pg_server.url) as conn:  # a fleet made by the previous release
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        conn.execute(f'SET search_path = "{schema}"')
-        for statement in schema_statements(schema, create_schema=False, to_version=1):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    store_of_release(pg_server.url, schema, 1)  # a fleet made by the previous release
     home = tmp_path / "host"
     home.mkdir()
     (home / "ledger.toml").write_text(

@@ -23,6 +23,7 @@ from ledger.runtime import Runtime
 from tests.gate_helpers import CAP_ENV
 from tests.helpers.chains import entry_hash
 from tests.helpers.segments import append_records, seal_every
+from tests.pg import store_of_release
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = "2026-11-22T09:00:00Z"  # the day of the records ``append_records`` writes
@@ -230,15 +231,8 @@ def test_store_migrate_keeps_the_file_homes_segment_boundaries(
 def test_an_older_schema_is_refused_until_one_hosts_init_upgrades_it(
     tmp_path, run_inproc, pg_store_env, pg_server
 ):
-    from ledger.edges.postgres.schema import schema_statements
-
     schema = pg_store_env["LEDGER_STORE_SCHEMA"]
-    with psycopg.connect(pg_server.url) as conn:  # a fleet made by the previous release
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        conn.execute(f'SET search_path = "{schema}"')
-        for statement in schema_statements(schema, create_schema=False, to_version=4):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version (version) VALUES (4)")
+    store_of_release(pg_server.url, schema, 4)  # a fleet made by the previous release
     home = tmp_path / "host"
     home.mkdir()
     (home / "ledger.toml").write_text(
