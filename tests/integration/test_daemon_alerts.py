@@ -234,11 +234,14 @@ def test_a_line_edited_in_place_is_sealed_and_sent_as_broken(home: Path):
         chain = home / "events.jsonl"
         with daemon(home, env) as lines:
             assert lines.wait_for("verify: OK")
-            text = chain.read_text()
             # The first verdict's estimate edited in place: same length, same head.
-            chain.write_text(
-                text.replace('"estimated_micros":1000000', '"estimated_micros":1000001', 1)
-            )
+            # Only those bytes are written, so a line the daemon appends meanwhile stays
+            # (rewriting the whole file from an earlier read would drop it, and the
+            # finding would then be that later line instead of line 1).
+            with chain.open("r+b") as handle:
+                at = handle.read().index(b'"estimated_micros":1000000')
+                handle.seek(at)
+                handle.write(b'"estimated_micros":1000001')
             bodies = hook.wait_for(1)
             assert lines.wait_for("verify: BROKEN line 1")
         assert bodies[0]["event"] == "broken"
