@@ -29,7 +29,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench_gateway import Floor, _one_call, interleaved, settled, start_upstream
+from bench_gateway import Floor, interleaved, one_call, settled, start_upstream
 from common import REPO, out_dir
 from findings_bursts import CAP_MICROS, bursts, run_burst
 from findings_keys import PER_AGENT_FINDING, checks, per_agent, run_checks
@@ -121,7 +121,7 @@ def latency_row(sides: list[Side], root: Path, upstream: str, sequential: int) -
         floor = Floor(upstream)
         stack.callback(floor.stop)
         bases = [upstream, floor.url, *(gateway.url for gateway in gateways)]
-        direct, floored, *through = interleaved(bases, sequential, _one_call)
+        direct, floored, *through = interleaved(bases, sequential, one_call)
     base = statistics.median(direct)
     floor_added = statistics.median(floored) - base
     cells = [f"+{statistics.median(samples) - base:.2f} ms "

@@ -188,7 +188,7 @@ def percentile(samples: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def _one_call(client: httpx.Client) -> float:
+def one_call(client: httpx.Client) -> float:
     began = time.perf_counter()
     response = client.post("/v1/messages", content=body(stream=False))
     elapsed = time.perf_counter() - began
@@ -196,7 +196,7 @@ def _one_call(client: httpx.Client) -> float:
     return elapsed * 1000
 
 
-def _one_first_byte(client: httpx.Client) -> float:
+def one_first_byte(client: httpx.Client) -> float:
     began = time.perf_counter()
     with client.stream("POST", "/v1/messages", content=body(stream=True)) as response:
         chunks = response.iter_raw()
@@ -255,7 +255,7 @@ def against_the_floor(
     """Latency and first byte, direct, via the floor, the gateway and any peer, interleaved."""
     gateway = settled(Gateway(make_home(root, upstream_url, "1000000")))
     bases = [upstream_url, floor.url, gateway.url, *peers.values()]
-    direct, floored, proxied, *peered = interleaved(bases, sequential, _one_call)
+    direct, floored, proxied, *peered = interleaved(bases, sequential, one_call)
     print(
         f"non-streaming direct     : p50 {statistics.median(direct):.2f} ms, "
         f"p99 {percentile(direct, 99):.2f} ms ({sequential} sequential calls, interleaved)"
@@ -281,7 +281,7 @@ def against_the_floor(
             f"{statistics.median(samples) - statistics.median(direct):.2f} ms; no budget enforced)"
         )
     ttfb_direct, ttfb_floor, ttfb_proxied, *_ = interleaved(
-        bases, sequential // 2, _one_first_byte, warm=10
+        bases, sequential // 2, one_first_byte, warm=10
     )
     ttfb_ratio = statistics.median(ttfb_proxied) / statistics.median(ttfb_floor)
     print(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 from bench_console import start_console
-from bench_gateway import Gateway, _one_call, calls, interleaved, make_home, start_upstream
+from bench_gateway import Gateway, calls, interleaved, make_home, one_call, start_upstream
 from common import ledger_script, settle
 
 
@@ -52,7 +52,7 @@ def open_views(url: str, secret: str, count: int) -> tuple[list[int], threading.
 
 def added(upstream: str, gateway: str, count: int) -> tuple[float, float]:
     """The gateway's p50 and the upstream's, interleaved (ms)."""
-    direct, through = interleaved([upstream, gateway], count, _one_call)
+    direct, through = interleaved([upstream, gateway], count, one_call)
     return statistics.median(through), statistics.median(direct)
 
 
