@@ -7,7 +7,8 @@ The filter columns hold "" for a call without a value; a row's ``tags`` are
 its JSON list, matched element by element. Indexes on every column a page
 filters by (key, agent, session, model, provider, client, verdict) and on both
 times keep a page O(log n + limit) whatever the chain's length; a tag filter
-reads rows newest first until it has a page.
+reads rows newest first until it has a page. A row's body holds only what
+its columns do not (``callrows``); its MAC is a SHA-256 HMAC over the whole row.
 """
 
 import hashlib
@@ -17,15 +18,16 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ledger.edges.files import callrows
 from ledger.errors import StateMismatchError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
-    line INTEGER PRIMARY KEY, ref TEXT NOT NULL UNIQUE, time TEXT NOT NULL,
+    line INTEGER PRIMARY KEY, ref BLOB NOT NULL UNIQUE, time TEXT NOT NULL,
     record_time TEXT NOT NULL, verdict TEXT NOT NULL, agent TEXT NOT NULL,
     session TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL,
     client TEXT NOT NULL, tags TEXT NOT NULL, actual INTEGER NOT NULL,
-    body TEXT NOT NULL, mac TEXT NOT NULL
+    body TEXT NOT NULL, mac BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_key ON calls (key, line);
 CREATE INDEX IF NOT EXISTS calls_agent ON calls (agent, line);
@@ -38,16 +40,10 @@ CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
 CREATE INDEX IF NOT EXISTS calls_record_time ON calls (record_time);
 """
 COLUMNS = ("agent", "session", "key", "model", "provider", "client", "verdict")
-_FIELDS = {"agent": "agent", "session": "session", "key": "key", "model": "model",
-           "provider": "provider", "client": "client", "verdict": "verdict"}  # fmt: skip
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+# What a reader selects: the columns a row is read back from, then its MAC.
+_READ = f"line, {', '.join(callrows.COLUMNS)}, body, mac"
 
 
 class CallTable:
@@ -56,37 +52,35 @@ class CallTable:
     def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
         self.db, self.key = db, key
 
-    def _mac(self, body: str) -> str:
-        return hmac.new(self.key, f"call\n{body}".encode(), hashlib.sha256).hexdigest()
+    def _mac(self, row: dict[str, Any]) -> bytes:
+        text = callrows.dumps(row)
+        return hmac.new(self.key, f"call\n{text}".encode(), hashlib.sha256).digest()
 
-    def _row(self, body: str, mac: str) -> dict[str, Any]:
-        if not hmac.compare_digest(self._mac(body), mac):
+    def _row(self, found: Sequence[Any]) -> dict[str, Any]:
+        *stored, body, mac = found
+        try:
+            row = callrows.row_of(stored, body)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StateMismatchError("rollups: a call row cannot be read (edited?)") from exc
+        if not isinstance(mac, bytes) or not hmac.compare_digest(self._mac(row), mac):
             raise StateMismatchError("rollups: a call row does not match its MAC (edited?)")
-        row: dict[str, Any] = json.loads(body)
         return row
 
     def _put(self, row: dict[str, Any]) -> None:
-        body = _json(row)
-        tags = sorted({t for t in row.get("tags") or [] if isinstance(t, str)})
-        amount = row.get("actual_micros")
+        stored = callrows.columns(row)
+        body = callrows.body_of(row, dict(zip(("line", *callrows.COLUMNS), stored, strict=True)))
         self.db.execute(
-            "INSERT OR REPLACE INTO calls (line, ref, time, record_time, agent, session, key,"
-            " model, provider, client, verdict, tags, actual, body, mac)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                int(row["line"]), str(row["verdict_ref"]), str(row["time"]),
-                _text(row.get("record_time")),
-                *(_text(row.get(_FIELDS[name])) for name in COLUMNS[:6]),
-                _text(row.get("verdict")), _json(tags),
-                amount if isinstance(amount, int) and not isinstance(amount, bool) else 0,
-                body, self._mac(body),
-            ),
-        )  # fmt: skip
+            f"INSERT OR REPLACE INTO calls ({_READ}) VALUES ({', '.join('?' * 15)})",  # noqa: S608
+            (*stored, body, self._mac(row)),
+        )
 
     def by_ref(self, ref: str) -> dict[str, Any] | None:
         """The row of the call whose verdict (or lone record) is ``ref``."""
-        found = self.db.execute("SELECT body, mac FROM calls WHERE ref = ?", (ref,)).fetchone()
-        return None if found is None else self._row(found[0], found[1])
+        found = self.db.execute(
+            f"SELECT {_READ} FROM calls WHERE ref = ?",  # noqa: S608
+            (callrows.ref_column(ref),),
+        ).fetchone()
+        return None if found is None else self._row(found)
 
     def put(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert or replace whole rows."""
@@ -133,10 +127,10 @@ class CallTable:
             where += " AND line < ?"
             params.append(before_line)
         rows = self.db.execute(
-            f"SELECT body, mac FROM calls WHERE {where} ORDER BY line DESC LIMIT ?",  # noqa: S608
+            f"SELECT {_READ} FROM calls WHERE {where} ORDER BY line DESC LIMIT ?",  # noqa: S608
             [*params, limit],
         )
-        return [self._row(body, mac) for body, mac in rows]
+        return [self._row(found) for found in rows]
 
     def recorded_since(self, since: str, equal: Mapping[str, str] | None = None) -> int:
         """Micro-USD recorded at or after ``since`` (by the record's time)."""

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _LAST_SLOT = 2**40  # beyond any time a chain holds
-ROLLUP_FORMAT = 2  # 2: with the calls table
+ROLLUP_FORMAT = 3  # 2: with the calls table; 3: its rows stored without what the columns hold
 
 
 class CheckpointDisagreesError(LedgerError):
