@@ -185,6 +185,33 @@ class TrustStore:
         return f"unknown signing key {key_id}"
 
 
+def only_widens(before: TrustStore, after: TrustStore) -> bool:
+    """Whether every entry that verifies under ``before`` verifies under ``after``.
+
+    True when ``after`` only adds keys (under ids ``before`` tried no key for:
+    with keys tried for any id, an entry under a new id may have verified by
+    one of them, and would be held to the new key instead), keeps every key,
+    revocation and any-id key as it was, and asks for signatures from the
+    same moment or a later one. Such a change cannot make a verified entry
+    fail, so state verified under ``before`` holds under ``after`` (a home
+    trusting another writer's key, a fleet enrolling a host). Anything else
+    (a revocation, a validity shortened or moved, an earlier or new
+    ``strict_after``) may, and the chain is verified again.
+    """
+    if before.revocations != after.revocations or before.any_id_keys != after.any_id_keys:
+        return False
+    if before.strict_after is None:
+        if after.strict_after is not None:
+            return False
+    elif after.strict_after is not None and after.strict_after < before.strict_after:
+        return False
+    for key in before.keys:
+        if after.key(key.key_id) != key:
+            return False
+    added = len(after.keys) - len(before.keys)
+    return added == 0 or not before.any_id_keys
+
+
 def _ts_or_none(value: Any, what: str, source: str = "trust store") -> dt.datetime | None:
     if value is None:
         return None

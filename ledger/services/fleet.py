@@ -18,8 +18,8 @@ from ledger.core.signing import Signer
 from ledger.core.trust import TrustedKey, TrustStore, TrustStoreError, trust_from_document
 from ledger.core.units import usd_to_micros
 from ledger.errors import KeyFileError, UsageError
+from ledger.services.chain.home import RotateDeps, carry_if_only_widened
 from ledger.services.chain.init_options import checked_billing, checked_cap
-from ledger.services.chain.writer import WriterDeps
 
 
 class FleetKeys(Protocol):
@@ -64,7 +64,7 @@ class SharedSecret(Protocol):
         ...
 
 
-class EnrollDeps(WriterDeps, Protocol):
+class EnrollDeps(RotateDeps, Protocol):
     """What enrolling a fleet host needs."""
 
     @property
@@ -244,7 +244,11 @@ def enroll(
         signer = keys.unenrolled_key(trust)
         created = signer is None
         signer = signer or keys.generate()
-        keys.save_trust(trust.with_key(TrustedKey(signer.key_id, signer.public_raw)), root)
+        enrolled = trust.with_key(TrustedKey(signer.key_id, signer.public_raw))
+        keys.save_trust(enrolled, root)
+        # One key more verifies every entry it did: the fleet's state is carried
+        # over, so no host's next verdict verifies the whole chain again.
+        carry_if_only_widened(deps, trust, enrolled)
     if root is not None and pinned is None and pin is not None:
         pin(root.public_raw)
     return EnrollResult(signer.key_id, created, True, False, root is not None, secret_created=made)

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.gate_helpers import CAP_ENV, at, chain_lines, merge_counts, verdict_worker
+from tests.helpers.folds import folds
 from tests.pg import copy_fleet_secret
+
+__all__ = ["folds"]  # the fixture, used by name
 
 
 @pytest.fixture
@@ -94,6 +97,29 @@ def test_hosts_share_one_chain_and_one_counter(fleet, run_inproc):
     assert len(keys) == 2  # each host signs with its own key
     assert a("verify-chain").stdout == "OK 2 entries\n"
     assert b("verify-chain").stdout == "OK 2 entries\n"
+
+
+def test_a_host_enrolling_leaves_the_fleets_state_standing(
+    tmp_path, fleet, run_inproc, pg_store_env, folds
+):
+    """One key more fails no verified row: no host verifies the fleet's chain again for it."""
+    (first,) = fleet(1)
+    a = host(run_inproc, first)
+    for _ in range(3):
+        assert a("verdict", "1").code == 0
+    second = tmp_path / "host-late"
+    copy_fleet_secret(first, second)
+    joined = run_inproc(
+        ["--home", str(second), "init", "--daily-cap-usd", "50"], dict(pg_store_env)
+    )
+    assert joined.code == 0, joined.stderr
+    assert joined.json()["enrolled"] is True
+    folds.clear()
+    assert a("verdict", "1").code == 0
+    assert host(run_inproc, second)("verdict", "1").code == 0
+    # The fleet's state is written with each row, so it is at the head: nothing to fold.
+    assert folds == []
+    assert a("verify-chain").stdout == "OK 5 entries\n"
 
 
 def test_four_hosts_25_concurrent_verdicts_each_admit_exactly_49_of_a_50_dollar_cap(

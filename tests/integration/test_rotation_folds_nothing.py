@@ -3,7 +3,8 @@
 A rotation only adds a key and ends the old one's validity from the rotation
 on: every entry already verified still verifies, so the state verified under
 the old trust store is carried over to the new one, and the next verdict
-folds only the rotation's own entry. A revocation can make
+folds only the rotation's own entry. Trusting another writer's key only adds
+one too: the next verdict folds nothing. A revocation can make
 past entries stop verifying, so the state is not carried over: the next
 verdict verifies the whole chain under the revoked trust store, and halts.
 """
@@ -11,9 +12,9 @@ verdict verifies the whole chain under the revoked trust store, and halts.
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.helpers.folds import folds
 
-import ledger.services.chain.state as state_module
+__all__ = ["folds"]  # the fixture, used by name
 
 DAY = "2026-03-02T10:00:00Z"
 
@@ -22,20 +23,6 @@ def _verdict(run_inproc: Any, home: Path) -> Any:
     return run_inproc(
         ["--home", str(home), "verdict", "0.01", "--provider", "openai"], env={"LEDGER_NOW": DAY}
     )
-
-
-@pytest.fixture
-def folds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """The ranges of the chain each load verified and folded, from now on."""
-    seen: list[tuple[int, int]] = []
-    original = state_module._fold_range
-
-    def counting(store: Any, data: Any, trust: Any, start: int, end: int, *a: Any, **k: Any) -> Any:
-        seen.append((start, end))
-        return original(store, data, trust, start, end, *a, **k)
-
-    monkeypatch.setattr(state_module, "_fold_range", counting)
-    return seen
 
 
 def _rotated(run_inproc: Any, home: Path) -> str:
@@ -78,3 +65,29 @@ def test_the_verdict_after_a_revocation_verifies_the_whole_chain_again(
     assert halted.code != 0  # entries signed by a key revoked entirely no longer verify
     assert folds
     assert folds[0][0] == 0  # from line 1
+
+
+def test_the_verdict_after_trusting_another_writers_key_folds_nothing(
+    run_inproc: Any, home: Path, tmp_path: Path, folds: list[tuple[int, int]]
+) -> None:
+    """One key more fails no verified entry: the state is carried over, nothing is verified again."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    for _ in range(3):
+        assert _verdict(run_inproc, home).code == 0
+    pem = tmp_path / "other.pub.pem"
+    pem.write_bytes(
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    trusted = run_inproc(
+        ["--home", str(home), "keys", "trust", f"other-writer={pem}"], env={"LEDGER_NOW": DAY}
+    )
+    assert trusted.code == 0, trusted.stderr
+    assert trusted.json()["changed"] is True
+    folds.clear()
+    assert _verdict(run_inproc, home).code == 0
+    assert folds == []  # the state's head is the chain's: nothing to verify or fold
+    assert run_inproc(["--home", str(home), "verify-chain"]).code == 0

@@ -11,7 +11,7 @@ from typing import Protocol
 from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
-from ledger.core.trust import Revocation, TrustedKey, TrustStore, trust_fingerprint
+from ledger.core.trust import Revocation, TrustedKey, TrustStore, only_widens, trust_fingerprint
 from ledger.errors import KeyFileError, LedgerError, UsageError
 from ledger.services.chain.init_options import checked_billing, checked_cap
 from ledger.services.chain.writer import Writer, WriterDeps
@@ -181,6 +181,20 @@ def rotate_key(deps: RotateDeps, root: Signer | None = None) -> RotateResult:
     return RotateResult(old.key_id, new.key_id, sealed.ts_utc, sealed.entry_hash)
 
 
+def carry_if_only_widened(deps: RotateDeps, before: TrustStore, after: TrustStore) -> None:
+    """Carry the derived state over to ``after`` when it can fail no verified entry.
+
+    Called under the chain lock, right after the trust store became ``after``:
+    a trust store that only adds keys (``only_widens``) leaves every verified
+    entry verified, so nothing is verified or folded again, and no verdict
+    waits for it. Any other change is left to the next load, which verifies
+    the chain again.
+    """
+    if only_widens(before, after):
+        _carry_state_over(deps.states, before, after)
+        _carry_derived_over(deps, before, after)
+
+
 def _carry_state_over(states: StateStore, before: TrustStore, after: TrustStore) -> None:
     """Mark a state verified under ``before`` as verified under ``after`` (a rotation).
 
@@ -260,7 +274,7 @@ def revoke_key(
 
 
 def trust_foreign_key(
-    deps: WriterDeps, key_id: str, public_raw: bytes, root: Signer | None = None
+    deps: RotateDeps, key_id: str, public_raw: bytes, root: Signer | None = None
 ) -> bool:
     """Trust another writer's public key (loa's) to verify its entries, never to sign.
 
@@ -271,20 +285,24 @@ def trust_foreign_key(
         KeyFileError: the home pins a root and ``root`` is not it.
     """
     keys = deps.keys
-    trust = keys.load_trust()
-    known = trust.key(key_id)
-    if known is not None:
-        if known.public_raw == public_raw and not known.signs:
-            return False
-        raise UsageError(f"the trust store already has a different key {key_id}")
-    pinned = keys.pinned_root()
-    if pinned is not None and (root is None or root.public_raw != pinned):
-        raise KeyFileError("this home pins an offline root key: pass --root-key")
-    trusted = trust.with_key(TrustedKey(key_id, public_raw, signs=False))
-    # Taking over another writer's log: its entries up to now were written
-    # under its own rules, so unsigned entries are refused from the takeover on.
-    now = deps.clock.now()
-    if trusted.strict_after is None or trusted.strict_after < now:
-        trusted = trusted.with_strict_after(now)
-    keys.save_trust(trusted, root)
+    # Under the chain lock, as a rotation: no verdict reads the new trust
+    # store before the state verified under the old one is carried over.
+    with deps.chain.transaction():
+        trust = keys.load_trust()
+        known = trust.key(key_id)
+        if known is not None:
+            if known.public_raw == public_raw and not known.signs:
+                return False
+            raise UsageError(f"the trust store already has a different key {key_id}")
+        pinned = keys.pinned_root()
+        if pinned is not None and (root is None or root.public_raw != pinned):
+            raise KeyFileError("this home pins an offline root key: pass --root-key")
+        trusted = trust.with_key(TrustedKey(key_id, public_raw, signs=False))
+        # Taking over another writer's log: its entries up to now were written
+        # under its own rules, so unsigned entries are refused from the takeover on.
+        now = deps.clock.now()
+        if trusted.strict_after is None or trusted.strict_after < now:
+            trusted = trusted.with_strict_after(now)
+        keys.save_trust(trusted, root)
+        carry_if_only_widened(deps, trust, trusted)
     return True

@@ -13,6 +13,7 @@ from ledger.core.trust import (
     TrustedKey,
     TrustStore,
     TrustStoreError,
+    only_widens,
     trust_document,
     trust_from_document,
     trusted_key_for,
@@ -247,3 +248,38 @@ class TestTrustDocument:
             trust_from_document(document, source="ts.json")
         assert info.value.exit_code == EXIT_DATA
         assert "trust store" in str(info.value) or "ts.json" in str(info.value)
+
+
+class TestOnlyWidens:
+    """Which trust changes leave every verified entry verified (the state is carried over)."""
+
+    BEFORE = TrustStore(keys=(TrustedKey(KEY.key_id, KEY.public_raw),), strict_after=T0)
+
+    def test_a_key_added_or_signatures_asked_for_later_only_widens(self):
+        added = self.BEFORE.with_key(TrustedKey(OTHER.key_id, OTHER.public_raw, signs=False))
+        assert only_widens(self.BEFORE, added)
+        assert only_widens(self.BEFORE, added.with_strict_after(T0 + US))
+        assert only_widens(self.BEFORE, TrustStore(keys=self.BEFORE.keys))  # never asked for
+        assert only_widens(self.BEFORE, self.BEFORE)
+
+    @pytest.mark.parametrize(
+        ("before", "after"),
+        [
+            (BEFORE, BEFORE.with_revocation(Revocation(KEY.key_id, T0, "lost"))),
+            (BEFORE, BEFORE.ends_validity(KEY.key_id, T0)),
+            (BEFORE, BEFORE.with_key(TrustedKey(KEY.key_id, OTHER.public_raw))),
+            (BEFORE, BEFORE.with_strict_after(T0 - US)),
+            (TrustStore(keys=BEFORE.keys), BEFORE),
+            (BEFORE, TrustStore(strict_after=T0)),
+        ],
+        ids=["revoked", "validity-ended", "key-replaced", "signatures-earlier",
+             "signatures-asked-for", "key-removed"],
+    )  # fmt: skip
+    def test_any_other_change_is_verified_again(self, before, after):
+        assert not only_widens(before, after)
+
+    def test_with_keys_tried_for_any_id_no_key_may_be_added(self):
+        loose = self.BEFORE.with_any_id_key(OTHER.public_raw)
+        added = loose.with_key(TrustedKey(OTHER.key_id, OTHER.public_raw))
+        assert not only_widens(loose, added)
+        assert not only_widens(self.BEFORE, loose)
