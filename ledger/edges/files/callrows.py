@@ -55,18 +55,24 @@ def _ref_text(column: str | bytes) -> str:
     return column.hex() if isinstance(column, bytes) else column
 
 
-def tags_column(row: dict[str, Any]) -> str:
+def _tags_column(row: dict[str, Any]) -> str:
     """The ``tags`` column: the row's distinct tags, sorted, as JSON."""
     tags = row.get("tags")
     return dumps(sorted({t for t in tags if isinstance(t, str)} if isinstance(tags, list) else ()))
 
 
-def columns(row: dict[str, Any]) -> tuple[Any, ...]:
+def encode(row: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+    """What the table stores of ``row``: ``line`` then ``COLUMNS``, and the body beside them."""
+    stored = _columns(row)
+    return stored, _body_of(row, dict(zip(("line", *COLUMNS), stored, strict=True)))
+
+
+def _columns(row: dict[str, Any]) -> tuple[Any, ...]:
     """``line`` then ``COLUMNS`` of ``row`` ("" for a call without a value)."""
     amount = row.get("actual_micros")
     return (
         int(row["line"]), ref_column(str(row["verdict_ref"])), str(row["time"]),
-        *(_text(row.get(name)) for name in _TEXT_COLUMNS), tags_column(row),
+        *(_text(row.get(name)) for name in _TEXT_COLUMNS), _tags_column(row),
         amount if type(amount) is int else 0,
     )  # fmt: skip
 
@@ -81,8 +87,8 @@ def _held_by_column(name: str, value: Any, stored: dict[str, Any]) -> bool:
     return name in _TEXT_COLUMNS and type(value) is str and value != ""
 
 
-def body_of(row: dict[str, Any], stored: dict[str, Any]) -> str:
-    """The body to store beside the columns ``stored`` (by name, as ``columns`` gives them)."""
+def _body_of(row: dict[str, Any], stored: dict[str, Any]) -> str:
+    """The body to store beside the columns ``stored`` (by name, as ``_columns`` gives them)."""
     body: dict[str, Any] = {}
     masks = {_NULL: 0, _REF: 0, _COLUMN: 0}
     ref = _ref_text(stored["ref"])

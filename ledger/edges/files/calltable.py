@@ -67,8 +67,7 @@ class CallTable:
         return row
 
     def _put(self, row: dict[str, Any]) -> None:
-        stored = callrows.columns(row)
-        body = callrows.body_of(row, dict(zip(("line", *callrows.COLUMNS), stored, strict=True)))
+        stored, body = callrows.encode(row)
         self.db.execute(
             f"INSERT OR REPLACE INTO calls ({_READ}) VALUES ({', '.join('?' * 15)})",  # noqa: S608
             (*stored, body, self._mac(row)),
