@@ -76,19 +76,7 @@ def change(home: Path, period: str) -> None:
     median = statistics.median(normal)
     print(f"  normal verdict: median {median * 1000:.0f} ms of 5 ({_load()})")
     _add_budget(home, period)
-    began = time.perf_counter()
-    first = subprocess.Popen(
-        [sys.executable, "-m", "ledger", "--home", str(home), "verdict", "0.01"],
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    others, refused = [], 0
-    while first.poll() is None:
-        code, took, _err = _ledger(home, "verdict", "0.01")
-        others.append(took)
-        refused += code != 0
-    took = time.perf_counter() - began
-    code = first.wait()
-    err = (first.stderr.read() if first.stderr else "").strip()
+    code, took, err, others, refused = bench_scale_lock.next_verdict_beside_others(home, _env())
     verdict = "OK" if code == 0 and took <= 2 * median else "ABOVE GOAL"
     print(f"  a {period} budget added: next verdict {took * 1000:.0f} ms = {took / median:.1f}x "
           f"the median (goal <= 2x: {verdict}){'' if code == 0 else ' ' + err}; meanwhile "

@@ -108,27 +108,39 @@ def daemon_start(home: Path, limit: float) -> None:
         print(f"      refused: {line}")
 
 
+def next_verdict_beside_others(
+    home: Path, env: dict[str, str], settle: float = 0.0
+) -> tuple[int, float, str, list[float], int]:
+    """The next verdict (exit code, seconds, stderr), and verdicts issued back to back beside it.
+
+    The others start ``settle`` seconds after it and stop when it ends: their
+    times, and how many were refused (the goal: none).
+    """
+    began = time.perf_counter()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "ledger", "--home", str(home), "verdict", "0.01"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(settle)
+    others, refused = [], 0
+    while first.poll() is None:
+        code, took, _err = _ledger(home, "verdict", "0.01", env=env)
+        others.append(took)
+        refused += code != 0
+    took = time.perf_counter() - began
+    code = first.wait()
+    err = (first.stderr.read() if first.stderr else "").strip()
+    return code, took, err, others, refused
+
+
 def budget_change(home: Path, period: str = "day") -> None:
     normal = [_ledger(home, "verdict", "0.01")[1] for _ in range(5)]
     config = home / "ledger.toml"
     config.write_text(
         config.read_text() + f'\n[[budgets]]\nname = "new"\nusd = 500\nperiod = "{period}"\n'
     )
-    # The next verdict, and others issued back to back while it runs: none may be refused.
-    began = time.perf_counter()
-    first = subprocess.Popen(
-        [sys.executable, "-m", "ledger", "--home", str(home), "verdict", "0.01"],
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    time.sleep(0.5)  # it is counting the new budget by now
-    others, refused = [], 0
-    while first.poll() is None:
-        code, took, _err = _ledger(home, "verdict", "0.01")
-        others.append(took)
-        refused += code != 0
-    took = time.perf_counter() - began
-    code = first.wait()
-    err = (first.stderr.read() if first.stderr else "").strip()
+    # It is counting the new budget 0.5 s in: the others are issued from then.
+    code, took, err, others, refused = next_verdict_beside_others(home, _env(), settle=0.5)
     median = statistics.median(normal)
     verdict = "OK" if code == 0 and took <= 2 * median else "ABOVE GOAL"
     print(f"  budget change ({period}): next verdict {took:.2f} s vs median {median:.2f} s: "
