@@ -31,7 +31,14 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ledger.core.budget_periods import PeriodsAt
-from ledger.core.budgets import Applicable, Budget, CallScope, budget_index, fingerprint
+from ledger.core.budgets import (
+    Applicable,
+    Budget,
+    CallScope,
+    budget_index,
+    counting_key,
+    fingerprint,
+)
 from ledger.core.rolling_items import add_item, coarse_minutes, minute_of, settle
 from ledger.core.spend import ScopeState
 from ledger.core.timefmt import format_ts, parse_ts
@@ -42,7 +49,10 @@ NO_VALUE = ""  # the counter of a budget without ``per``
 
 def empty_budget_state(budgets: Sequence[Budget] = ()) -> dict[str, Any]:
     """The budgets' state of an empty chain folded under ``budgets``."""
-    return {"fingerprint": fingerprint(budgets), "by_name": {}, "open": {}}
+    # ``defs``: what each budget's counters were kept for (``counting_key``), so
+    # a change of one budget recounts that budget alone.
+    defs = {budget.name: counting_key(budget) for budget in budgets}
+    return {"fingerprint": fingerprint(budgets), "defs": defs, "by_name": {}, "open": {}}
 
 
 def _budget_table(state: dict[str, Any], budget: Budget, key: str | None) -> dict[str, Any]:
@@ -176,8 +186,9 @@ def apply_budget_event(
 
     An admitting verdict reserves its estimate on every budget its call
     matched, in the period it was admitted in; a record settles that
-    reservation and counts on the same counters, or (no live reservation)
-    counts on the budgets its own scope matches, now.
+    reservation and counts on the same counters, and on every other budget
+    its own scope matches, now (so each budget's counters are a fold of their
+    own, whatever else is defined).
     """
     if not budgets or not event_type.startswith("budget."):
         return
@@ -208,11 +219,17 @@ def apply_budget_event(
         actual = payload.get("actual_micros")
         ref = payload.get("verdict_ref")
         counts = _release(state, ref) if isinstance(ref, str) else []
-        if not counts:
-            counts = [
-                [found.budget.name, found.per_value or NO_VALUE, periods.key(found.budget)]
-                for found in index.applicable(CallScope.from_payload(payload))
-            ]
+        # Every budget the call matched: those its live reservation was held on
+        # (in the period it was admitted in), and any other its own scope
+        # matches (now). So whether a record counts on one budget never depends
+        # on which other budgets are defined, and a budget added later is
+        # counted on its own (``budget_cells``).
+        held = {name for name, _value, _key in counts}
+        counts += [
+            [found.budget.name, found.per_value or NO_VALUE, periods.key(found.budget)]
+            for found in index.applicable(CallScope.from_payload(payload))
+            if found.budget.name not in held
+        ]
         if not isinstance(actual, int):
             # Unpriced: the gate halts on it until it is priced (rebuild-state seals
             # the price, and ``apply_budget_prices`` counts it here) or re-based.

@@ -258,11 +258,32 @@ def fingerprint(budgets: Iterable[Budget]) -> str:
     return _fingerprint(tuple(budgets))
 
 
+# Bumped when what a fold counts changes: counters kept under an older fold
+# are counted afresh. 2: a record counts on every budget its call matched.
+FOLD_VERSION = 2
+
+
 @functools.lru_cache(maxsize=8)
 def _fingerprint(budgets: tuple[Budget, ...]) -> str:
     # Every command checks the stored state against it; the definitions rarely change.
-    text = json.dumps([b.as_json() for b in budgets], sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        [FOLD_VERSION, *(b.as_json() for b in budgets)], sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def counting_key(budget: Budget) -> str:
+    """A digest of what a budget's counters depend on: its name, period, ``match`` and ``per``.
+
+    Not its cap or thresholds: a budget whose cap was raised keeps its
+    counters, and one whose ``match`` changed is counted afresh on its own.
+    """
+    text = json.dumps(
+        [FOLD_VERSION, budget.name, budget.period, [list(p) for p in budget.match], budget.per],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 class Applicable(NamedTuple):
