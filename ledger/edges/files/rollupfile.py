@@ -7,7 +7,8 @@ derived-state key, ``keys/state-mac.key``), and each UTC day's cells are
 vouched for by a MAC'd summary row (their number and sums), so an edited,
 added, removed or replayed cell is found when its day is read.
 
-Tables: ``calls`` (one row per call, ``calltable``), ``cells`` (a quarter
+Tables: ``calls`` (one row per call, ``calltable``), the budget facts
+(``budgetfacts``: what a budget added later is counted from), ``cells`` (a quarter
 hour and a call's dimensions → its measures),
 ``days`` (per UTC day: cell count and sums), ``marks`` (per quarter hour: the
 chain position before its first entry, where an export of a range starts
@@ -28,6 +29,8 @@ from typing import Any
 
 from ledger.core.rollups import MEASURES, CellKey
 from ledger.edges.fileio import exclusive_create, read_regular
+from ledger.edges.files.budgetfacts import SCHEMA as BUDGET_FACTS_SCHEMA
+from ledger.edges.files.budgetfacts import BudgetFactsTable
 from ledger.edges.files.calltable import SCHEMA as CALLS_SCHEMA
 from ledger.edges.files.calltable import CallTable
 from ledger.errors import ChainIOError, LedgerError, LockTimeoutError, StateMismatchError
@@ -67,6 +70,7 @@ class RollupWriter:
     def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
         self.db, self.key = db, key
         self.calls = CallTable(db, key)
+        self.budget_facts = BudgetFactsTable(db, key)
 
     def _mac(self, label: str, body: str) -> str:
         return hmac.new(self.key, f"{label}\n{body}".encode(), hashlib.sha256).hexdigest()
@@ -86,6 +90,7 @@ class RollupWriter:
         for table in ("cells", "days", "marks", "meta"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
         self.calls.clear()
+        self.budget_facts.clear()
 
     def add(self, cells: dict[CellKey, list[int]], marks: dict[int, list[Any]]) -> None:
         """Add folded cells (summed into what is stored) and the first marks of new slots."""
@@ -204,8 +209,11 @@ class RollupFile:
             raise ChainIOError(f"cannot read {self.mac_key_path}: {exc.strerror}") from exc
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[RollupWriter]:
+    def writing(self, wait_seconds: float | None = None) -> Iterator[RollupWriter]:
         """One immediate transaction, committed when the block ends without an error.
+
+        ``wait_seconds``: how long to wait for another writer (default: the
+        lock timeout).
 
         Raises:
             StateMismatchError: the file is not a readable database, or a row it
@@ -217,7 +225,8 @@ class RollupFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileExistsError):  # SQLite's own files take its mode
                 exclusive_create(self.path, b"", 0o600)
-            db = sqlite3.connect(self.path, timeout=self.timeout_seconds, isolation_level=None)
+            wait = self.timeout_seconds if wait_seconds is None else wait_seconds
+            db = sqlite3.connect(self.path, timeout=wait, isolation_level=None)
         except OSError as exc:
             raise ChainIOError(f"cannot open {self.path}: {exc.strerror}") from exc
         except sqlite3.Error as exc:
@@ -226,7 +235,7 @@ class RollupFile:
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # derived and rebuildable: never fsync'd
-                db.executescript(_SCHEMA + CALLS_SCHEMA)
+                db.executescript(_SCHEMA + CALLS_SCHEMA + BUDGET_FACTS_SCHEMA)
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise _failure(exc) from exc

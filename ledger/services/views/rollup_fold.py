@@ -6,9 +6,11 @@ transaction); each entry is checked as the gate checks it before it counts.
 
 from typing import TYPE_CHECKING, Any
 
+from ledger.core.budget_facts import NO_FACTS, FactsFold
 from ledger.core.envelope import GENESIS
-from ledger.core.foldable import Foldable, check_entry
+from ledger.core.foldable import IGNORED, Foldable, check_entry
 from ledger.core.rollups import CellKey, add, cell_of, slot_of
+from ledger.core.state import OPERATOR_RESETS
 from ledger.core.timefmt import parse_ts
 from ledger.services.ports import Head
 from ledger.services.views.calls import (
@@ -30,15 +32,24 @@ _CALL_EVENTS = frozenset({*VERDICT_EVENTS, RECORD_EVENT})
 _FROM_VERDICT = (("agent", "agent"), ("cycle_id", "session"), ("key", "key"),
                  ("tags", "tags"), ("client", "client"), ("model_id", "model"))  # fmt: skip
 _CALLS_PER_WRITE = 5000  # events held in memory before they go to the calls table
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError)
 
 
 class Fold:
     """Folds verified entries into cells, slot marks and the calls table."""
 
     def __init__(
-        self, tx: RollupTx, schema_for: "SchemaFor", last_slot: int, checkpoint_at: int | None
+        self,
+        tx: RollupTx,
+        schema_for: "SchemaFor",
+        last_slot: int,
+        checkpoint_at: int | None,
+        facts: dict[str, Any] | None = None,
     ) -> None:
         self.tx = tx
+        # The budget facts' totals as stored, and the fold of what is new.
+        self.facts_totals = dict(facts or NO_FACTS)
+        self.facts = FactsFold(self.facts_totals["max_ts"], tx.budget_facts.find_pending)
         self.events: list[dict[str, Any]] = []
         # The verdicts among ``events`` by ref (a record takes missing values from its verdict).
         self.verdicts: dict[str, dict[str, Any]] = {}
@@ -66,9 +77,21 @@ class Fold:
         event = None
         if parsed.event_type in _CALL_EVENTS:
             event = event_of_entry(self.entries + 1, parsed)
-        if parsed.event_type in _COUNTED:
-            checked = check_entry(parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for)
-            if isinstance(checked, Foldable) and checked.payload:
+        budget = parsed.event_type.startswith("budget.") or parsed.event_type in OPERATOR_RESETS
+        if budget or parsed.event_type in _COUNTED:
+            try:
+                checked: Foldable | str = check_entry(
+                    parsed.event_type, parsed.ts_utc, parsed.payload, self.schema_for
+                )
+            except _UNREADABLE:
+                checked = "unreadable"
+            if budget and checked != IGNORED:
+                self.facts.feed(
+                    self.entries + 1, parsed.event_type, parsed.ts_utc,
+                    checked.payload if isinstance(checked, Foldable) else None,
+                    parsed.entry_hash,
+                )  # fmt: skip
+            if parsed.event_type in _COUNTED and isinstance(checked, Foldable) and checked.payload:
                 payload = checked.payload
                 if parsed.event_type == RECORD_EVENT:
                     payload = self._with_verdict_values(payload)
@@ -116,6 +139,7 @@ class Fold:
         self.tx.calls.put(list(changed.values()))
         self.events = []
         self.verdicts = {}
+        self.facts_totals = self.tx.budget_facts.write(self.facts, self.facts_totals)
 
 
 def fold_range(

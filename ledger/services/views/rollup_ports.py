@@ -4,6 +4,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ledger.core.budget_facts import Cell, FactsFold, Pending
+from ledger.core.budget_facts import CellKey as FactsCellKey
 from ledger.core.rollups import CellKey
 from ledger.services.ports import CounterDeps
 
@@ -45,12 +47,35 @@ class CallRows(Protocol):
         ...
 
 
+class BudgetFactRows(Protocol):
+    """The budget facts (``core.budget_facts``) as the rollups keep them."""
+
+    def find_pending(self, ref: str) -> Pending | None:
+        """The live reservation of a verdict, as stored."""
+        ...
+
+    def write(self, fold: FactsFold, totals: dict[str, Any]) -> dict[str, Any]:
+        """Store what the fold gathered (and empty it); the new totals."""
+        ...
+
+    def read(
+        self, from_slot: int, totals: dict[str, Any]
+    ) -> tuple[list[tuple[FactsCellKey, Cell]], list[tuple[str, Pending]], list[int]]:
+        """The cells and doubts from ``from_slot``, every live reservation, checked."""
+        ...
+
+
 class RollupTx(Protocol):
     """One write transaction on the rollup store."""
 
     @property
     def calls(self) -> CallRows:
         """The calls table."""
+        ...
+
+    @property
+    def budget_facts(self) -> BudgetFactRows:
+        """The budget facts."""
         ...
 
     def position(self) -> dict[str, Any] | None:
@@ -81,8 +106,8 @@ class RollupTx(Protocol):
 class RollupStore(Protocol):
     """Where the rollups live."""
 
-    def writing(self) -> AbstractContextManager[RollupTx]:
-        """One immediate transaction."""
+    def writing(self, wait_seconds: float | None = None) -> AbstractContextManager[RollupTx]:
+        """One immediate transaction (``wait_seconds`` for another writer to finish)."""
         ...
 
     def delete(self) -> None:

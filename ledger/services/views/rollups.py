@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _LAST_SLOT = 2**40  # beyond any time a chain holds
-ROLLUP_FORMAT = 3  # 2: with the calls table; 3: its rows stored without what the columns hold
+# 2: with the calls table; 3: its rows stored without what the columns hold;
+# 4: with the budget facts.
+ROLLUP_FORMAT = 4
 
 
 class CheckpointDisagreesError(LedgerError):
@@ -133,9 +135,15 @@ def _hold_against_checkpoint(
     position["checkpoint"] = [checkpoint.entries, checkpoint.head_hash]
 
 
-def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
-    with deps.chain.read_transaction() as chain_tx:
-        head = chain_tx.head()
+def catch_up_in(
+    deps: RollupDeps, tx: RollupTx, *, fresh: bool, until: Head | None = None
+) -> Caught:
+    """Catch the rollups up to the chain head (``until``: to that head of the chain)."""
+    if until is not None:
+        head: Head | None = until
+    else:
+        with deps.chain.read_transaction() as chain_tx:
+            head = chain_tx.head()
     trust = deps.keys.load_trust()
     fingerprint = trust_fingerprint(trust)
     checkpoint = deps.newest_checkpoint()
@@ -146,7 +154,7 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
         tx.clear()
         position = _empty(fingerprint)
     folded = 0
-    fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at)
+    fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at, position.get("facts"))
     if head is not None and head.size > int(position["size"]):
         start = dict(position)
         if not fold_range(deps, trust, start, head, fold) and int(start["entries"]):
@@ -162,8 +170,9 @@ def _catch_up_in(deps: RollupDeps, tx: RollupTx, *, fresh: bool) -> Caught:
         fold.write_calls()
         tx.add(fold.cells, fold.marks)
         position.update(
-            entries=fold.entries, size=fold.size, head_hash=fold.prev, last_slot=fold.last_slot
-        )
+            entries=fold.entries, size=fold.size, head_hash=fold.prev, last_slot=fold.last_slot,
+            facts=fold.facts_totals,
+        )  # fmt: skip
     _hold_against_checkpoint(deps, trust, position, head, fold)
     tx.save_position(position)
     return Caught(
@@ -188,7 +197,7 @@ def with_rollups(deps: RollupDeps, query: Callable[[RollupTx], T]) -> tuple[Caug
     for attempt in (0, 1):
         try:
             with deps.rollups.writing() as tx:
-                caught = _catch_up_in(deps, tx, fresh=attempt == 1)
+                caught = catch_up_in(deps, tx, fresh=attempt == 1)
                 answer = query(tx)
         except StateMismatchError as exc:
             if attempt:
