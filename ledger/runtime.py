@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ledger.edges.postgres.store import PgChainStore
     from ledger.edges.transcripts import TranscriptFiles
     from ledger.services.gate.spool import SpoolingChain
+    from ledger.services.ports import Head
+    from ledger.services.views.budget_facts_at import FactsAt
 
 CHAIN_FILE = "events.jsonl"
 SEGMENTS_DIR = "segments"
@@ -203,6 +205,12 @@ class Runtime(HomeFiles):
             self.home / "keys" / "state-mac.key",
             float(self.host_config.lock_timeout_seconds),
         )
+
+    def budget_facts_at(self, head: "Head", entries: int, from_slot: int) -> "FactsAt | None":
+        """What a changed budget is counted from, at a chain position (``budget_facts_at``)."""
+        from ledger.services.views.budget_facts_at import facts_at
+
+        return facts_at(self, head, entries, from_slot)
 
     @property
     def uses_database(self) -> bool:

@@ -18,10 +18,9 @@ the clock tolerance: a verdict admitted before it either expired before the
 period began or is an open reservation, which pulls the start earlier.
 """
 
-import copy
 import datetime as dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger.core.budget_calendar import period_bounds
 from ledger.core.budget_state import apply_budget_event, apply_budget_prices, empty_budget_state
@@ -31,11 +30,7 @@ from ledger.core.foldable import Foldable, SchemaFor, check_entry
 from ledger.core.state import OPERATOR_RESETS
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.services.chain.chain_time import bisect_time
-from ledger.services.chain.schema_lookup import schema_lookup
 from ledger.services.ports import ChainStore
-
-if TYPE_CHECKING:
-    from ledger.services.ports import CounterDeps, StoredStateLike
 
 
 def refold_budgets(
@@ -113,36 +108,3 @@ def _since(
         return min(starts) - margin
     except OverflowError:
         return None
-
-
-class _Restated:
-    """A stored state with its budgets counted afresh (``refold_budgets``)."""
-
-    def __init__(self, head_hash: str | None, size: int, data: dict[str, Any]) -> None:
-        self.head_hash = head_hash
-        self.size = size
-        self.data = data
-
-
-def restated(
-    stored: "StoredStateLike", deps: "CounterDeps", budgets: tuple[Budget, ...], zone: dt.tzinfo
-) -> tuple["StoredStateLike | None", int | None]:
-    """The stored state with its budgets counted afresh, and the entries that took.
-
-    ``(None, None)`` when that fails: the whole state is rebuilt and verified then.
-
-    Raises:
-        ChainIOError: the chain cannot be read.
-    """
-    config = deps.config
-    margin = dt.timedelta(
-        seconds=2 * config.reservation_ttl_seconds + config.clock_tolerance_seconds + 1
-    )
-    refold = refold_budgets(
-        deps.chain, stored.data, stored.size, budgets, zone, margin, schema_lookup(deps)
-    )
-    if refold is None:
-        return None, None
-    data = copy.deepcopy({k: v for k, v in stored.data.items() if k != "budgets"})
-    data["budgets"], folded = refold
-    return _Restated(stored.head_hash, stored.size, data), folded

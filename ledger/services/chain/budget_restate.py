@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import LedgerError
-from ledger.services.chain.budget_refold import restated
+from ledger.services.chain.budget_recount import restated
 from ledger.services.chain.counter import Counter
 from ledger.services.chain.state import save_counter
 

@@ -25,7 +25,7 @@ from ledger.core.state import (
 )
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import ChainIOError, InputDataError, LedgerError, StateMismatchError
-from ledger.services.chain.budget_refold import restated
+from ledger.services.chain.budget_recount import restated
 from ledger.services.chain.counter import (
     Counter,
     checkpoint_problem,
