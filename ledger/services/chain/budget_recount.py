@@ -158,4 +158,8 @@ def _merged(
         entry["counts"] += [list(count) for count in record["counts"]]
     if unpriced:
         state["unpriced"] = unpriced
+    # In the budgets' order, as a fold from line 1 lists them.
+    order = {budget.name: at for at, budget in enumerate(budgets)}
+    for held in [*opened.values(), *unpriced.values()]:
+        held["counts"].sort(key=lambda count: order.get(count[0], len(order)))
     return state
