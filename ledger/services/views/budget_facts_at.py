@@ -23,9 +23,11 @@ from ledger.services.views.rollups import ROLLUP_FORMAT, catch_up_in
 # Entries the rollups may lag the state by and still be caught up for it: a
 # moment's verification, never a fold of the chain from line 1.
 MAX_LAG = 5_000
-# A verdict does not wait long for a writer of the rollups (the daemon catching
-# them up): the budgets are folded from the chain instead.
-WAIT_SECONDS = 0.2
+# How long to wait for another writer of the rollups (a follower catching them
+# up holds them for a moment; the count runs before the chain lock is taken).
+# Beyond that the budgets are folded from the chain instead, which on a long
+# month takes far longer.
+WAIT_SECONDS = 5.0
 
 
 class FactsAt(NamedTuple):
