@@ -11,7 +11,10 @@ rebuild from line 1 counts it.
 
 import datetime as dt
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +79,8 @@ def _calls(home: Path, run_inproc: Any, agents: str) -> None:
     )
 
 
-@pytest.fixture
-def busy(home: Path, run_inproc: Any) -> Path:
-    """Four days of calls, a few agents' settled calls, an open verdict; rollups current."""
+def _busy_home(home: Path, run_inproc: Any) -> None:
+    """Four days of calls, a few agents' settled calls, an open verdict."""
     append_entries(home, ENTRIES, clean_env(), step=dt.timedelta(minutes=2))
     config = home / "ledger.toml"
     config.write_text(config.read_text() + DAY)
@@ -86,6 +88,12 @@ def busy(home: Path, run_inproc: Any) -> Path:
     assert run_inproc([*h, "verdict", "0.01"], env=NOW).code == 0  # the state, from line 1
     _calls(home, run_inproc, "abc")
     assert run_inproc([*h, "verdict", "0.03", "--agent", "open"], env=NOW).code == 0
+
+
+@pytest.fixture
+def busy(home: Path, run_inproc: Any) -> Path:
+    """A busy home (``_busy_home``) whose rollups are current."""
+    _busy_home(home, run_inproc)
     caught = catch_up(Runtime(home, clean_env()))
     assert caught.entries == ENTRIES + 9
     return home
@@ -190,3 +198,39 @@ def test_rollups_far_behind_are_not_used(
     changed = _load(busy)
     assert len(refolds) == 1
     _as_rebuilt(busy, changed)
+
+
+# Kills ``ledger report`` as the rollups' budget facts are written (``before``:
+# as the first write begins; ``after``: once it has written, before the commit).
+_KILLED_REPORT = """
+import os, signal, sys
+from ledger.edges.files.budgetfacts import BudgetFactsTable
+write = BudgetFactsTable.write
+def killing(self, *args, **kwargs):
+    if sys.argv[1] == "before":
+        os.kill(os.getpid(), signal.SIGKILL)
+    answer = write(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return answer
+BudgetFactsTable.write = killing
+from ledger.cli import main
+sys.argv = ["ledger", "--home", sys.argv[2], "report", "--month", "2026-11"]
+main()
+"""
+
+
+@pytest.mark.parametrize("point", ["before", "after"])
+def test_a_kill_while_the_facts_are_written_loses_and_doubles_nothing(
+    home: Path, run_inproc: Any, refolds: list[int], point: str
+):
+    _busy_home(home, run_inproc)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_REPORT, point, str(home)],
+        env={**clean_env(), **NOW}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert catch_up(Runtime(home, clean_env())).entries == ENTRIES + 9  # folded afresh
+    _add(home, CALENDAR)
+    changed = _load(home)
+    assert refolds == []  # the facts whole: counted from them
+    _as_rebuilt(home, changed)
