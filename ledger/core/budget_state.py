@@ -223,7 +223,7 @@ def apply_budget_event(
         # (in the period it was admitted in), and any other its own scope
         # matches (now). So whether a record counts on one budget never depends
         # on which other budgets are defined, and a budget added later is
-        # counted on its own (``budget_cells``).
+        # counted on its own (``core.budget_facts``).
         held = {name for name, _value, _key in counts}
         counts += [
             [found.budget.name, found.per_value or NO_VALUE, periods.key(found.budget)]

@@ -21,8 +21,8 @@ counts of every budget it is held on.
 
 import copy
 import datetime as dt
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.core.budget_facts import Counted, counted, first_slot
 from ledger.core.budget_state import empty_budget_state
@@ -34,8 +34,6 @@ from ledger.services.chain.schema_lookup import schema_lookup
 if TYPE_CHECKING:
     from ledger.core.budget_facts import Cell, CellKey, Pending
     from ledger.services.ports import CounterDeps, StoredStateLike
-
-    FactsSource = Callable[["StoredStateLike", int], Any]
 
 
 class _Restated:
@@ -100,7 +98,7 @@ def _from_facts(
         dt.timedelta(microseconds=int(meta.get("max_backstep_us") or 0)),
     )
     starts = {b.name: first_slot(b, head, zone, step) for b in calendar}
-    facts = source(_StoredHead(stored), int(meta.get("entries", 0)), min(starts.values()))
+    facts = source(stored_head(stored), int(meta.get("entries", 0)), min(starts.values()))
     if facts is None:
         return {}
     found = {}
@@ -115,13 +113,17 @@ def _from_facts(
     return found
 
 
-class _StoredHead:
+class StoredHead(NamedTuple):
     """The chain position a stored state was folded to, as a ``Head``."""
 
-    def __init__(self, stored: "StoredStateLike") -> None:
-        self.entry_hash = str(stored.head_hash)
-        self.ts_utc = str(stored.data["meta"]["last_ts"])
-        self.size = stored.size
+    entry_hash: str
+    ts_utc: str
+    size: int
+
+
+def stored_head(stored: "StoredStateLike") -> StoredHead:
+    """Where ``stored`` was folded to (a state with a head and a last entry's time)."""
+    return StoredHead(str(stored.head_hash), str(stored.data["meta"]["last_ts"]), stored.size)
 
 
 def _merged(

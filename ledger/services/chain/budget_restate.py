@@ -18,12 +18,12 @@ Whatever fails here is left to the verdict's own load, which fails closed.
 """
 
 import contextlib
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ledger.core.budgets import fingerprint as budgets_fingerprint
 from ledger.core.trust import trust_fingerprint
 from ledger.errors import LedgerError
-from ledger.services.chain.budget_recount import restated
+from ledger.services.chain.budget_recount import restated, stored_head
 from ledger.services.chain.counter import Counter
 from ledger.services.chain.state import save_counter
 
@@ -34,14 +34,6 @@ if TYPE_CHECKING:
 # The configuration whose budgets were last found kept for it, by identity: a
 # long-lived gate keeps one Config across its verdicts, and checks it once.
 _KEPT_FOR: list["Config"] = []
-
-
-class _StoredHead(NamedTuple):
-    """The head a stored state was folded to, as a ``Head``."""
-
-    entry_hash: str
-    ts_utc: str
-    size: int
 
 
 def _kept_for(stored: "StoredStateLike") -> object:
@@ -110,6 +102,6 @@ def _restate(deps: "CounterDeps", config: "Config") -> int | None:
             stored.head_hash, stored.size, _kept_for(stored),
         ):  # fmt: skip
             return None
-        head = _StoredHead(stored.head_hash, meta["last_ts"], stored.size)
+        head = stored_head(stored)
         save_counter(Counter(fresh.data, head, dirty=True, refolded=folded), deps.states)
     return folded
