@@ -178,7 +178,9 @@ def main() -> None:
                     for _ in range(20):
                         _json(home, *argv)
                     continue
-                figures.setdefault(row, {})[size] = _run(home, *argv)
+                figures.setdefault(row, {})[size] = code, took, peak = _run(home, *argv)
+                # Each row as it ends: a long run that is stopped keeps what it measured.
+                print(f"  {size:,} {row}: {took:.2f} s, {peak:.0f} MiB, exit {code}", flush=True)
             on_disk = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
             print(f"  after the rows: {on_disk / 1e6:.0f} MB on disk, "
                   f"{on_disk / max(chain_bytes, 1):.2f}x the chain's own bytes "
