@@ -27,7 +27,7 @@ from ledger.core import verdict_kind
 from ledger.core.halt_text import halt_message
 from ledger.errors import EXIT_HALT, BudgetWarning, LedgerError
 from ledger.homes import resolve_home
-from ledger.runtime import Runtime
+from ledger.runtime import Runtime, serving_many_calls
 from ledger.services.gate import call_args, calls
 from ledger.services.gate.call_args import amount
 
@@ -110,6 +110,7 @@ class Ledger:
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = resolve_home(None if home is None else str(home))
         self._runtime = Runtime(self.home)
+        serving_many_calls()
 
     def verdict(
         self,

@@ -14,6 +14,7 @@ from ledger.core.config import Config
 from ledger.edges.clock import FixedClock, SystemClock, clock_from_env
 from ledger.edges.configfile import load_config
 from ledger.edges.fileio import atomic_write, home_problem
+from ledger.edges.files import walcheckpoints
 from ledger.edges.files.chainfile import ChainFile
 from ledger.edges.files.groupcommit import lock_released
 from ledger.edges.files.homefiles import HomeFiles
@@ -63,6 +64,16 @@ def settle_environ(environ: dict[str, str] | None) -> None:
     their ``environ``.
     """
     _SETTLED_ENVIRON[0] = environ
+
+
+def serving_many_calls() -> None:
+    """This process answers call after call (gateway, ``serve``, the Python API).
+
+    The derived index's WAL checkpoints then run on a thread of their own
+    instead of inside a call's commit (``ledger.edges.files.walcheckpoints``).
+    A one-shot command keeps SQLite's own: it has no later moment to run them in.
+    """
+    walcheckpoints.start()
 
 
 class Runtime(HomeFiles):

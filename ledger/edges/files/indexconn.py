@@ -3,6 +3,12 @@
 One connection per file and process, opened in WAL mode with the schema
 made, and opened again when the file was replaced; ``IndexDb``
 (``ledger.edges.files.indexdb``) reads and writes through it.
+
+A resident process (the gateway, ``ledger serve``, the Python API) moves the
+WAL's checkpoints off its call path (``ledger.edges.files.walcheckpoints``):
+with ``synchronous = NORMAL`` a commit writes the WAL without a sync, but a
+checkpoint syncs twice, and SQLite runs one inside every thousandth page's
+commit, so one call in a hundred waited for it.
 """
 
 import contextlib
@@ -44,10 +50,15 @@ class _Shared:
         # Whether every table was seen with its head (checked once, then by
         # every lookup's links).
         self.heads = False
+        # Write transactions committed: what a checkpointer has not yet seen.
+        self.commits = 0
 
 
 _OPEN: dict[str, _Shared] = {}
 _OPEN_LOCK = threading.Lock()
+# Whether connections leave checkpoints to a checkpointer (SQLite's automatic
+# checkpoint otherwise: a one-shot process has none, and pays one call in a hundred).
+_CHECKPOINTS_ELSEWHERE = False
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -78,6 +89,8 @@ def connect(path: str) -> _Shared:
             # Lookups read the file through the page cache, not a read() per page:
             # flat at a million rows as at ten thousand.
             connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            if _CHECKPOINTS_ELSEWHERE:
+                connection.execute("PRAGMA wal_autocheckpoint = 0")
             connection.executescript(_SCHEMA)
         except sqlite3.Error:
             connection.close()
@@ -88,6 +101,23 @@ def connect(path: str) -> _Shared:
         assert found is not None  # noqa: S101 - sqlite just created it
         shared = _OPEN[path] = _Shared(connection, found)
         return shared
+
+
+def leave_checkpoints_elsewhere() -> None:
+    """This process's connections, open and to come, run no checkpoint of their own."""
+    global _CHECKPOINTS_ELSEWHERE  # noqa: PLW0603 - one setting for the process
+    with _OPEN_LOCK:
+        _CHECKPOINTS_ELSEWHERE = True
+        opened = list(_OPEN.values())
+    for shared in opened:
+        with shared.lock, contextlib.suppress(sqlite3.Error):
+            shared.connection.execute("PRAGMA wal_autocheckpoint = 0")
+
+
+def written() -> list[tuple[str, _Shared]]:
+    """Each index file this process has open, and its connection (identity, commits, lock)."""
+    with _OPEN_LOCK:
+        return list(_OPEN.items())
 
 
 def forget(path: str) -> None:

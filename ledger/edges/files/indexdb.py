@@ -3,8 +3,9 @@
 Derived state, rebuilt from the chain: the chain's two fsyncs per call are the
 durable copy, so the database runs with ``synchronous = NORMAL`` in WAL mode
 (a commit writes the WAL and returns; only a checkpoint, every thousand pages
-or so, syncs). After a crash it is consistent but may lag; after a power loss
-it may lose its newest commits, which the state file's ``seq`` catches.
+or so, syncs, and a resident process runs those on a thread of their own:
+``ledger.edges.files.walcheckpoints``). After a crash it is consistent but may
+lag; after a power loss it may lose its newest commits, which the state file's ``seq`` catches.
 
 Tables, each row MAC'd (HMAC-SHA256 under ``keys/state-mac.key``, over its
 table, its key columns and its values), so an edited row is found when read:
@@ -211,6 +212,7 @@ class IndexDb:
                     shared.heads = True
                 yield tx
                 db.execute("COMMIT")
+                shared.commits += 1
             except sqlite3.Error as exc:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
