@@ -6,7 +6,9 @@ home's chain (``ledger.edges.files.groupcommit``): one lock hold, each unit of
 work in its own transaction in arrival order, one fsync at the end, and no
 result handed back before it. Derived state stays in memory between batches
 (``ledger.edges.files.keptstate``) and is written after a batch's fsync at most
-every half second, and when the process stops.
+every half second, and when the process stops; a process that writes it
+between its batches instead (the gateway: ``write_while_idle``) leaves the
+batches to write it only once it is ``OVERDUE_SECONDS`` old.
 
 If the group's fsync fails, nothing of the batch was handed back and its
 entries are gone again: derived state written meanwhile is dropped (it is
@@ -35,12 +37,15 @@ from ledger.edges.files.keptstate import KeptStates, keeping
 from ledger.edges.locks import exclusive_lock
 from ledger.edges.postgres.db import PgDatabase
 from ledger.edges.postgres.group import GroupCommitError as PgGroupCommitError
-from ledger.errors import ChainIOError, LedgerError
+from ledger.errors import ChainIOError, LedgerError, LockTimeoutError
 from ledger.homes import CONFIG_FILE
-from ledger.runtime import Runtime
+from ledger.runtime import Runtime, serving_many_calls
 from ledger.services.views.rollup_follower import RollupFollower
 
 R = TypeVar("R")
+# How long derived state may stay unwritten, in a process that writes it while
+# idle, before a batch writes it whole anyway (a gateway that is never idle).
+OVERDUE_SECONDS = 5.0
 Log = Callable[[str], None]
 
 
@@ -60,6 +65,9 @@ class BatchRunner:
         # fold would hold from the batches (the daemon keeps a fleet's current).
         self.rollups = RollupFollower(self.runtime, log)
         self._on_file = False
+        # Set by a process that calls ``write_while_idle`` between its batches.
+        self.writes_while_idle = False
+        serving_many_calls()
 
     def runtime(self) -> Runtime:
         """A fresh runtime: a changed ``ledger.toml``, trust store or key is in effect for it."""
@@ -180,8 +188,35 @@ class BatchRunner:
             return work(self.runtime())
 
     def _write_state_when_due(self) -> None:
-        if self._kept.due():
+        # A process that writes while idle (``write_while_idle``) leaves it to
+        # then, unless it has found no idle moment for a while.
+        if self._kept.due(OVERDUE_SECONDS if self.writes_while_idle else None):
             self._kept.write_or_log(self._log)
+
+    def write_while_idle(self, rows: int) -> bool:
+        """A little of the derived state kept in memory, written between batches; whether more is.
+
+        Up to ``rows`` key index records, else, once the state is due, the state
+        files: a step short enough that a call arriving meanwhile barely waits,
+        where the whole write after a batch held that batch's callers several
+        milliseconds every half second. Under the chain lock, as every write of
+        derived state; when another process holds it, nothing is written now.
+        """
+        if not self._kept.unwritten():
+            return False
+        try:
+            chain = self._batch_chain()
+            if not isinstance(chain, ChainFile):
+                return False
+            with exclusive_lock(chain.lock_path, 0):
+                if self._kept.pending_records():
+                    self._kept.write_some_records(rows)
+                elif self._kept.due():
+                    self._kept.write()
+        except LedgerError as exc:  # a busy lock included: tried again at the next step
+            if not isinstance(exc, LockTimeoutError):
+                self._log(f"could not write derived state: {exc}")
+        return self._kept.unwritten()
 
     def make_predecessor_durable(self) -> None:
         """Make durable what a killed predecessor wrote before anything is decided on top of it."""

@@ -117,9 +117,45 @@ class KeptStates:
         """Forget the key index appends held for ``owner`` (its index was replaced)."""
         self._appends.pop(owner, None)
 
-    def due(self) -> bool:
-        """Whether the files should be written now (the interval has passed)."""
-        return bool(self._dirty) and monotonic() - self._written_at >= WRITE_EVERY_SECONDS
+    def due(self, interval: float | None = None) -> bool:
+        """Whether the files should be written now (``interval``, else the usual, has passed)."""
+        wait = WRITE_EVERY_SECONDS if interval is None else interval
+        return bool(self._dirty) and monotonic() - self._written_at >= wait
+
+    def pending_records(self) -> bool:
+        """Whether key index records are held, not written yet."""
+        return bool(self._appends)
+
+    def unwritten(self) -> bool:
+        """Whether anything kept is not on disk yet (index records or a changed file)."""
+        return bool(self._appends) or bool(self._dirty)
+
+    def write_some_records(self, rows: int) -> None:
+        """Write up to ``rows`` held key index records, the oldest first (no state file).
+
+        What is left stays held, and ``pending`` still answers for it; the
+        state files that own the records are written, after the rest, by ``write``.
+
+        Raises:
+            ChainIOError: the index could not be written.
+        """
+        for owner, (write, records) in sorted(self._appends.items(), key=lambda item: item[0]):
+            if rows <= 0:
+                return
+            if owner in self._supersedes and file_identity(owner) != self._supersedes[owner]:
+                self._drop(owner)  # another writer folded these entries itself
+                continue
+            part = records[:rows]
+            try:
+                write(part)
+            except ChainIOError:
+                self._drop(owner)
+                _remove(Path(owner))
+                raise
+            del records[: len(part)]  # in place: ``pending`` hands out this list
+            rows -= len(part)
+            if not records:
+                self._appends.pop(owner, None)
 
     def write_or_log(self, log: Callable[[str], None]) -> None:
         """``write``, a failure logged rather than raised.

@@ -76,3 +76,63 @@ def test_a_gated_call_makes_two_durable_writes(
         call(f"anthropic:msg_{number}")
     assert len(synced) == 2 * 5
     runner.close()
+
+
+def _index_keys(home: Path) -> int:
+    """Idempotency keys in the index file itself (what another process would read)."""
+    import sqlite3
+
+    with sqlite3.connect(home / "state" / "index.sqlite3") as db:
+        return int(db.execute("SELECT count(*) FROM keys WHERE k != x''").fetchone()[0])
+
+
+def test_a_runner_that_writes_while_idle_leaves_its_batches_unburdened(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The whole write no longer follows a batch; steps between batches write it, nothing lost."""
+    from ledger.edges.files import keptstate
+
+    monkeypatch.setattr(keptstate, "WRITE_EVERY_SECONDS", 0.0)  # due at every batch
+    runner = BatchRunner(home, NOW, print)
+    runner.run(lambda runtime: _record(runtime, "k:warm"), lambda: None)
+    runner.writes_while_idle = True
+    before = _index_keys(home)
+    keys = [f"k:{number}" for number in range(40)]
+    runner.run(lambda runtime: [_record(runtime, key) for key in keys], lambda: None)
+    assert _index_keys(home) == before  # held, though due: the batch wrote nothing
+    steps = 0
+    while runner.write_while_idle(16):
+        steps += 1
+        assert steps < 20
+    # 40 keys and 80 refs in steps of 16 rows, then the state file.
+    assert steps >= 4
+    assert _index_keys(home) == before + 40
+    # In between, the keys still held were found as ever; a fresh process finds all.
+    fresh = Runtime(home, NOW)
+    assert all(_record(fresh, key) for key in keys)
+    runner.close()
+
+
+def test_keys_half_written_between_batches_are_found_once(home: Path):
+    runner = BatchRunner(home, NOW, print)
+    runner.writes_while_idle = True
+    keys = [f"k:{number}" for number in range(20)]
+    firsts = runner.run(lambda runtime: [_record(runtime, key) for key in keys], lambda: None)
+    runner.write_while_idle(7)  # some rows in the index, the rest still held
+    repeats = runner.run(lambda runtime: [_record(runtime, key) for key in keys], lambda: None)
+    runner.close()
+    assert firsts == [False] * 20
+    assert repeats == [True] * 20
+    assert all(_record(Runtime(home, NOW), key) for key in keys)
+
+
+def test_a_runner_never_idle_still_writes_once_overdue(home: Path, monkeypatch: pytest.MonkeyPatch):
+    from ledger import batching
+
+    monkeypatch.setattr(batching, "OVERDUE_SECONDS", 0.0)
+    runner = BatchRunner(home, NOW, print)
+    runner.writes_while_idle = True
+    before = _index_keys(home) if (home / "state" / "index.sqlite3").exists() else 0
+    runner.run(lambda runtime: [_record(runtime, f"k:{n}") for n in range(5)], lambda: None)
+    assert _index_keys(home) == before + 5
+    runner.close()
