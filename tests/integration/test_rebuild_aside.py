@@ -237,3 +237,29 @@ def test_a_state_kept_in_memory_by_a_resident_process_gives_way_to_the_rebuilt_o
     assert after.size > stored.size  # the rebuild's own entry folded in
     assert _verdict(home).returncode == 0
     assert _figures(home) == _fresh_figures(home, tmp_path)
+
+
+def _verdict_peak_kib(home: Path) -> int:
+    shutil.rmtree(home / "state")  # missing: the verdict folds it afresh, under the lock
+    argv = [sys.executable, "-m", "ledger", "--home", str(home), "verdict", "0.01"]
+    measured = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *argv, "--provider", "openai"],
+        env=clean_env(LEDGER_NOW=NOW), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    code, peak = measured.stdout.splitlines()[-1].split()  # after the verdict's JSON
+    assert code == "0", measured.stderr
+    return int(peak)
+
+
+def test_a_verdict_folding_a_missing_state_holds_no_more_memory_for_a_longer_chain(
+    tmp_path: Path,
+) -> None:
+    """A state missing is folded under the lock; its index records are written as they come.
+
+    Held until the state was saved, they grew with the chain: 3 GiB at ten
+    million entries.
+    """
+    short = _verdict_peak_kib(_built(tmp_path / "short", SHORT))
+    # 100,000: held, the records and the pages mapped took 31 MiB more than at 2,000.
+    long = _verdict_peak_kib(_built(tmp_path / "long", 2 * LONG))
+    assert long - short <= CONSTANT_KIB, (short, long)

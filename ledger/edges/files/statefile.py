@@ -365,6 +365,27 @@ class StateFile:
             return
         self._write_records(records, refs)
 
+    def spill(self, records: list[dict[str, Any]], refs: Any, *, replace: bool = False) -> None:
+        """Write a fold's index records so far (a fold from line 1: the first batch replaces).
+
+        A state folded afresh under the chain lock (it was missing, or verified
+        under another trust store) writes its records as they come instead of
+        holding them all until it is saved: a fold of ten million entries held
+        3 GiB. A fold cut short leaves an index no saved state goes with: the
+        next use folds afresh, as it would have.
+
+        Raises:
+            ChainIOError: the index cannot be written (the state is dropped).
+        """
+        if replace:
+            index = self.index(create=True)
+            assert index is not None  # noqa: S101 - create=True always yields one
+            index.unmapped()
+            self.save_keys(records, replace=True, refs=refs)
+        else:
+            # Straight to the index, never held in memory by a long-lived process.
+            self._write_records(records, refs)
+
     def _write_records(
         self,
         records: list[dict[str, Any]],

@@ -278,8 +278,9 @@ def _rebuilt(
     hashes: dict[int, str] = {}
     keys: list[dict[str, Any]] = []
     refs = PackedRefs()
-    # A state built aside (``rebuild-state``) takes the fold's index records as
-    # they come, so they are never all held at once; the first batch replaces its index.
+    # The state's index takes the fold's records as they come (the live one's as
+    # the one ``rebuild-state`` builds aside), so they are never all held at
+    # once; the first batch replaces the index.
     aside = getattr(deps.states, "spill", None)
     spilled = [False]
     spill: SpillFn | None = None
