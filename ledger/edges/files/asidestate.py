@@ -76,16 +76,6 @@ class AsideState(StateFile):
         except OSError as exc:
             raise ChainIOError(f"cannot clear {self.directory}: {exc.strerror}") from exc
 
-    def spill(self, records: list[dict[str, Any]], refs: Any, *, replace: bool = False) -> None:
-        """Write a fold's index records so far (the first batch makes the index afresh).
-
-        Raises:
-            ChainIOError: the index cannot be written.
-        """
-        if replace:
-            self._unmapped()
-        self.save_keys(records, replace=replace, refs=refs)
-
     def swap_in(self) -> None:
         """Put this state in the live one's place (under the chain lock).
 
@@ -112,23 +102,6 @@ class AsideState(StateFile):
             # so the first reader after the swap changes no file of the home.
             connect(os.fspath(self.live.index_path))
         self.clear()
-
-    def _unmapped(self) -> None:
-        """Write the index through the page cache, not mapped.
-
-        A fold writes every page of it once; pages mapped would count in the
-        memory held, growing with the chain.
-
-        Raises:
-            ChainIOError: the index cannot be opened.
-        """
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            shared = connect(os.fspath(self.index_path))
-            with shared.lock:
-                shared.connection.execute("PRAGMA mmap_size = 0")
-        except (OSError, sqlite3.Error) as exc:
-            raise ChainIOError(f"cannot open the rebuilt index: {exc}") from exc
 
     @staticmethod
     def _settle(index_path: str) -> None:
