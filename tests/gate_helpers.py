@@ -6,10 +6,12 @@ a file beside them holds, so a test can change the provider's answer between
 two commands and count how often the gate ran the observer.
 """
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,8 +95,15 @@ def home_files(home: Path) -> dict[str, tuple[bytes, int]]:
 
     SQLite's ``-shm`` files are left out: every reader of a database in WAL mode
     maps that file and updates its lock slots, and it holds no data (SQLite
-    rebuilds it from the WAL); the database and its WAL are compared.
+    rebuilds it from the WAL); the database and its WAL are compared. Each
+    database's WAL is first copied into it (a PASSIVE checkpoint, which changes
+    no row): a process that checkpoints on a thread of its own
+    (``walcheckpoints``, started by any resident runner in this test process)
+    would otherwise change the file's bytes at a moment of its choosing.
     """
+    for database in home.rglob("*.sqlite3"):
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     files = {}
     for path in sorted(home.rglob("*")):
         if path.is_file() and not path.name.endswith(".sqlite3-shm"):
