@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import time
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -34,6 +35,10 @@ from ledger.errors import ChainIOError
 REBUILD_WAIT_SECONDS = 10.0
 
 _ASIDE = "rebuild"
+
+# A checkpoint answering busy is asked again, this often, this far apart.
+_SETTLE_ATTEMPTS = 200
+_SETTLE_PAUSE_SECONDS = 0.01
 
 
 class AsideState(StateFile):
@@ -113,7 +118,14 @@ class AsideState(StateFile):
         try:
             shared = connect(index_path)
             with shared.lock:
-                shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # A checkpoint already running (a resident process's checkpoint
+                # thread, ``walcheckpoints``) makes this one answer "busy" at
+                # once, without waiting: asked again until it has run.
+                for _attempt in range(_SETTLE_ATTEMPTS):
+                    busy = shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                    if not busy or not busy[0]:
+                        break
+                    time.sleep(_SETTLE_PAUSE_SECONDS)
         except sqlite3.Error as exc:
             raise ChainIOError(f"cannot settle the rebuilt index: {exc}") from exc
         finally:

@@ -71,7 +71,10 @@ class _Checkpointer:
 
     def pass_once(self) -> None:
         """A PASSIVE checkpoint of each file committed to since the last pass."""
-        for path, shared in indexconn.written():
+        written = indexconn.written()
+        for path in set(self._open) - {path for path, _shared in written}:
+            self._close(path)  # the process let it go (removed, moved, swapped in)
+        for path, shared in written:
             identity, commits = shared.identity, shared.commits
             if self._seen.get((path, identity)) == commits:
                 continue
@@ -88,16 +91,19 @@ class _Checkpointer:
                         connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
                 self._seen[(path, identity)] = commits
 
+    def _close(self, path: str) -> None:
+        _identity, connection = self._open.pop(path)
+        with contextlib.suppress(sqlite3.Error):
+            connection.close()
+        self._seen = {seen: n for seen, n in self._seen.items() if seen[0] != path}
+
     def _connection(self, path: str, identity: tuple[int, int]) -> sqlite3.Connection:
         """The checkpointer's connection to ``path`` as it is now (never creating the file)."""
         held = self._open.get(path)
         if held is not None and held[0] == identity:
             return held[1]
         if held is not None:
-            with contextlib.suppress(sqlite3.Error):
-                held[1].close()
-            del self._open[path]
-            self._seen = {seen: n for seen, n in self._seen.items() if seen[0] != path}
+            self._close(path)
         uri = Path(path).absolute().as_uri() + "?mode=rw"
         connection = sqlite3.connect(
             uri,
