@@ -114,7 +114,7 @@ def leave_checkpoints_elsewhere() -> None:
             shared.connection.execute("PRAGMA wal_autocheckpoint = 0")
 
 
-def written() -> list[tuple[str, _Shared]]:
+def open_files() -> list[tuple[str, _Shared]]:
     """Each index file this process has open, and its connection (identity, commits, lock)."""
     with _OPEN_LOCK:
         return list(_OPEN.items())

@@ -130,28 +130,32 @@ class KeptStates:
         """Whether anything kept is not on disk yet (index records or a changed file)."""
         return bool(self._appends) or bool(self._dirty)
 
-    def write_some_records(self, rows: int) -> None:
-        """Write up to ``rows`` held key index records, the oldest first (no state file).
+    def write_some_records(self, rows: int | None) -> None:
+        """Write up to ``rows`` held key index records (``None``: all), the oldest first.
 
-        What is left stays held, and ``pending`` still answers for it; the
-        state files that own the records are written, after the rest, by ``write``.
+        No state file is written. What is left stays held, and ``pending`` still
+        answers for it; the state files that own the records are written, after
+        the rest, by ``write``.
 
         Raises:
             ChainIOError: the index could not be written.
         """
         for owner, (write, records) in sorted(self._appends.items(), key=lambda item: item[0]):
-            if rows <= 0:
+            if rows is not None and rows <= 0:
                 return
             if owner in self._supersedes and file_identity(owner) != self._supersedes[owner]:
                 self._drop(owner)  # another writer folded these entries itself
                 continue
-            part = records[:rows]
+            part = records if rows is None else records[:rows]
             try:
                 write(part)
             except ChainIOError:
                 self._drop(owner)
                 _remove(Path(owner))
                 raise
+            if rows is None:
+                self._appends.pop(owner, None)
+                continue
             del records[: len(part)]  # in place: ``pending`` hands out this list
             rows -= len(part)
             if not records:
@@ -183,7 +187,7 @@ class KeptStates:
                 # Lent and never saved back: neither it nor its index appends are
                 # written; the file and the index on disk agree, and lag.
                 self._drop(name)
-        self._write_appends()
+        self.write_some_records(None)  # every record, each before the state file that owns it
         for name in sorted(self._dirty):
             raw = self._raw[name]
             if file_identity(name) != self._supersedes[name]:
@@ -203,24 +207,6 @@ class KeptStates:
                 kept_document.written()
             self._supersedes[name] = file_identity(name)
             self._dirty.discard(name)
-
-    def _write_appends(self) -> None:
-        """Write the held key index records, each before the state file that owns it.
-
-        Raises:
-            ChainIOError: the index could not be written.
-        """
-        for owner, (write, records) in sorted(self._appends.items(), key=lambda item: item[0]):
-            if owner in self._supersedes and file_identity(owner) != self._supersedes[owner]:
-                self._drop(owner)  # another writer folded these entries itself
-                continue
-            try:
-                write(records)
-            except ChainIOError:
-                self._drop(owner)
-                _remove(Path(owner))
-                raise
-            self._appends.pop(owner, None)
 
     def forget(self) -> None:
         """Drop everything kept (a group whose appends were rolled back)."""

@@ -71,7 +71,7 @@ class _Checkpointer:
 
     def pass_once(self) -> None:
         """A PASSIVE checkpoint of each file committed to since the last pass."""
-        written = indexconn.written()
+        written = indexconn.open_files()
         for path in set(self._open) - {path for path, _shared in written}:
             self._close(path)  # the process let it go (removed, moved, swapped in)
         for path, shared in written:
