@@ -65,3 +65,13 @@ def test_explain_reproduces_a_verdict_a_budget_decided(home, run_inproc):
     assert explained["reproducible"] is True
     assert explained["recomputed"]["deciding_cap"] == "budget:per-session[s1]"
     assert "budget:per-session[s1]" in [cap["scope"] for cap in explained["caps"]]
+
+
+def test_a_new_period_shows_no_value_of_the_last_one(home, run_inproc):
+    """The next day, before any call names a session: one row with no value, not yesterday's."""
+    book = spend(home, run_inproc)
+    # A call of the new day that names no session (so no per-session counter of this day).
+    book.verdict("2026-11-27T09:00:00Z", "0.25", "--agent", "research-a")
+    rows = book("2026-11-27T09:01:00Z", "usage", "--budget", "per-session")["budgets"]
+    assert [(r["per_value"], r["used"], r["reserved"]) for r in rows] == [(None, 0.0, 0.0)]
+    assert rows[0]["period_start"] == "2026-11-27T00:00:00.000000Z"

@@ -130,15 +130,22 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
     now = chain_time(local_now, head)
     rows = []
     for budget in budgets:
-        values: list[str | None] = list(listed.get(budget.name, [])) or [None]
-        for value in values:
-            found = Applicable(budget, value)
-            if state is not None and (value is not None or budget.per is None):
+        shown = []
+        for value in listed.get(budget.name, []):
+            seen = figures(state, Applicable(budget, value), now, config.day_zone)
+            # A calendar period's table keeps last period's values until a call
+            # of this period names one: only those with figures now are rows.
+            if seen.used_micros or seen.reserved_micros:
+                shown.append(_row(budget, value, seen))
+        if not shown:
+            found = Applicable(budget, None)
+            if state is not None and budget.per is None:
                 seen = figures(state, found, now, config.day_zone)
             else:
                 start, end = period_bounds(budget, now, config.day_zone)
                 seen = BudgetFigures(found, start, end, 0, 0, None)
-            rows.append(_row(budget, value, seen))
+            shown.append(_row(budget, None, seen))
+        rows.extend(shown)
     damage = counters_damage(state)
     if damage is not None:
         # A counter store found damage while listing: no figure of it is trusted.
