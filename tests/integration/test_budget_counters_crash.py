@@ -111,7 +111,7 @@ def test_counters_after_each_kill_equal_a_fold_from_scratch(home: Path, tmp_path
 def _retries_count_once(home: Path, seed: int) -> None:
     """Every key the killed writer used, tried again: each is a duplicate, none counted twice."""
     runtime = Runtime(home, _env())
-    chain = (home / "events.jsonl").read_text().splitlines()
+    chain = _whole_lines(home)
     keys = [json.loads(line)["payload"].get("idempotency_key") for line in chain]
     sealed = [key for key in keys if key and key.startswith(f"k-{seed}-")]
     before = len(chain)
@@ -120,4 +120,9 @@ def _retries_count_once(home: Path, seed: int) -> None:
             runtime, "0.02", "anthropic", cycle_id="retry", idempotency_key_value=key
         )
         assert document["duplicate"] is True, key
-    assert len((home / "events.jsonl").read_text().splitlines()) == before
+    assert len(_whole_lines(home)) == before
+
+
+def _whole_lines(home: Path) -> list[str]:
+    """The chain's complete lines: a kill mid-append leaves a torn tail the next writer cuts."""
+    return (home / "events.jsonl").read_text().split("\n")[:-1]
