@@ -131,8 +131,8 @@ def budget_rows(deps: Any, name: str | None = None) -> dict[str, Any]:
     rows = []
     for budget in budgets:
         shown = []
-        for value in listed.get(budget.name, []):
-            seen = figures(state, Applicable(budget, value), now, config.day_zone)
+        for value in listed.get(budget.name, []):  # values only where a state was read
+            seen = figures(state or {}, Applicable(budget, value), now, config.day_zone)
             # A calendar period's table keeps last period's values until a call
             # of this period names one: only those with figures now are rows.
             if seen.used_micros or seen.reserved_micros:
