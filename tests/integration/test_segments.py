@@ -137,6 +137,33 @@ def _figures(report: dict[str, object]) -> object:
     return report.get("scopes", report.get("caps", {k: v for k, v in report.items() if "usd" in k}))
 
 
+class TestHeadOnTheCallPath:
+    def test_the_head_reads_the_newest_manifest_alone(self, sealed_home, monkeypatch):
+        """A verdict's head parses one manifest, not one per segment (a segment a day is 365)."""
+        loaded: list[str] = []
+        load = segmentfiles.SegmentDir.load
+        monkeypatch.setattr(
+            segmentfiles.SegmentDir,
+            "load",
+            lambda self, path: loaded.append(path.name) or load(self, path),
+        )
+        segmentfiles.forget_listings()
+        newest = segmentfiles.SegmentDir(sealed_home / "segments").newest()
+        assert newest is not None
+        assert newest.number == 3
+        assert loaded == ["000003.json"]
+        assert Runtime(sealed_home, {}).chain.head() is not None
+        assert set(loaded) == {"000003.json"}  # read again: a folder changed just now is not kept
+
+    def test_a_manifest_missing_from_the_middle_still_fails_the_head(self, sealed_home):
+        """Without segment 2's manifest the head names the gap where it begins, as a listing does."""
+        (sealed_home / "segments" / "000002.json").unlink()
+        segmentfiles.forget_listings()
+        with pytest.raises(segmentfiles.SegmentGapError) as raised:
+            segmentfiles.SegmentDir(sealed_home / "segments").newest()
+        assert raised.value.line == 4
+
+
 class TestDamage:
     def test_an_edit_inside_a_sealed_segment_is_found_at_its_line(self, sealed_home, run_inproc):
         """One changed provider in segment 2's second line: BROKEN line 5 of the whole chain."""

@@ -156,10 +156,9 @@ def chain_head(
     if segments is None:
         return read_head(path, follow_symlinks=follow_symlinks)
     physical, first = read_head_and_first(path, follow_symlinks=follow_symlinks, want_first=True)
-    sealed = segments.listing()
-    if not sealed:
+    newest = segments.newest()
+    if newest is None:
         return physical
-    newest = sealed[-1]
     skip = 0
     if physical is not None and physical.size >= newest.size and first == newest.first_line_sha256:
         skip = newest.size

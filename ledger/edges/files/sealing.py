@@ -87,10 +87,9 @@ def finish_interrupted_seal(path: Path, segments: SegmentDir) -> None:
     Raises:
         ChainIOError: the file cannot be read or replaced.
     """
-    sealed = segments.listing()
-    if not sealed:
+    newest = segments.newest()
+    if newest is None:
         return
-    newest = sealed[-1]
     try:
         fd = open_regular(path)
     except FileNotFoundError:

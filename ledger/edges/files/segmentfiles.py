@@ -162,19 +162,58 @@ class SegmentDir:
         _LISTINGS.keep(segments, identity)
         return segments
 
+    def newest(self) -> Segment | None:
+        """The newest sealed segment, reading its manifest alone; ``None`` when there is none.
+
+        What the chain's head needs, on every call: a listing parses every
+        manifest, which grows with the chain (a segment a day is 365 a year).
+        The names are still held to one another, so a manifest removed from the
+        middle is found here as by ``listing`` (which then names the gap); where
+        each segment sits is checked by ``listing``, which every reader of
+        sealed bytes uses.
+
+        Raises:
+            ChainIOError: the directory or the manifest cannot be read, or a
+                manifest is missing.
+        """
+        try:
+            identity = identity_of_stat(os.stat(self.directory))  # noqa: PTH116
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
+        listed = _LISTINGS.get(identity)
+        if listed is not None:
+            return listed[-1] if listed else None
+        known = _NEWEST.get(identity)
+        if known is not None:
+            return known
+        names = self._manifest_names()
+        if not names:
+            return None
+        newest = self.load(self.directory / names[-1])
+        if names != [f"{n:06d}.json" for n in range(1, len(names) + 1)] or newest.number != len(
+            names
+        ):
+            return self.listing()[-1]  # names where each gap is, with its line
+        _NEWEST.keep(newest, identity)
+        return newest
+
+    def _manifest_names(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.directory) if _MANIFEST.fullmatch(n))  # noqa: PTH208
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
+
     def loose(self) -> tuple[Segment, ...]:
         """Every manifest there is, by number, whether or not they follow each other.
 
         Raises:
             ChainIOError: the directory or a manifest cannot be read.
         """
-        try:
-            names = sorted(n for n in os.listdir(self.directory) if _MANIFEST.fullmatch(n))  # noqa: PTH208
-        except FileNotFoundError:
-            return ()
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
-        return tuple(self.load(self.directory / name) for name in names)
+        return tuple(self.load(self.directory / name) for name in self._manifest_names())
 
     def load(self, path: Path) -> Segment:
         """One manifest.
@@ -345,6 +384,7 @@ def _check_sequence(segments: tuple[Segment, ...], directory: Path) -> None:
 
 
 _LISTINGS: ByIdentity[tuple[Segment, ...]] = ByIdentity()
+_NEWEST: ByIdentity[Segment] = ByIdentity()
 
 
 def forget_listings() -> None:
@@ -355,3 +395,4 @@ def forget_listings() -> None:
     place is read as it now is.
     """
     _LISTINGS.clear()
+    _NEWEST.clear()
