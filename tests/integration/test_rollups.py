@@ -136,3 +136,34 @@ def test_rollups_busy_with_another_reader_time_out_and_are_kept(spent, run_inpro
         holder.rollback()
         holder.close()
     assert _cells(spent) == before
+
+
+def test_a_long_catch_up_commits_as_it_goes(spent, run_inproc, monkeypatch):
+    """A fold of more lines than a chunk commits each chunk: stopped, it keeps what it folded;
+    the cells it leaves are those of one fold, and the report's totals the same."""
+    from ledger.runtime import build_runtime
+    from ledger.services.views import rollup_fold, rollups
+
+    assert _month(run_inproc, spent).code == 0
+    whole = _cells(spent)
+    (spent / "state" / "rollups.sqlite3").unlink()
+    monkeypatch.setattr(rollups, "CHUNK_LINES", 2)
+    # Stopped at the second chunk: the first one's two lines are kept.
+    calls = []
+    real = rollup_fold.fold_range
+
+    def stopped_at_the_second(*args, **kwargs):
+        calls.append(args[2]["entries"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rollups, "fold_range", stopped_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        rollups.catch_up(build_runtime(str(spent)))
+    monkeypatch.setattr(rollups, "fold_range", real)
+    resumed = rollups.catch_up(build_runtime(str(spent)))
+    assert calls == [0, 2]
+    assert (resumed.entries, resumed.folded, resumed.rebuilt) == (3, 1, False)
+    assert _cells(spent) == whole
+    assert _month(run_inproc, spent).json()["totals"]["usd_micros"] == 3_750_000

@@ -143,9 +143,17 @@ class Fold:
 
 
 def fold_range(
-    deps: RollupDeps, trust: "TrustStore", start: dict[str, Any], head: Head, fold: Fold
+    deps: RollupDeps,
+    trust: "TrustStore",
+    start: dict[str, Any],
+    head: Head,
+    fold: Fold,
+    limit: int | None = None,
 ) -> bool:
-    """Verify and fold the chain from ``start`` to ``head``; whether it verified."""
+    """Verify and fold the chain from ``start`` to ``head`` (at most ``limit`` lines).
+
+    Returns whether what was read verified; ``fold.size`` says where it stopped.
+    """
     from ledger.core.chain import ChainVerifier
     from ledger.services.chain.sealed_here import sealed_here
 
@@ -158,12 +166,14 @@ def fold_range(
         on_entry=fold,
         vouched=sealed_here,  # this process's own lines: their signatures were just made here
     )
-    for raw in deps.chain.iter_lines(fold.size, head.size):
+    for lines, raw in enumerate(deps.chain.iter_lines(fold.size, head.size), start=1):
         if not verifier.feed(raw):
             break
         fold.entries += 1
         fold.size += len(raw)
         fold.prev = fold.current
+        if lines == limit:
+            break
     report = verifier.report()
     if not report.ok:
         fold.broken = (report.line or 0, report.reason or "does not verify")

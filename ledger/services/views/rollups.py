@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _LAST_SLOT = 2**40  # beyond any time a chain holds
+# A catch-up of more lines than this commits every this many: a first fold of
+# a long chain (an hour at 10M entries) then keeps what it folded if it is
+# stopped, and its SQLite WAL stays bounded (one transaction held gigabytes).
+CHUNK_LINES = 100_000
 # 2: with the calls table; 3: its rows stored without what the columns hold;
 # 4: with the budget facts.
 ROLLUP_FORMAT = 4
@@ -60,6 +64,8 @@ class Caught:
     note: str | None = None
     # The chain's byte size at ``entries`` (where a reader of the chain stops).
     size: int = 0
+    # Whether the rollups reached the head (a catch-up given a limit may stop short).
+    complete: bool = True
 
 
 @dataclass(slots=True)
@@ -136,9 +142,19 @@ def _hold_against_checkpoint(
 
 
 def catch_up_in(
-    deps: RollupDeps, tx: RollupTx, *, fresh: bool, until: Head | None = None
+    deps: RollupDeps,
+    tx: RollupTx,
+    *,
+    fresh: bool,
+    until: Head | None = None,
+    limit: int | None = None,
 ) -> Caught:
-    """Catch the rollups up to the chain head (``until``: to that head of the chain)."""
+    """Catch the rollups up to the chain head (``until``: to that head of the chain).
+
+    With ``limit``, at most that many lines are folded: the answer's
+    ``complete`` says whether the head was reached (the newest checkpoint is
+    held against the rollups only then).
+    """
     if until is not None:
         head: Head | None = until
     else:
@@ -157,13 +173,13 @@ def catch_up_in(
     fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at, position.get("facts"))
     if head is not None and head.size > int(position["size"]):
         start = dict(position)
-        if not fold_range(deps, trust, start, head, fold) and int(start["entries"]):
+        if not fold_range(deps, trust, start, head, fold, limit) and int(start["entries"]):
             # The chain after the saved position does not link to it: the chain
             # was changed behind the rollups (recovered, restored). From line 1.
             tx.clear()
             position, rebuilt = _empty(fingerprint), True
             fold = Fold(tx, schema_lookup(deps), int(position["last_slot"]), at)
-            fold_range(deps, trust, dict(position), head, fold)
+            fold_range(deps, trust, dict(position), head, fold, limit)
         if fold.broken is not None:
             raise ChainBrokenError(*fold.broken)
         folded = fold.entries - int(position["entries"])
@@ -173,11 +189,13 @@ def catch_up_in(
             entries=fold.entries, size=fold.size, head_hash=fold.prev, last_slot=fold.last_slot,
             facts=fold.facts_totals,
         )  # fmt: skip
-    _hold_against_checkpoint(deps, trust, position, head, fold)
+    complete = head is None or int(position["size"]) >= head.size
+    if complete:
+        _hold_against_checkpoint(deps, trust, position, head, fold)
     tx.save_position(position)
     return Caught(
         int(position["entries"]), position["head_hash"], folded, rebuilt,
-        size=int(position["size"]),
+        size=int(position["size"]), complete=complete,
     )  # fmt: skip
 
 
@@ -196,9 +214,7 @@ def with_rollups(deps: RollupDeps, query: Callable[[RollupTx], T]) -> tuple[Caug
     note = None
     for attempt in (0, 1):
         try:
-            with deps.rollups.writing() as tx:
-                caught = catch_up_in(deps, tx, fresh=attempt == 1)
-                answer = query(tx)
+            caught, answer = _in_chunks(deps, query, fresh=attempt == 1)
         except StateMismatchError as exc:
             if attempt:
                 raise
@@ -208,6 +224,21 @@ def with_rollups(deps: RollupDeps, query: Callable[[RollupTx], T]) -> tuple[Caug
             caught.note = note
             return caught, answer
     raise AssertionError("unreachable")
+
+
+def _in_chunks(
+    deps: RollupDeps, query: Callable[[RollupTx], T], *, fresh: bool
+) -> tuple[Caught, T]:
+    """Catch up a transaction of ``CHUNK_LINES`` at a time; ``query`` in the one that ends it."""
+    folded, rebuilt = 0, False
+    while True:
+        with deps.rollups.writing() as tx:
+            caught = catch_up_in(deps, tx, fresh=fresh, limit=CHUNK_LINES)
+            folded, rebuilt = folded + caught.folded, rebuilt or caught.rebuilt
+            if caught.complete:
+                caught.folded, caught.rebuilt = folded, rebuilt
+                return caught, query(tx)
+        fresh = False  # the chunk just committed is the next one's start
 
 
 def _read(
