@@ -73,7 +73,10 @@ def _kill_at(home: Path, target: Path, point: str, tmp_path: Path) -> None:
         reached = b""
         deadline = time.monotonic() + _GIVE_UP_S
         while not reached and child.poll() is None and time.monotonic() < deadline:
-            reached = os.read(reader, 100)
+            try:
+                reached = os.read(reader, 100)
+            except BlockingIOError:  # the child has the FIFO open and has not written yet
+                reached = b""
             time.sleep(0.01)
         assert reached == point.encode(), (point, child.poll(), errors.read_text())
         child.send_signal(signal.SIGKILL)
