@@ -22,7 +22,13 @@ from typing import Any
 
 from ledger.core.canonical import canonical_bytes
 from ledger.core.checkpoint import Checkpoint, CheckpointError, checkpoint_from_document
-from ledger.edges.fileio import ByIdentity, atomic_write, fsync_dir, identity_of_stat
+from ledger.edges.fileio import (
+    ByIdentity,
+    FileIdentity,
+    atomic_write,
+    fsync_dir,
+    identity_of_stat,
+)
 from ledger.errors import ChainIOError
 
 SEGMENT_FORMAT = "ledger-segment/1"
@@ -148,12 +154,9 @@ class SegmentDir:
             ChainIOError: the directory or a manifest cannot be read, or the
                 manifests do not follow each other.
         """
-        try:
-            identity = identity_of_stat(os.stat(self.directory))  # noqa: PTH116
-        except (FileNotFoundError, NotADirectoryError):
+        identity = self._identity()
+        if identity is None:
             return ()
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
         known = _LISTINGS.get(identity)
         if known is not None:
             return known
@@ -176,12 +179,9 @@ class SegmentDir:
             ChainIOError: the directory or the manifest cannot be read, or a
                 manifest is missing.
         """
-        try:
-            identity = identity_of_stat(os.stat(self.directory))  # noqa: PTH116
-        except (FileNotFoundError, NotADirectoryError):
+        identity = self._identity()
+        if identity is None:
             return None
-        except OSError as exc:
-            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
         listed = _LISTINGS.get(identity)
         if listed is not None:
             return listed[-1] if listed else None
@@ -198,6 +198,15 @@ class SegmentDir:
             return self.listing()[-1]  # names where each gap is, with its line
         _NEWEST.keep(newest, identity)
         return newest
+
+    def _identity(self) -> FileIdentity | None:
+        """The folder's identity now (what listings are remembered by); ``None``: no folder."""
+        try:
+            return identity_of_stat(os.stat(self.directory))  # noqa: PTH116
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ChainIOError(f"cannot read {self.directory}: {exc.strerror}") from exc
 
     def _manifest_names(self) -> list[str]:
         try:
