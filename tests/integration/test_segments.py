@@ -142,11 +142,12 @@ class TestHeadOnTheCallPath:
         """A verdict's head parses one manifest, not one per segment (a segment a day is 365)."""
         loaded: list[str] = []
         load = segmentfiles.SegmentDir.load
-        monkeypatch.setattr(
-            segmentfiles.SegmentDir,
-            "load",
-            lambda self, path: loaded.append(path.name) or load(self, path),
-        )
+
+        def counted(self: segmentfiles.SegmentDir, path: Path) -> object:
+            loaded.append(path.name)
+            return load(self, path)
+
+        monkeypatch.setattr(segmentfiles.SegmentDir, "load", counted)
         segmentfiles.forget_listings()
         newest = segmentfiles.SegmentDir(sealed_home / "segments").newest()
         assert newest is not None
