@@ -8,7 +8,9 @@ import pytest
 
 from ledger.core.envelope import parse_line
 from ledger.errors import TornTailError
+from ledger.edges.files.snapshotfiles import SnapshotFiles
 from ledger.runtime import Runtime
+from ledger.services.chain import recover as recover_module
 from ledger.services.chain.writer import Writer
 from tests.conftest import clean_env, run_process
 
@@ -417,3 +419,41 @@ def test_recover_in_a_real_process(home):
     assert result.json()["restored_entries"] == 2
     check = run_process(["--home", str(home), "verify-chain"], env=clean_env())
     assert (check.code, check.stdout) == (0, "OK 3 entries\n")
+
+
+class TestAChainThatVerifiesIsStreamed:
+    """A verifying chain is read as ``verify-chain`` reads it, the lock held only at its end.
+
+    On a year-old home, reading the whole chain into memory under the lock
+    took gigabytes and refused every verdict meanwhile (SPEC §21).
+    """
+
+    def test_it_is_never_read_whole(self, home, run_inproc, monkeypatch):
+        with_snapshot(run_inproc, home, 3, 3)
+
+        def whole(self: SnapshotFiles) -> bytes:
+            raise AssertionError("recover read the whole chain")
+
+        monkeypatch.setattr(SnapshotFiles, "read_chain", whole)
+        for args in ((), ("--dry-run",)):
+            report = recover(run_inproc, home, *args)
+            assert report["action"] == "none"
+            assert (report["restored_entries"], report["damaged_lines"]) == (7, 7)
+
+    def test_an_edit_after_the_unlocked_read_is_caught_under_the_lock(
+        self, home, run_inproc, monkeypatch
+    ):
+        lines, _snap = with_snapshot(run_inproc, home, 5, 3)
+        unlocked = recover_module.verify_unlocked
+
+        def then_edited(*args: Any, **options: Any) -> Any:
+            read = unlocked(*args, **options)
+            assert read is not None, "the chain verified before the edit"
+            write_lines(home, [*lines[:6], tamper(lines[6]), *lines[7:]])
+            return read
+
+        monkeypatch.setattr(recover_module, "verify_unlocked", then_edited)
+        report = recover(run_inproc, home)
+        assert report["action"] == "recover"
+        assert report["first_lost_line"] == 7
+        assert verify_ok(run_inproc, home) == len(chain_lines(home))

@@ -1,6 +1,7 @@
 """Verification's memory does not grow with the chain (SPEC §21).
 
-``checkpoint``, ``verify-chain``, ``verify-chain --full`` and ``snapshot`` run
+``checkpoint``, ``verify-chain``, ``verify-chain --full``, ``snapshot`` and
+``recover`` (of a chain that verifies, which it leaves alone) run
 as child processes on a home of 2,000 entries and on one of 200,000; each
 child's peak resident memory (``RUSAGE_CHILDREN``'s ``ru_maxrss``, which covers
 the workers it waited for) on the long chain stays within a constant of its
@@ -25,7 +26,13 @@ SHORT, LONG = 2_000, 200_000
 CONSTANT_KIB = 16 * 1024
 # In this order: the checkpoint's mark makes the rest resume after it (``--full``
 # reads every entry anyway).
-COMMANDS = (("checkpoint",), ("verify-chain",), ("verify-chain", "--full"), ("snapshot",))
+COMMANDS = (
+    ("checkpoint",),
+    ("verify-chain",),
+    ("verify-chain", "--full"),
+    ("snapshot",),
+    ("recover",),
+)
 
 
 # Runs one command as its only child and prints that child's peak memory (KiB):

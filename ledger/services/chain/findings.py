@@ -65,16 +65,23 @@ def stored_finding(states: StateStore) -> dict[str, Any] | None:
     return None if stored is None else finding_of(stored.data)
 
 
-def sealed_finding(chain: ChainStore) -> dict[str, Any] | None:
+def sealed_finding(
+    chain: ChainStore,
+    start: int = 0,
+    end: int | None = None,
+    found: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """The newest ``chain.finding`` sealed after the last ``ledger.recovered``, or ``None``.
 
     Reads the chain's lines as they are (``recover`` asks, about a chain that
     verifies); a line that does not parse is skipped: it is verification's business.
+    ``start``/``end`` (line boundaries) read a part of the chain, carrying on from
+    ``found``, what the part before ``start`` gave: ``recover`` reads the chain up
+    to its head without the lock and only what was appended since under it.
     """
-    found: dict[str, Any] | None = None
     if not chain.exists():
-        return None
-    for line in chain.iter_lines(0):
+        return found
+    for line in chain.iter_lines(start, end):
         if b'"chain.finding"' not in line and b'"ledger.recovered"' not in line:
             continue
         try:

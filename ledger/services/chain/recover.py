@@ -52,13 +52,18 @@ from ledger.core.trust import TrustStore
 from ledger.errors import InputDataError
 from ledger.services.chain.proofs import tree_root_of_lines
 from ledger.services.chain.recover_report import RECOVERED_EVENT, RecoverReport
-from ledger.services.chain.recover_verifying import settle_verifying_chain
+from ledger.services.chain.recover_verifying import (
+    settle_verifying_chain,
+    verify_locked,
+    verify_unlocked,
+)
 from ledger.services.chain.snapshot import (
     SnapshotDeps,
     SnapshotStore,
     load_snapshot,
     read_manifests,
 )
+from ledger.services.chain.verify import VerifyOutcome
 from ledger.services.chain.writer import Writer
 from ledger.services.ports import ChainTx
 
@@ -155,12 +160,30 @@ def recover(
     files = deps.snapshot_files()
     trust = deps.keys.load_trust()
     explicit = None if snapshot is None else _explicit_snapshot(files, snapshot)
-    if _nothing_there(files, explicit) and files.read_chain() is None:
+    checkpoints = _read_checkpoints(files)
+    # A chain that verifies is read as verify-chain reads it: streaming, without
+    # the lock, from the newest checkpoint's mark. Only a damaged one is read
+    # whole, under the lock, to restore it.
+    read = (
+        None
+        if checkpoints.broken
+        else verify_unlocked(deps, trust, checkpoints.newest(), scan=not dry_run)
+    )
+    if read is None and _nothing_there(files, explicit) and files.read_chain() is None:
         # Checked before locking: taking the lock would create its file.
-        return _left_alone(None, 0, files.chain_name(), None, None, dry_run=dry_run)
+        return _left_alone(None, files.chain_name(), None, dry_run=dry_run)
     if dry_run:
+        if read is not None:
+            return _left_alone(read.outcome, files.chain_name(), checkpoints.newest(), dry_run=True)
         return _recover(deps, files, trust, explicit, None)
     with deps.chain.transaction() as tx:
+        if read is not None:
+            checkpoints = _read_checkpoints(files)
+            newest = checkpoints.newest()
+            outcome = None if checkpoints.broken else verify_locked(deps, trust, newest, read)
+            if outcome is not None:
+                report = _left_alone(outcome, files.chain_name(), newest, dry_run=False)
+                return settle_verifying_chain(deps, tx, files, report, read)
         report = _recover(deps, files, trust, explicit, tx)
         if report.action == "none":
             report = settle_verifying_chain(deps, tx, files, report)
@@ -186,10 +209,10 @@ def _recover(
     lines = split_lines(data) if data is not None else []
     check = check_chain(lines, trust, newest)
     chain_name = files.chain_name()
-    if (data is not None and check.ok and not checkpoints.broken) or (
-        data is None and _nothing_there(files, explicit)
-    ):
-        return _left_alone(data, len(lines), chain_name, check, newest, dry_run=dry_run)
+    if data is None and _nothing_there(files, explicit):
+        return _left_alone(None, chain_name, newest, dry_run=dry_run)
+    if data is not None and check.ok and not checkpoints.broken:
+        return _left_alone(check, chain_name, newest, dry_run=dry_run)
     # The key that will sign ledger.recovered, loaded before anything changes.
     signer = deps.keys.active_signer(trust)
     rejected: list[tuple[str, str]] = []
@@ -326,18 +349,17 @@ def _message(
 
 
 def _left_alone(
-    data: bytes | None,
-    line_count: int,
+    check: ChainCheck | VerifyOutcome | None,
     chain_name: str,
-    check: ChainCheck | None,
     newest: Checkpoint | None,
     *,
     dry_run: bool,
 ) -> RecoverReport:
+    """The report of a chain left as it is: one that verifies (``check``), or none at all."""
     entries = 0 if check is None else check.entries
     message = (
         f"{chain_name} is missing and there is no snapshot or checkpoint: nothing to recover"
-        if data is None
+        if check is None
         else f"chain verifies ({entries} entries); left alone"
     )
     return RecoverReport(
@@ -345,7 +367,8 @@ def _left_alone(
         dry_run=dry_run,
         message=message,
         damage=None,
-        damaged_lines=line_count,
+        # The home's own chain holds no markers, so a verifying one has a line per entry.
+        damaged_lines=entries,
         restored_entries=entries,
         snapshot_entries=0,
         lost_lines=0,
