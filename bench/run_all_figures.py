@@ -52,6 +52,7 @@ def parse_verify(f: Figures) -> None:
     f.grab("cores", r"ChainFile\.verify \((\d+) cores\)")
     f.grab("parallel_rate", rf"ChainFile\.verify \(\d+ cores\)\s*:\s*{NUM}\s*lines/s")
     f.grab("ratio_pct", rf"ratio vs \d+ x Ed25519 rate\s*:\s*{NUM}\s*%")
+    f.grab("paired_pct", rf"paired ratio, median of \d+\s*:\s*{NUM}\s*%")
     rows = re.findall(
         rf"peak RSS at\s+{NUM} entries\s*:\s*VmHWM main\s+{NUM} MiB,\s*"
         rf"(?:largest worker\s+{NUM} MiB|no workers)",
