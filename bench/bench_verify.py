@@ -100,6 +100,30 @@ def child_verify(path: Path) -> dict[str, float]:
     return result
 
 
+def timed_pairs(
+    chain: ChainFile, entries: int, cores: int, pairs: int
+) -> tuple[list[float], list[float], list[float]]:
+    """Verify times, the Ed25519 rates around them, and each verify's ratio to its rates.
+
+    This machine's speed drifts by 10-20 % within a minute (shared cores), so
+    each timed verify is bracketed by a bare Ed25519 rate taken just before
+    and just after it, and the ratio is taken pair by pair.
+    """
+    rates_ed = [ed25519_rate(5000)]
+    times: list[float] = []
+    paired: list[float] = []
+    for _ in range(pairs):
+        began = time.perf_counter()
+        report = chain.verify(trust())
+        times.append(time.perf_counter() - began)
+        if not (report.ok and report.entries == entries):
+            raise SystemExit(f"verify failed: {report}")
+        rates_ed.append(ed25519_rate(5000))
+        bracket = (rates_ed[-2] + rates_ed[-1]) / 2
+        paired.append(entries / times[-1] / (cores * bracket))
+    return times, rates_ed, paired
+
+
 def main() -> None:
     """Build, verify, compare, measure memory; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -125,22 +149,8 @@ def main() -> None:
             f"{cores} cores, load average {os.getloadavg()[0]:.2f}"
         )
 
-        # This machine's speed drifts by 10-20 % within a minute (shared cores),
-        # so each timed verify is bracketed by a bare Ed25519 rate taken just
-        # before and just after it, and the ratio is taken pair by pair.
-        rates_ed = [ed25519_rate(5000)]
         chain = ChainFile(big)
-        times = []
-        paired = []
-        for _ in range(args.pairs):
-            began = time.perf_counter()
-            report = chain.verify(trust())
-            times.append(time.perf_counter() - began)
-            if not (report.ok and report.entries == entries):
-                raise SystemExit(f"verify failed: {report}")
-            rates_ed.append(ed25519_rate(5000))
-            bracket = (rates_ed[-2] + rates_ed[-1]) / 2
-            paired.append(entries / times[-1] / (cores * bracket))
+        times, rates_ed, paired = timed_pairs(chain, entries, cores, args.pairs)
         rate = entries / min(times)
         began = time.perf_counter()
         chain.verify(trust(), workers=1)

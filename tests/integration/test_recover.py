@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from ledger.core.envelope import parse_line
-from ledger.errors import TornTailError
 from ledger.edges.files.snapshotfiles import SnapshotFiles
+from ledger.errors import TornTailError
 from ledger.runtime import Runtime
 from ledger.services.chain import recover as recover_module
+from ledger.services.chain import recover_verifying
 from ledger.services.chain.writer import Writer
 from tests.conftest import clean_env, run_process
 
@@ -444,7 +445,7 @@ class TestAChainThatVerifiesIsStreamed:
         self, home, run_inproc, monkeypatch
     ):
         lines, _snap = with_snapshot(run_inproc, home, 5, 3)
-        unlocked = recover_module.verify_unlocked
+        unlocked = recover_verifying.verify_unlocked
 
         def then_edited(*args: Any, **options: Any) -> Any:
             read = unlocked(*args, **options)
