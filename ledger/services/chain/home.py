@@ -1,21 +1,27 @@
-"""Creating a home and rotating its writer key."""
+"""Creating a home, rotating its writer key and revoking a retired one."""
 
 import base64
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ledger.core.config_template import config_template
 from ledger.core.signing import Signer
 from ledger.core.timefmt import format_ts, parse_ts
 from ledger.core.trust import Revocation, TrustedKey, TrustStore, only_widens, trust_fingerprint
-from ledger.errors import KeyFileError, LedgerError, UsageError
+from ledger.errors import ChainIOError, KeyFileError, LedgerError, UsageError
 from ledger.services.chain.init_options import checked_billing, checked_cap
+from ledger.services.chain.revocation import fails_an_entry, fails_the_checkpoint
+from ledger.services.chain.verify import head_bound
 from ledger.services.chain.writer import Writer, WriterDeps
-from ledger.services.ports import StateStore
+from ledger.services.ports import ChainTx, StateStore
+
+if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.verified_mark import VerifiedMark
 
 
 class HomeDeps(WriterDeps, Protocol):
@@ -228,6 +234,17 @@ def _carry_derived_over(deps: "RotateDeps", before: TrustStore, after: TrustStor
     if carry_rollups is not None:
         with contextlib.suppress(LedgerError):
             carry_rollups(old, new)
+    # The verified mark too, or the next checkpoint and verify-chain would
+    # verify from line 1 (hours on a year-old home) for a trust store that
+    # fails no entry they verified. It still counts only beside a signed
+    # checkpoint that the new trust store accepts.
+    mark_of = getattr(deps, "verified_mark", None)
+    keep_mark = getattr(deps, "keep_verified_mark", None)
+    if mark_of is not None and keep_mark is not None:
+        with contextlib.suppress(LedgerError):
+            mark = mark_of()
+            if mark is not None and mark.trust_sha256 == old:
+                keep_mark(replace(mark, trust_sha256=new))
 
 
 def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None]) -> str:
@@ -248,8 +265,24 @@ def pin_root(deps: WriterDeps, root: Signer, write_pin: Callable[[bytes], None])
     return root.key_id
 
 
+class RevokeDeps(RotateDeps, Protocol):
+    """What a revocation needs beyond a rotation: the checkpoint and mark it may keep."""
+
+    def newest_checkpoint(self) -> "Checkpoint | None":
+        """The newest stored checkpoint."""
+        ...
+
+    def verified_mark(self) -> "VerifiedMark | None":
+        """Where the newest checkpoint's verification ended, if known."""
+        ...
+
+    def keep_verified_mark(self, mark: "VerifiedMark") -> None:
+        """Keep where a verification ended."""
+        ...
+
+
 def revoke_key(
-    deps: WriterDeps,
+    deps: RevokeDeps,
     key_id: str,
     reason: str,
     revoked_at: dt.datetime | None,
@@ -257,12 +290,56 @@ def revoke_key(
 ) -> None:
     """Revoke a writer key in the trust store (from ``revoked_at``, or entirely).
 
+    When no sealed entry and not the newest checkpoint is signed by the key
+    where the revocation fails it, what was verified stays verified and is
+    carried over (``ledger.services.chain.revocation``); the lines written
+    before are read without the lock, only those appended since under it.
+
+    Raises:
+        UsageError: the key is unknown, or is the active writer key.
+        KeyFileError: the home pins a root and ``root`` is not it.
+        LockTimeoutError: the chain lock stayed busy.
+    """
+    keys = deps.keys
+    _check_revocable(deps, keys.load_trust(), key_id, root)
+    revocation = Revocation(key_id, revoked_at, reason)
+    end = head_bound(deps.chain)
+    clean = end is not None and not fails_an_entry(deps.chain, revocation, 0, end)
+    # Under the chain lock, as a rotation: no verdict reads the new trust
+    # store before the state verified under the old one is carried over.
+    with deps.chain.transaction() as tx:
+        trust = keys.load_trust()
+        _check_revocable(deps, trust, key_id, root)
+        revoked = trust.with_revocation(revocation)
+        clean = (
+            clean
+            and end is not None
+            and not fails_an_entry(deps.chain, revocation, end, _head_size(tx))
+            and not fails_the_checkpoint(deps.newest_checkpoint(), revocation)
+        )
+        keys.save_trust(revoked, root)
+        if clean:
+            _carry_state_over(deps.states, trust, revoked)
+            _carry_derived_over(deps, trust, revoked)
+
+
+def _head_size(tx: ChainTx) -> int | None:
+    """Where the chain ends under the lock; ``None`` (read to the end) when the head is torn."""
+    try:
+        head = tx.head()
+    except ChainIOError:
+        return None
+    return None if head is None else head.size
+
+
+def _check_revocable(deps: WriterDeps, trust: TrustStore, key_id: str, root: Signer | None) -> None:
+    """Refuse a revocation of an unknown or active key, or one without the pinned root.
+
     Raises:
         UsageError: the key is unknown, or is the active writer key.
         KeyFileError: the home pins a root and ``root`` is not it.
     """
     keys = deps.keys
-    trust = keys.load_trust()
     if trust.key(key_id) is None:
         raise UsageError(f"no key {key_id} in the trust store")
     if keys.active_signer(trust).key_id == key_id:
@@ -270,7 +347,6 @@ def revoke_key(
     pinned = keys.pinned_root()
     if pinned is not None and (root is None or root.public_raw != pinned):
         raise KeyFileError("this home pins an offline root key: pass --root-key")
-    keys.save_trust(trust.with_revocation(Revocation(key_id, revoked_at, reason)), root)
 
 
 def trust_foreign_key(
