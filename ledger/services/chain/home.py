@@ -301,10 +301,13 @@ def revoke_key(
         LockTimeoutError: the chain lock stayed busy.
     """
     keys = deps.keys
-    _check_revocable(deps, keys.load_trust(), key_id, root)
+    before = keys.load_trust()
+    _check_revocable(deps, before, key_id, root)
     revocation = Revocation(key_id, revoked_at, reason)
     end = head_bound(deps.chain)
-    clean = end is not None and not fails_an_entry(deps.chain, revocation, 0, end)
+    clean = end is not None and not fails_an_entry(
+        deps.chain, before.with_revocation(revocation), key_id, 0, end
+    )
     # Under the chain lock, as a rotation: no verdict reads the new trust
     # store before the state verified under the old one is carried over.
     with deps.chain.transaction() as tx:
@@ -314,8 +317,8 @@ def revoke_key(
         clean = (
             clean
             and end is not None
-            and not fails_an_entry(deps.chain, revocation, end, _head_size(tx))
-            and not fails_the_checkpoint(deps.newest_checkpoint(), revocation)
+            and not fails_an_entry(deps.chain, revoked, key_id, end, _head_size(tx))
+            and not fails_the_checkpoint(deps.newest_checkpoint(), revoked)
         )
         keys.save_trust(revoked, root)
         if clean:

@@ -13,53 +13,47 @@ rotation; when there is one, they are left to the next reader, which verifies
 afresh and finds the entry (the chain is then BROKEN, which is the point).
 """
 
-import datetime as dt
-
-from ledger.core.checkpoint import Checkpoint
+from ledger.core.checkpoint import Checkpoint, checkpoint_signature_problem
 from ledger.core.envelope import EnvelopeFormatError, parse_line
-from ledger.core.timefmt import parse_ts
-from ledger.core.trust import Revocation
+from ledger.core.trust import TrustStore
 from ledger.errors import ChainIOError
 from ledger.services.ports import ChainStore
 
 
-def _revoked_at(revocation: Revocation, moment: dt.datetime) -> bool:
-    return revocation.revoked_at is None or moment >= revocation.revoked_at
-
-
 def fails_an_entry(
-    chain: ChainStore, revocation: Revocation, start: int = 0, end: int | None = None
+    chain: ChainStore, revoked: TrustStore, key_id: str, start: int = 0, end: int | None = None
 ) -> bool:
-    """Whether a line in ``[start, end)`` is signed by the revoked key where it now fails.
+    """Whether a line in ``[start, end)`` signed by ``key_id`` fails under ``revoked``.
 
-    Reads each line once, in constant memory, and parses only the lines that
-    could name the key: a key id is ``[a-z0-9_-]`` only, so JSON can spell it
-    as its own bytes or with ``\\u`` escapes, and a line holding neither cannot
-    be signed by it. What cannot be told counts as failing (a line that does
-    not parse, a part of the chain that cannot be read, such as segments moved
+    ``revoked`` is the trust store with the revocation; its own check decides
+    (``TrustStore.signature_problem``, the Ed25519 check skipped: these lines
+    verified before, and a revocation changes only when a key counts). Reads
+    each line once, in constant memory, and parses only the lines that could
+    name the key: a key id is ``[a-z0-9_-]`` only, so JSON can spell it as its
+    own bytes or with ``\\u`` escapes, and a line holding neither cannot be
+    signed by it. What cannot be told counts as failing (a line that does not
+    parse, a part of the chain that cannot be read, such as segments moved
     away by ``ledger archive``): the caller then keeps nothing and the next
     reader judges the chain.
     """
-    needle = revocation.key_id.encode("ascii")
+    needle = key_id.encode("ascii")
     try:
         for line in chain.iter_lines(start, end):
             if needle not in line and b"\\u" not in line:
                 continue
             parsed = parse_line(line.rstrip(b"\n"))
-            if parsed.signing_key_id == revocation.key_id and _revoked_at(
-                revocation, parse_ts(parsed.ts_utc)
-            ):
+            if parsed.signing_key_id != key_id:
+                continue
+            if revoked.signature_problem(parsed, strict=False, vouched=True) is not None:
                 return True
     except (EnvelopeFormatError, ChainIOError):
         return True
     return False
 
 
-def fails_the_checkpoint(checkpoint: Checkpoint | None, revocation: Revocation) -> bool:
-    """Whether the newest checkpoint is signed by the revoked key where it now fails."""
-    if checkpoint is None or checkpoint.signing_key_id != revocation.key_id:
-        return False
-    return _revoked_at(revocation, parse_ts(checkpoint.ts_utc))
+def fails_the_checkpoint(checkpoint: Checkpoint | None, revoked: TrustStore) -> bool:
+    """Whether the newest checkpoint's signature stops counting under ``revoked``."""
+    return checkpoint is not None and checkpoint_signature_problem(checkpoint, revoked) is not None
 
 
 __all__ = ["fails_an_entry", "fails_the_checkpoint"]
